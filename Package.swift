@@ -1,0 +1,97 @@
+// swift-tools-version: 6.0
+// blefleet: one daemon owns the BlueZ adapter and serves a fleet of BLE boards to
+// unprivileged clients over JSON-RPC on a Unix socket.
+//
+// Layers (dependencies point one way):
+//   blectl → FleetRPCClient → FleetRPC
+//   blefleetd → FleetRPCServer → FleetCore → BlueZ → DBus → CDBus (libdbus-1)
+//             → Systemd → CSystemd (libsystemd)
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "blefleet",
+    platforms: [.macOS(.v14)],
+    products: [],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // MARK: C libraries (Debian -dev packages)
+        .systemLibrary(
+            name: "CDBus",
+            path: "Sources/CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSystemd",
+            path: "Sources/CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+
+        // MARK: Libraries
+        .target(
+            name: "DBus",
+            dependencies: ["CDBus"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "Systemd",
+            dependencies: [
+                "CSystemd",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "BlueZ",
+            dependencies: [
+                "DBus",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "FleetRPC",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Test support (starts a testbed; used by integration tests only)
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Tests
+        .testTarget(
+            name: "DBusTests",
+            dependencies: ["DBus", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SystemdTests",
+            dependencies: ["Systemd", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "BlueZTests",
+            dependencies: ["BlueZ", "DBus", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FleetRPCTests",
+            dependencies: ["FleetRPC"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

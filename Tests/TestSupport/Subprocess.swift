@@ -1,0 +1,67 @@
+import Foundation
+
+/// Runs a command to completion and returns its standard output; throws with its
+/// standard error when it exits non-zero. For test fixtures only.
+public func runCommand(
+    _ executable: String, _ arguments: [String], environment: [String: String]? = nil
+) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    // Read both pipes before waiting so a chatty child cannot block on a full pipe.
+    let errData = ErrorCollector(err.fileHandleForReading)
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let stderr = errData.finish()
+    guard process.terminationStatus == 0 else {
+        throw FixtureError(
+            "\(executable) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(stderr)")
+    }
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// Drains a pipe on a background thread.
+final class ErrorCollector: @unchecked Sendable {
+    // Safe: `data` is written by the reader thread only, and read after `done` is signalled.
+    private var data = Data()
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            data = handle.readDataToEndOfFile()
+            done.signal()
+        }
+    }
+
+    func finish() -> String {
+        done.wait()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+public struct FixtureError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The repository's top directory, found from this file's location.
+public let repositoryRoot: URL = {
+    var url = URL(fileURLWithPath: #filePath)
+    for _ in 0..<3 { url.deleteLastPathComponent() }  // Tests/TestSupport/Subprocess.swift
+    return url
+}()
+
+/// A fresh temporary directory under $TMPDIR, removed by the caller.
+public func makeTemporaryDirectory(prefix: String) throws -> URL {
+    let base = URL(fileURLWithPath: NSTemporaryDirectory())
+    let url = base.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
