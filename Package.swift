@@ -61,7 +61,26 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "FleetCore",
+            dependencies: [
+                "BlueZ",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "FleetRPC",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "FleetRPCServer",
+            dependencies: [
+                "FleetRPC",
+                "FleetCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
 
@@ -89,8 +108,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "FleetCoreTests",
+            dependencies: ["FleetCore", "BlueZ", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "FleetRPCTests",
             dependencies: ["FleetRPC"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FleetRPCServerTests",
+            dependencies: ["FleetRPCServer", "FleetRPC", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Runs a command to completion and returns its standard output; throws with its
 /// standard error when it exits non-zero. For test fixtures only.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A running `scripts/testbed`: private dbus-daemon, BlueZoo (with the project's fidelity
 /// fixes) and N simulated Nano boards. Integration tests start one per test, in its own

@@ -1,0 +1,1 @@
+// Module BlueZ: see Package.swift for its place in the layers.

@@ -1,0 +1,1 @@
+// Module DBus: see Package.swift for its place in the layers.

@@ -1,0 +1,1 @@
+// Module FleetCore: see Package.swift for its place in the layers.

@@ -1,0 +1,1 @@
+// Module FleetRPC: see Package.swift for its place in the layers.

@@ -1,0 +1,1 @@
+// Module FleetRPCServer: see Package.swift for its place in the layers.

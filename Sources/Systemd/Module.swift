@@ -1,0 +1,1 @@
+// Module Systemd: see Package.swift for its place in the layers.
