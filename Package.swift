@@ -49,6 +49,7 @@ let package = Package(
             dependencies: [
                 "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -91,6 +92,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Test fixtures (executables the tests run in a controlled environment)
+        .executableTarget(
+            name: "systemd-probe",
+            dependencies: [
+                "Systemd",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/Fixtures/SystemdProbe",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Tests
         .testTarget(
             name: "DBusTests",
@@ -99,7 +112,11 @@ let package = Package(
         ),
         .testTarget(
             name: "SystemdTests",
-            dependencies: ["Systemd", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Systemd", "TestSupport", "systemd-probe",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
