@@ -20,7 +20,7 @@ func report(_ line: String) {
 }
 
 func fail(_ message: String) -> Never {
-    report("error: \(message)")
+    report("error=\(message)")
     exit(1)
 }
 
@@ -59,10 +59,14 @@ case "watchdog":
             watchdog: watchdog, notifier: notifier,
             logger: Logger(label: "probe", factory: { StderrLogHandler(label: $0, identifier: "systemd-probe") }),
             isHealthy: healthCheck)
+        let clock = ContinuousClock()
+        let start = clock.now
         let task = Task { try await service.run() }
         try await Task.sleep(for: .milliseconds(milliseconds))
         task.cancel()
         try await task.value
+        let elapsed = start.duration(to: clock.now)
+        report("elapsed.ms=\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)")
         try notifier.status("cancelled")
         try await Task.sleep(for: .milliseconds(300))
         try notifier.status("exiting")
