@@ -1,3 +1,5 @@
+import Logging
+import ServiceLifecycle
 import Systemd
 import Testing
 
@@ -89,5 +91,57 @@ import Testing
     @Test func pingIntervalIsHalfTheTimeout() {
         #expect(Watchdog(timeout: .seconds(30)).pingInterval == .seconds(15))
         #expect(Watchdog(timeout: .milliseconds(200)).pingInterval == .milliseconds(100))
+    }
+}
+
+/// `WatchdogService` inside a `ServiceGroup`: it must leave on graceful shutdown, or the
+/// daemon would never finish stopping.
+@Suite struct WatchdogServiceLifecycleTests {
+    /// Runs `service` in a group, triggers graceful shutdown once `ready` returns, and
+    /// reports whether the group finished within 10 s.
+    func groupFinishes(
+        _ service: WatchdogService<ContinuousClock>, after ready: @escaping @Sendable () async -> Void
+    ) async throws -> Bool {
+        let group = ServiceGroup(
+            configuration: .init(services: [.init(service: service)], logger: Logger(label: "test")))
+        return try await withThrowingTaskGroup(of: Bool.self) { tasks in
+            tasks.addTask {
+                try await group.run()
+                return true
+            }
+            tasks.addTask {
+                await ready()
+                await group.triggerGracefulShutdown()
+                try await Task.sleep(for: .seconds(10))
+                return false
+            }
+            let finished = try await tasks.next()!
+            tasks.cancelAll()
+            return finished
+        }
+    }
+
+    @Test func runningWatchdogEndsOnGracefulShutdown() async throws {
+        // Unhealthy, so the test process sends nothing anywhere; the checks prove the loop runs.
+        let checks = AsyncStream<Void>.makeStream()
+        let service = WatchdogService(
+            watchdog: Watchdog(timeout: .milliseconds(40)), logger: Logger(label: "test"),
+            isHealthy: {
+                checks.continuation.yield()
+                return false
+            })
+        let finished = try await groupFinishes(service) {
+            var count = 0
+            for await _ in checks.stream {
+                count += 1
+                if count == 3 { break }
+            }
+        }
+        #expect(finished)
+    }
+
+    @Test func disabledWatchdogEndsOnGracefulShutdown() async throws {
+        let service = WatchdogService(watchdog: nil, logger: Logger(label: "test"))
+        #expect(try await groupFinishes(service) {})
     }
 }
