@@ -10,7 +10,7 @@ import Testing
         let output = result.command
         #expect(output.value("target") == "journal")
         let entries = result.entries.filter { $0["SYSLOG_IDENTIFIER"] == identifier }
-        try #require(entries.count == 4, "\(result.entries)")
+        try #require(entries.count == 5, "\(result.entries)")
 
         let info = try #require(entries.first(where: { $0["MESSAGE"] == "Board connected" }))
         #expect(info["PRIORITY"] == "6")
@@ -36,6 +36,11 @@ import Testing
 
         let debug = try #require(entries.first(where: { $0["MESSAGE"] == "Detail" }))
         #expect(debug["PRIORITY"] == "7")
+
+        let large = try #require(entries.first(where: { $0["MESSAGE"] == "Large" }))
+        let blob = try #require(large["BLOB"])
+        #expect(blob.utf8.count == 320_000)
+        #expect(blob == String(repeating: "0123456789abcdef", count: 20_000), "the 320 kB value differs")
     }
 
     @Test(arguments: [

@@ -89,6 +89,8 @@ case "journal":
     report("line.warning=\(#line - 2)")
     logger.error("Failed", error: SystemdError.unknownLogTarget("syslog")); report("line.error=\(#line)")
     logger.debug("Detail"); report("line.debug=\(#line)")
+    // Larger than a datagram: libsystemd passes it in a memfd.
+    logger.info("Large", metadata: ["blob": "\(String(repeating: "0123456789abcdef", count: 20_000))"])
     report("function=\(#function)")
 
 case "listen":

@@ -44,7 +44,7 @@ enum PrivateJournal {
         guard output.status == 0 else {
             throw FixtureError("private journald run failed (\(output.status)): \(output.stderr)")
         }
-        let json = try runCommand("/usr/bin/journalctl", ["-D", directory.path, "-o", "json", "--no-pager"])
+        let json = try runCommand("/usr/bin/journalctl", ["-D", directory.path, "-o", "json", "--all", "--no-pager"])
         let entries = try json.split(separator: "\n").map { line in
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8))
             guard let fields = object as? [String: Any] else { throw FixtureError("not a journal entry: \(line)") }
@@ -53,7 +53,7 @@ enum PrivateJournal {
         return Result(command: output, entries: entries)
     }
 
-    /// journalctl prints a field as a string, as an array of byte values when it is not
+    /// journalctl (with `--all`, else long fields are `null`) prints a field as a string, as an array of byte values when it is not
     /// printable UTF-8, or as an array of those when the field repeats.
     private static func text(_ value: Any) -> String? {
         if let string = value as? String { return string }
