@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
         // MARK: C libraries (Debian -dev packages)
@@ -85,6 +86,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .target(
+            name: "BlefleetDaemon",
+            dependencies: [
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Test support (starts a testbed; used by integration tests only)
         .target(
             name: "TestSupport",
@@ -127,6 +136,11 @@ let package = Package(
         .testTarget(
             name: "FleetCoreTests",
             dependencies: ["FleetCore", "BlueZ", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "BlefleetDaemonTests",
+            dependencies: ["BlefleetDaemon"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
