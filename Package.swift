@@ -80,6 +80,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -119,7 +120,12 @@ let package = Package(
         ),
         .testTarget(
             name: "FleetRPCServerTests",
-            dependencies: ["FleetRPCServer", "FleetRPC", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "FleetRPCServer", "FleetRPC", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]
