@@ -13,6 +13,7 @@ extension RPCServer {
     /// Serves one connection until the client closes it, it misbehaves, or shutdown. Never
     /// throws: every problem is answered (when possible) and logged.
     func serveConnection(_ accepted: AcceptedConnection) async {
+        guard claim(accepted) else { return }
         let channel = accepted.channel.channel
         let (id, shuttingDown) = register(channel)
         defer { unregister(id) }

@@ -27,6 +27,10 @@ public final class RPCServer: Service, Sendable {
         var shuttingDown = false
         var connections: [UInt64: any Channel] = [:]
         var nextConnectionID: UInt64 = 1
+        /// Accepted connections not yet served. NIO traps if a wrapped channel is dropped
+        /// unused (as happens to connections accepted while shutting down), so each is held
+        /// here until served or, at the end of `run()`, closed properly.
+        var unserved: [ObjectIdentifier: NIOAsyncChannel<ByteBuffer, ByteBuffer>] = [:]
     }
 
     public let configuration: RPCServerConfiguration
@@ -113,9 +117,21 @@ public final class RPCServer: Service, Sendable {
                 try await Task.sleep(for: self.configuration.shutdownGracePeriod)
                 self.logger.warning("Calls still in flight after the shutdown grace period are cancelled")
             }
+            defer { outer.cancelAll() }
             _ = try await outer.next()
-            outer.cancelAll()
         }
+        let leftovers = state.withLockedValue { state in
+            defer { state.unserved = [:] }
+            return Array(state.unserved.values)
+        }
+        for channel in leftovers {
+            try? await channel.executeThenClose { _, _ in }
+        }
+    }
+
+    /// Claims an accepted connection for serving; `false` if it was already closed by shutdown.
+    func claim(_ accepted: AcceptedConnection) -> Bool {
+        state.withLockedValue { $0.unserved.removeValue(forKey: ObjectIdentifier(accepted.channel.channel)) != nil }
     }
 
     // MARK: Listening socket
@@ -125,7 +141,7 @@ public final class RPCServer: Service, Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: configuration.backlog)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<AcceptedConnection> = { channel in
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<AcceptedConnection> = { [state] channel in
             guard let provider = channel as? any SocketOptionProvider else {
                 return channel.eventLoop.makeFailedFuture(RPCServerError("The connection has no socket options."))
             }
@@ -137,6 +153,7 @@ public final class RPCServer: Service, Sendable {
                 let asyncChannel = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
                     wrappingChannelSynchronously: channel,
                     configuration: .init(inboundType: ByteBuffer.self, outboundType: ByteBuffer.self))
+                state.withLockedValue { $0.unserved[ObjectIdentifier(channel)] = asyncChannel }
                 return AcceptedConnection(
                     channel: asyncChannel, credentials: PeerCredentials(pid: cred.pid, uid: cred.uid, gid: cred.gid))
             }

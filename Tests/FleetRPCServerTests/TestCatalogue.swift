@@ -129,6 +129,11 @@ final class Gate: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Whether a call is waiting on `key`.
+    func waiting(_ key: String) -> Bool {
+        state.withLockedValue { !($0.waiters[key] ?? []).isEmpty }
+    }
+
     func wait(_ key: String) async throws {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
