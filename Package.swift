@@ -81,7 +81,9 @@ let package = Package(
                 "FleetCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -150,7 +152,12 @@ let package = Package(
         ),
         .testTarget(
             name: "FleetRPCServerTests",
-            dependencies: ["FleetRPCServer", "FleetRPC", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "FleetRPCServer", "FleetRPC", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]
