@@ -10,6 +10,20 @@ import signal
 import sys
 
 
+def arrange_roles() -> None:
+    """Testbed arrangement (stock or fixed): the boards are emulated as extra controllers,
+    which a real gateway does not have. They report Roles ["peripheral"], so clients that
+    pick "the first powered controller with the central role" (bleak, ...) pick hci0."""
+    from bluezoo.adapter import Adapter
+
+    roles = Adapter.__dict__["Roles"]
+    central_roles = roles.property_getter
+
+    def getter(self):
+        return central_roles(self) if self.id == 0 else ["peripheral"]
+    roles.property_getter = getter
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="bluezoo_launcher")
     parser.add_argument("--central", required=True, help="address of the central adapter hci0")
@@ -25,6 +39,7 @@ def main() -> int:
 
     from bluezoo import bluezoo as bz_main
     from bluezoo.utils import BluetoothAddress
+    arrange_roles()
     if not args.stock:
         from . import fixes
         fixes.apply(fixes.Settings(temporary_timeout=args.temporary_timeout,

@@ -164,7 +164,15 @@ class FixedDevice(Device):
         if not self.peer_reachable():
             raise DBusBluezFailedError("le-connection-abort-by-local")
         self.cancel_expiry()
-        await self.peer_adapter.add_device(self.peer)
+        # The central as the board sees it: reuse the board's current view, or a fresh one
+        # (an object that was removed cannot be exported again).
+        path = f"{self.peer_adapter.get_object_path()}/dev_{self.adapter.address.replace(':', '_')}"
+        existing = self.peer_adapter.devices.get(path)
+        if existing is not None:
+            self.peer = existing
+        else:
+            self.peer = FixedDevice(self.adapter)
+            await self.peer_adapter.add_device(self.peer)
         await self.peer.Connected.set_async(True)
         await self.Connected.set_async(True)
         self.resolve_task = asyncio.create_task(self._resolve())
