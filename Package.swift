@@ -91,6 +91,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Test fixtures
+        .executableTarget(
+            name: "registry-writer",
+            dependencies: ["FleetCore"],
+            path: "Tests/Fixtures/RegistryWriter",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Tests
         .testTarget(
             name: "DBusTests",
@@ -109,7 +117,10 @@ let package = Package(
         ),
         .testTarget(
             name: "FleetCoreTests",
-            dependencies: ["FleetCore", "BlueZ", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "FleetCore", "BlueZ", "TestSupport", "registry-writer",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
