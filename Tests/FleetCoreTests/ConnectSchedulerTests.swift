@@ -3,7 +3,7 @@ import Testing
 
 @testable import FleetCore
 
-@Suite struct ConnectSchedulerTests {
+@Suite(.timeLimit(.minutes(1))) struct ConnectSchedulerTests {
     /// Waits (bounded, yielding) until `condition` holds.
     func eventually(_ what: String, within limit: Duration = .seconds(5), _ condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + limit
@@ -85,7 +85,9 @@ import Testing
         let after = Task { try await scheduler.withPermit { 42 } }
         try await eventually("both wait") { scheduler.waitingCount == 2 }
         cancelled.cancel()
+        let watchdog = Watchdog { scheduler.release() }
         await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(!watchdog.stop(), "the cancelled waiter did not leave the queue")
         #expect(scheduler.waitingCount == 1)
         scheduler.release()
         // The next waiter gets the permit; the cancelled one never ran.

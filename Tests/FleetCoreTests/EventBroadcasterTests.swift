@@ -2,7 +2,7 @@ import Testing
 
 @testable import FleetCore
 
-@Suite struct EventBroadcasterTests {
+@Suite(.timeLimit(.minutes(1))) struct EventBroadcasterTests {
     typealias Delivery = EventBroadcaster<Int>.Delivery
 
     func describe(_ d: Delivery) -> String {
@@ -72,7 +72,9 @@ import Testing
         var iterator = started.makeAsyncIterator()
         await iterator.next()  // the consumer got event 1 and is waiting for more
         consumer.cancel()
+        let watchdog = Watchdog { broadcaster.finish() }
         #expect(await consumer.value == 1)
+        #expect(!watchdog.stop(), "cancelling did not end the subscription")
         #expect(broadcaster.subscriberCount == 0)
     }
 
