@@ -11,6 +11,7 @@ extension BoardStateMachine {
         case .failed:
             guard reason == .command else { return .none }
             wanted = true
+            backoff.reset()
             return beginConnect()
         case .idle:
             wanted = true

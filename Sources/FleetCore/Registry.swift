@@ -122,8 +122,7 @@ public actor Registry {
         guard let lastSave else { return true }
         let elapsed = now.timeIntervalSince(lastSave)
         // A clock that jumped backwards must not suppress saves forever.
-        return elapsed < 0 || elapsed >= Double(lastSeenInterval.components.seconds)
-            + Double(lastSeenInterval.components.attoseconds) / 1e18
+        return elapsed < 0 || elapsed >= lastSeenInterval.seconds
     }
 
     private func save(now: Date) throws(RegistryError) {

@@ -81,7 +81,10 @@ public struct RegistryFile: Sendable {
         let dirFD = open(directory, O_RDONLY | O_DIRECTORY)
         guard dirFD >= 0 else { throw RegistryError(path: directory, operation: "open", errno: errno) }
         defer { close(dirFD) }
-        guard fsync(dirFD) == 0 else { throw RegistryError(path: directory, operation: "fsync", errno: errno) }
+        // Some file systems cannot fsync a directory (EINVAL); the rename is still atomic there.
+        guard fsync(dirFD) == 0 || errno == EINVAL else {
+            throw RegistryError(path: directory, operation: "fsync", errno: errno)
+        }
     }
 
     // MARK: - Encoding
@@ -213,7 +216,7 @@ public struct RegistryFile: Sendable {
 
     private func moveAside(reason: String, now: Date) -> RegistryIssue {
         let stamp = Self.timestamp(now)
-        var target = path.replacingOccurrences(of: Self.fileName, with: Self.corruptPrefix + stamp, options: .backwards)
+        var target = directory + "/" + Self.corruptPrefix + stamp
         var suffix = 1
         while access(target, F_OK) == 0 {
             target = directory + "/" + Self.corruptPrefix + stamp + "-\(suffix)"

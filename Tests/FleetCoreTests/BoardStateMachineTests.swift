@@ -173,6 +173,11 @@ import Testing
         #expect(m.connectRequested(reason: .automatic, now: at(2)) == .none)
         #expect(m.phase == .failed)
         #expect(m.connectRequested(reason: .command, now: at(3)) == .startConnect)
+        #expect(m.failedAttempts == 0)
+        // A transient failure of that explicit attempt backs off from the first step again.
+        _ = m.connectAttemptStarted(now: at(3))
+        let delay = retryDelay(m.connectFailed(.transient, now: at(4)))
+        #expect(delay.map { $0 <= .milliseconds(1200) } == true)
     }
 
     @Test func absentBoardWaitsForItsNextAdvertisement() {
