@@ -114,6 +114,12 @@ let package = Package(
             path: "Tests/Fixtures/SystemdProbe",
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "registry-writer",
+            dependencies: ["FleetCore"],
+            path: "Tests/Fixtures/RegistryWriter",
+            swiftSettings: swiftSettings
+        ),
 
         // MARK: Tests
         .testTarget(
@@ -137,7 +143,10 @@ let package = Package(
         ),
         .testTarget(
             name: "FleetCoreTests",
-            dependencies: ["FleetCore", "BlueZ", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "FleetCore", "BlueZ", "TestSupport", "registry-writer",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

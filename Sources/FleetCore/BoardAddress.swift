@@ -1,0 +1,44 @@
+/// A board's Bluetooth address, its identity in the fleet.
+///
+/// Always normalized to upper case `AA:BB:CC:DD:EE:FF`. Names are not unique; the address is.
+public struct BoardAddress: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The normalized text form, e.g. `"C0:98:E5:49:00:01"`.
+    public let rawValue: String
+
+    /// Parses `text` (upper or lower case hex, colon separated); throws
+    /// ``BoardAddressError`` saying what is wrong.
+    public init(parsing text: String) throws(BoardAddressError) {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 6 else {
+            throw BoardAddressError(text: text, reason: "it must have six colon-separated parts")
+        }
+        for part in parts {
+            guard part.count == 2, part.allSatisfy(\.isHexDigit) else {
+                throw BoardAddressError(text: text, reason: "each part must be two hexadecimal digits")
+            }
+        }
+        rawValue = text.uppercased()
+    }
+
+    /// Parses `text`, or returns nil when it is not a valid address.
+    public init?(_ text: String) {
+        guard let parsed = try? BoardAddress(parsing: text) else { return nil }
+        self = parsed
+    }
+
+    public var description: String { rawValue }
+
+    public static func < (lhs: BoardAddress, rhs: BoardAddress) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// Why a string is not a Bluetooth address.
+public struct BoardAddressError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The rejected input.
+    public let text: String
+    /// What is wrong with it.
+    public let reason: String
+
+    public var description: String {
+        "\"\(text)\" is not a Bluetooth address (like AA:BB:CC:DD:EE:FF): \(reason)."
+    }
+}

@@ -1,0 +1,277 @@
+extension BoardStateMachine {
+    /// A command or the auto-connect policy needs the board connected.
+    /// When the returned action is `.none` and ``isReady`` is true, proceed at once;
+    /// otherwise wait for `becomeReady` or `failWaiters`.
+    public mutating func connectRequested(
+        reason: ConnectReason = .command, now: ContinuousClock.Instant
+    ) -> Action {
+        switch state {
+        case .forgotten:
+            return .failWaiters(.notFound)
+        case .failed:
+            guard reason == .command else { return .none }
+            wanted = true
+            backoff.reset()
+            return beginConnect()
+        case .idle:
+            wanted = true
+            return beginConnect()
+        case .connecting, .resolving, .ready, .backingOff:
+            wanted = true
+            return .none
+        case .disconnecting(let then):
+            wanted = true
+            if then == .idle { state = .disconnecting(then: .reconnect) }
+            return .none
+        case .absent:
+            wanted = true
+            return .waitForAdvertisement(failWaiters: .absent)
+        case .waitingForAdapter:
+            wanted = true
+            return .failWaiters(.adapterOff)
+        }
+    }
+
+    /// The actor got the adapter's connect permit and is calling `Device1.Connect`.
+    public mutating func connectAttemptStarted(now: ContinuousClock.Instant) -> Action {
+        guard case .connecting = state else { return .none }
+        state = .connecting(inFlight: true)
+        attemptStartedAt = now
+        return .none
+    }
+
+    /// `Connected` became true (reply to Connect, or PropertiesChanged).
+    public mutating func connectSucceeded(now: ContinuousClock.Instant) -> Action {
+        switch state {
+        case .connecting, .idle, .backingOff, .absent:
+            // From idle/backingOff/absent: someone else connected it; adopt the link.
+            state = .resolving
+            return .none
+        case .resolving, .ready, .disconnecting, .waitingForAdapter, .failed, .forgotten:
+            return .none
+        }
+    }
+
+    /// `ServicesResolved` became true.
+    public mutating func servicesResolved(now: ContinuousClock.Instant) -> Action {
+        switch state {
+        case .connecting, .resolving:
+            state = .ready
+            backoff.reset()
+            lastFailure = nil
+            attemptStartedAt = nil
+            return .becomeReady
+        default:
+            return .none
+        }
+    }
+
+    /// A connect attempt (or the resolve after it) failed or timed out.
+    public mutating func connectFailed(
+        _ errorClass: ConnectErrorClass, now: ContinuousClock.Instant
+    ) -> Action {
+        switch state {
+        case .connecting:
+            attemptStartedAt = nil
+            return handleFailure(errorClass, now: now)
+        case .resolving:
+            // The link is up but unusable: tear it down, then handle the failure.
+            state = .disconnecting(then: .failure(errorClass))
+            lastFailure = errorClass
+            return .disconnect(failWaiters: errorClass == .permanent ? .failed : nil)
+        case .disconnecting(let then):
+            // Our Disconnect cancelled the connect: the disconnect is complete.
+            return finishDisconnect(then, now: now)
+        default:
+            return .none  // stale outcome of a cancelled attempt
+        }
+    }
+
+    /// `Connected` became false, or the actor's `Device1.Disconnect` call returned.
+    public mutating func disconnected(now: ContinuousClock.Instant) -> Action {
+        switch state {
+        case .resolving, .ready:
+            guard wanted else {
+                state = .idle
+                return .abandonConnection(failWaiters: nil)
+            }
+            // Link lost: reconnect after at least the floor delay.
+            let token = newToken()
+            state = .backingOff(token: token)
+            return .scheduleRetry(after: backoff.delayAfterLinkLoss(), token: token)
+        case .disconnecting(let then):
+            return finishDisconnect(then, now: now)
+        default:
+            return .none
+        }
+    }
+
+    /// The board advertised (device added, or RSSI/ManufacturerData changed).
+    public mutating func advertisementSeen(now: ContinuousClock.Instant) -> Action {
+        guard case .absent(let since) = state else { return .none }
+        backoff.reset()
+        guard wanted else {
+            state = .idle
+            return .none
+        }
+        let floor = backoff.policy.minimumDelay
+        let elapsed = since.duration(to: now)
+        if elapsed >= floor { return beginConnect() }
+        let token = newToken()
+        state = .backingOff(token: token)
+        return .scheduleRetry(after: floor - elapsed, token: token)
+    }
+
+    /// The `Device1` object was removed from BlueZ (InterfacesRemoved).
+    public mutating func deviceVanished(now: ContinuousClock.Instant) -> Action {
+        switch state {
+        case .idle, .backingOff:
+            state = .absent(since: now)
+            return .none
+        case .connecting, .resolving, .ready:
+            state = .absent(since: now)
+            attemptStartedAt = nil
+            return .abandonConnection(failWaiters: .absent)
+        case .disconnecting(let then):
+            state = .absent(since: now)
+            if then == .reconnect { wanted = true }
+            return .abandonConnection(failWaiters: .absent)
+        case .waitingForAdapter:
+            state = .waitingForAdapter(present: false)
+            return .none
+        case .absent, .failed, .forgotten:
+            return .none
+        }
+    }
+
+    /// The adapter was powered off (or went away): nothing connects until it is back.
+    public mutating func adapterPoweredOff(now: ContinuousClock.Instant) -> Action {
+        switch state {
+        case .forgotten, .failed, .waitingForAdapter:
+            return .none
+        case .connecting, .resolving, .ready, .disconnecting:
+            state = .waitingForAdapter(present: true)
+            attemptStartedAt = nil
+            return .abandonConnection(failWaiters: .adapterOff)
+        case .idle, .backingOff:
+            state = .waitingForAdapter(present: true)
+            return .none
+        case .absent:
+            state = .waitingForAdapter(present: false)
+            return .none
+        }
+    }
+
+    /// The adapter was powered on: wanted boards that are present connect again.
+    public mutating func adapterPoweredOn(now: ContinuousClock.Instant) -> Action {
+        guard case .waitingForAdapter(let present) = state else { return .none }
+        backoff.reset()
+        guard present else {
+            state = .absent(since: now)
+            return .none
+        }
+        guard wanted else {
+            state = .idle
+            return .none
+        }
+        return beginConnect()
+    }
+
+    /// The retry timer scheduled with `token` fired.
+    public mutating func backoffTimerFired(token: UInt64, now: ContinuousClock.Instant) -> Action {
+        guard case .backingOff(let current) = state, current == token else { return .none }
+        guard wanted else {
+            state = .idle
+            return .none
+        }
+        return beginConnect()
+    }
+
+    /// A user or LRU eviction wants the board disconnected; it stays disconnected until the
+    /// next connect request.
+    public mutating func disconnectRequested(now: ContinuousClock.Instant) -> Action {
+        wanted = false
+        switch state {
+        case .connecting(inFlight: false):
+            state = .idle
+            return .abandonConnection(failWaiters: .cancelled)
+        case .connecting(inFlight: true), .resolving:
+            state = .disconnecting(then: .idle)
+            attemptStartedAt = nil
+            return .disconnect(failWaiters: .cancelled)
+        case .ready:
+            state = .disconnecting(then: .idle)
+            return .disconnect(failWaiters: nil)
+        case .disconnecting(let then):
+            if then == .reconnect { state = .disconnecting(then: .idle) }
+            return .failWaiters(.cancelled)
+        case .backingOff:
+            state = .idle
+            return .failWaiters(.cancelled)
+        case .idle, .absent, .waitingForAdapter, .failed, .forgotten:
+            return .none
+        }
+    }
+
+    /// The board is removed from the fleet. Terminal.
+    public mutating func forget(now: ContinuousClock.Instant) -> Action {
+        let previous = state
+        state = .forgotten
+        wanted = false
+        switch previous {
+        case .forgotten:
+            return .none
+        case .connecting(inFlight: true), .resolving, .ready, .disconnecting:
+            return .disconnect(failWaiters: .notFound)
+        case .connecting(inFlight: false):
+            return .abandonConnection(failWaiters: .notFound)
+        case .idle, .backingOff, .absent, .waitingForAdapter, .failed:
+            return .failWaiters(.notFound)
+        }
+    }
+
+    // MARK: - Helpers
+
+    private mutating func beginConnect() -> Action {
+        state = .connecting(inFlight: false)
+        attemptStartedAt = nil
+        return .startConnect
+    }
+
+    private mutating func newToken() -> UInt64 {
+        nextToken &+= 1
+        return nextToken
+    }
+
+    private mutating func handleFailure(_ errorClass: ConnectErrorClass, now: ContinuousClock.Instant) -> Action {
+        lastFailure = errorClass
+        switch backoff.next(after: errorClass) {
+        case .retry(let delay):
+            guard wanted else {
+                state = .idle
+                return .failWaiters(errorClass.errorCode)
+            }
+            let token = newToken()
+            state = .backingOff(token: token)
+            return .scheduleRetry(after: delay, token: token)
+        case .waitForAdvertisement:
+            state = .absent(since: now)
+            return .waitForAdvertisement(failWaiters: .absent)
+        case .giveUp:
+            state = .failed
+            return .failWaiters(.failed)
+        }
+    }
+
+    private mutating func finishDisconnect(_ then: AfterDisconnect, now: ContinuousClock.Instant) -> Action {
+        switch then {
+        case .idle:
+            state = .idle
+            return .none
+        case .reconnect:
+            return beginConnect()
+        case .failure(let errorClass):
+            return handleFailure(errorClass, now: now)
+        }
+    }
+}

@@ -1,0 +1,48 @@
+/// Settings of the fleet core; immutable, with defaults for everything.
+public struct FleetConfiguration: Sendable, Hashable {
+    /// Maximum simultaneous connections; idle boards are evicted (least recently used)
+    /// beyond it. Typical controllers hold 5–9 LE connections.
+    public let connectionLimit: Int
+    /// Connect operations allowed at once per adapter (parallel connects are fragile).
+    public let concurrentConnects: Int
+    /// Deadline for one connect, from `Device1.Connect` until services are resolved.
+    public let connectTimeout: Duration
+    /// Deadline for a fan-out command when the caller gives none.
+    public let defaultCommandTimeout: Duration
+    /// A cached temperature older than this is re-read.
+    public let temperatureMaxAge: Duration
+    /// Who joins the fleet.
+    public let adoption: AdoptionPolicy
+    /// Backoff between connect attempts.
+    public let reconnect: ReconnectPolicy
+    /// Directory holding `boards.json`.
+    public let stateDirectory: String
+    /// Minimum time between registry saves caused only by `lastSeen` updates.
+    public let lastSeenSaveInterval: Duration
+    /// Events buffered per subscriber before the oldest are dropped.
+    public let eventBufferSize: Int
+
+    public init(
+        connectionLimit: Int = 7,
+        concurrentConnects: Int = 1,
+        connectTimeout: Duration = .seconds(10),
+        defaultCommandTimeout: Duration = .seconds(5),
+        temperatureMaxAge: Duration = .seconds(10),
+        adoption: AdoptionPolicy = AdoptionPolicy(),
+        reconnect: ReconnectPolicy = ReconnectPolicy(),
+        stateDirectory: String = "/var/lib/blefleet",
+        lastSeenSaveInterval: Duration = .seconds(60),
+        eventBufferSize: Int = 256
+    ) {
+        self.connectionLimit = max(1, connectionLimit)
+        self.concurrentConnects = max(1, concurrentConnects)
+        self.connectTimeout = connectTimeout
+        self.defaultCommandTimeout = defaultCommandTimeout
+        self.temperatureMaxAge = temperatureMaxAge
+        self.adoption = adoption
+        self.reconnect = reconnect
+        self.stateDirectory = stateDirectory
+        self.lastSeenSaveInterval = lastSeenSaveInterval
+        self.eventBufferSize = max(1, eventBufferSize)
+    }
+}

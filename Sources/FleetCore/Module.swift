@@ -1,1 +1,0 @@
-// Module FleetCore: see Package.swift for its place in the layers.

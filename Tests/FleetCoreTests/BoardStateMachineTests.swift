@@ -1,0 +1,393 @@
+import Testing
+
+@testable import FleetCore
+
+@Suite struct BoardStateMachineTests {
+    let t0 = ContinuousClock.now
+    let policy = ReconnectPolicy(
+        initialDelay: .seconds(1), outOfResourcesDelay: .seconds(5), multiplier: 2,
+        maximumDelay: .seconds(30), minimumDelay: .milliseconds(200), jitter: 0.2, maximumAttempts: 4)
+
+    func at(_ seconds: Double) -> ContinuousClock.Instant { t0 + .milliseconds(Int((seconds * 1000).rounded())) }
+
+    func machine(present: Bool = true, powered: Bool = true) -> BoardStateMachine {
+        BoardStateMachine(policy: policy, random: SeededRandomNumberGenerator(seed: 7), present: present, adapterPowered: powered, now: t0)
+    }
+
+    /// Drives a fresh board to ready.
+    func readyMachine() -> BoardStateMachine {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.connectSucceeded(now: at(0.1))
+        _ = m.servicesResolved(now: at(0.2))
+        return m
+    }
+
+    func retryDelay(_ action: BoardStateMachine.Action) -> Duration? {
+        if case .scheduleRetry(let delay, _) = action { return delay }
+        return nil
+    }
+
+    func token(_ action: BoardStateMachine.Action) -> UInt64? {
+        if case .scheduleRetry(_, let token) = action { return token }
+        return nil
+    }
+
+    @Test func happyPathToReady() {
+        var m = machine()
+        #expect(m.phase == .discovered)
+        #expect(m.connectRequested(now: at(0)) == .startConnect)
+        #expect(m.phase == .connecting)
+        #expect(m.connectAttemptStarted(now: at(0.01)) == .none)
+        #expect(m.attemptStartedAt == at(0.01))
+        #expect(m.connectSucceeded(now: at(0.1)) == .none)
+        #expect(m.phase == .resolving)
+        #expect(m.servicesResolved(now: at(0.2)) == .becomeReady)
+        #expect(m.phase == .ready)
+        #expect(m.isReady)
+        #expect(m.holdsLink)
+    }
+
+    @Test func servicesResolvedBeforeConnectedStillBecomesReady() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectAttemptStarted(now: at(0))
+        #expect(m.servicesResolved(now: at(0.1)) == .becomeReady)
+        #expect(m.phase == .ready)
+    }
+
+    @Test func connectingIsIdempotent() {
+        var m = machine()
+        #expect(m.connectRequested(now: at(0)) == .startConnect)
+        #expect(m.connectRequested(now: at(0.01)) == .none)
+        _ = m.connectAttemptStarted(now: at(0.02))
+        #expect(m.connectRequested(now: at(0.03)) == .none)
+        _ = m.connectSucceeded(now: at(0.1))
+        #expect(m.connectRequested(now: at(0.11)) == .none)
+        _ = m.servicesResolved(now: at(0.2))
+        #expect(m.connectRequested(now: at(0.3)) == .none)
+        #expect(m.isReady)
+    }
+
+    @Test func transientFailureBacksOffThenRetriesOnTheTimer() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectAttemptStarted(now: at(0))
+        let action = m.connectFailed(.transient, now: at(1))
+        #expect(m.phase == .backingOff)
+        #expect(m.lastFailure == .transient)
+        let delay = try! #require(retryDelay(action))
+        #expect(delay >= .milliseconds(800) && delay <= .milliseconds(1200))
+        // Asking again while backing off does not bypass the delay.
+        #expect(m.connectRequested(now: at(1.1)) == .none)
+        #expect(m.backoffTimerFired(token: token(action)!, now: at(2)) == .startConnect)
+        #expect(m.phase == .connecting)
+    }
+
+    @Test func backoffGrowsAndSuccessResetsIt() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        var delays: [Duration] = []
+        for i in 0..<3 {
+            _ = m.connectAttemptStarted(now: at(Double(i)))
+            let action = m.connectFailed(.transient, now: at(Double(i)))
+            delays.append(retryDelay(action)!)
+            #expect(m.backoffTimerFired(token: token(action)!, now: at(Double(i) + 0.5)) == .startConnect)
+        }
+        #expect(delays[0] < delays[1] && delays[1] < delays[2])
+        #expect(m.failedAttempts == 3)
+        _ = m.connectAttemptStarted(now: at(10))
+        _ = m.connectSucceeded(now: at(10))
+        #expect(m.servicesResolved(now: at(10)) == .becomeReady)
+        #expect(m.failedAttempts == 0)
+        #expect(m.lastFailure == nil)
+    }
+
+    @Test func staleTimerIsIgnored() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectAttemptStarted(now: at(0))
+        let first = m.connectFailed(.transient, now: at(0))
+        _ = m.disconnectRequested(now: at(0.1))
+        #expect(m.phase == .discovered)
+        _ = m.connectRequested(now: at(0.2))
+        _ = m.connectAttemptStarted(now: at(0.2))
+        let second = m.connectFailed(.transient, now: at(0.3))
+        #expect(token(first) != token(second))
+        #expect(m.backoffTimerFired(token: token(first)!, now: at(1)) == .none)
+        #expect(m.phase == .backingOff)
+        #expect(m.backoffTimerFired(token: token(second)!, now: at(5)) == .startConnect)
+    }
+
+    @Test func everyRetryPathWaitsAtLeastTheFloor() {
+        // Hammer the machine with failures and link losses: every retry has a delay ≥ floor,
+        // and a connect never starts straight from a failure or a link loss.
+        var m = machine()
+        var now = 0.0
+        _ = m.connectRequested(now: at(now))
+        for round in 0..<50 {
+            now += 0.01
+            _ = m.connectAttemptStarted(now: at(now))
+            let action: BoardStateMachine.Action
+            if round % 3 == 0 {
+                _ = m.connectSucceeded(now: at(now))
+                _ = m.servicesResolved(now: at(now))
+                action = m.disconnected(now: at(now))
+            } else {
+                action = m.connectFailed(round % 2 == 0 ? .transient : .outOfResources, now: at(now))
+            }
+            #expect(action != .startConnect)
+            switch action {
+            case .scheduleRetry(let delay, let token):
+                #expect(delay >= policy.minimumDelay)
+                #expect(m.backoffTimerFired(token: token, now: at(now) + delay) == .startConnect)
+            case .waitForAdvertisement:
+                // Too many failures: absent. The next advertisement brings it back only after the floor.
+                let early = m.advertisementSeen(now: at(now))
+                #expect(retryDelay(early)! >= policy.minimumDelay)
+                #expect(m.backoffTimerFired(token: token(early)!, now: at(now + 1)) == .startConnect)
+            default:
+                Issue.record("unexpected \(action)")
+            }
+        }
+    }
+
+    @Test func outOfResourcesWaitsLongerThanTransient() {
+        var a = machine()
+        _ = a.connectRequested(now: at(0))
+        let transient = retryDelay(a.connectFailed(.transient, now: at(0)))!
+        var b = machine()
+        _ = b.connectRequested(now: at(0))
+        let resources = retryDelay(b.connectFailed(.outOfResources, now: at(0)))!
+        #expect(resources > transient * 3)
+    }
+
+    @Test func permanentFailureStopsUntilAnExplicitCommand() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectAttemptStarted(now: at(0))
+        #expect(m.connectFailed(.permanent, now: at(0.5)) == .failWaiters(.failed))
+        #expect(m.phase == .failed)
+        #expect(m.advertisementSeen(now: at(1)) == .none)
+        #expect(m.connectRequested(reason: .automatic, now: at(2)) == .none)
+        #expect(m.phase == .failed)
+        #expect(m.connectRequested(reason: .command, now: at(3)) == .startConnect)
+        #expect(m.failedAttempts == 0)
+        // A transient failure of that explicit attempt backs off from the first step again.
+        _ = m.connectAttemptStarted(now: at(3))
+        let delay = retryDelay(m.connectFailed(.transient, now: at(4)))
+        #expect(delay.map { $0 <= .milliseconds(1200) } == true)
+    }
+
+    @Test func absentBoardWaitsForItsNextAdvertisement() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectAttemptStarted(now: at(0))
+        #expect(m.connectFailed(.absent, now: at(1)) == .waitForAdvertisement(failWaiters: .absent))
+        #expect(m.phase == .absent)
+        // A command meanwhile fails fast instead of connecting blindly.
+        #expect(m.connectRequested(now: at(2)) == .waitForAdvertisement(failWaiters: .absent))
+        #expect(m.phase == .absent)
+        // It advertises again (well after the floor): connect at once.
+        #expect(m.advertisementSeen(now: at(5)) == .startConnect)
+    }
+
+    @Test func advertisementRightAfterAbsenceStillWaitsTheFloor() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectFailed(.absent, now: at(1))
+        let action = m.advertisementSeen(now: at(1.05))
+        #expect(retryDelay(action) == .milliseconds(150))
+        #expect(m.phase == .backingOff)
+        #expect(m.backoffTimerFired(token: token(action)!, now: at(1.2)) == .startConnect)
+    }
+
+    @Test func unwantedAbsentBoardComesBackAsDiscovered() {
+        var m = machine(present: false)
+        #expect(m.phase == .absent)
+        #expect(m.advertisementSeen(now: at(1)) == .none)
+        #expect(m.phase == .discovered)
+    }
+
+    @Test func tooManyTransientFailuresMakeTheBoardAbsent() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        var last: BoardStateMachine.Action = .none
+        for i in 1...4 {
+            _ = m.connectAttemptStarted(now: at(Double(i)))
+            last = m.connectFailed(.transient, now: at(Double(i)))
+            if let token = token(last) { _ = m.backoffTimerFired(token: token, now: at(Double(i) + 0.9)) }
+        }
+        #expect(last == .waitForAdvertisement(failWaiters: .absent))
+        #expect(m.phase == .absent)
+        // The next advertisement starts afresh.
+        #expect(m.advertisementSeen(now: at(20)) == .startConnect)
+        #expect(m.failedAttempts == 0)
+    }
+
+    @Test func disconnectWhileQueuedCancelsWithoutCallingBlueZ() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        #expect(m.disconnectRequested(now: at(0.1)) == .abandonConnection(failWaiters: .cancelled))
+        #expect(m.phase == .discovered)
+        #expect(m.wanted == false)
+        // The cancelled attempt's late outcome changes nothing.
+        #expect(m.connectFailed(.transient, now: at(0.2)) == .none)
+        #expect(m.phase == .discovered)
+    }
+
+    @Test func disconnectWhileConnectingCancelsTheConnect() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectAttemptStarted(now: at(0))
+        #expect(m.disconnectRequested(now: at(0.1)) == .disconnect(failWaiters: .cancelled))
+        #expect(m.phase == .disconnecting)
+        // The connect fails because we disconnected: done, no retry.
+        #expect(m.connectFailed(.transient, now: at(0.2)) == .none)
+        #expect(m.phase == .discovered)
+        #expect(m.disconnected(now: at(0.3)) == .none)
+        #expect(m.phase == .discovered)
+    }
+
+    @Test func disconnectWhileConnectingWhenTheConnectWinsAnyway() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.disconnectRequested(now: at(0.1))
+        // Connected=true arrives before our Disconnect takes effect: ignored.
+        #expect(m.connectSucceeded(now: at(0.15)) == .none)
+        #expect(m.servicesResolved(now: at(0.16)) == .none)
+        #expect(m.phase == .disconnecting)
+        #expect(m.disconnected(now: at(0.3)) == .none)
+        #expect(m.phase == .discovered)
+    }
+
+    @Test func connectRequestedWhileDisconnectingRunsAfterwards() {
+        var m = readyMachine()
+        #expect(m.disconnectRequested(now: at(1)) == .disconnect(failWaiters: nil))
+        #expect(m.connectRequested(now: at(1.1)) == .none)
+        #expect(m.phase == .disconnecting)
+        #expect(m.disconnected(now: at(1.2)) == .startConnect)
+        #expect(m.phase == .connecting)
+    }
+
+    @Test func requestedDisconnectFromReadyEndsDiscovered() {
+        var m = readyMachine()
+        _ = m.disconnectRequested(now: at(1))
+        #expect(m.disconnected(now: at(1.2)) == .none)
+        #expect(m.phase == .discovered)
+        #expect(!m.holdsLink)
+    }
+
+    @Test func unexpectedLinkLossReconnectsAfterTheFloor() {
+        var m = readyMachine()
+        let action = m.disconnected(now: at(5))
+        #expect(m.phase == .backingOff)
+        let delay = try! #require(retryDelay(action))
+        #expect(delay >= policy.minimumDelay)
+        #expect(m.backoffTimerFired(token: token(action)!, now: at(6)) == .startConnect)
+    }
+
+    @Test func externallyConnectedBoardIsAdoptedAndDroppedWithoutRetry() {
+        var m = machine()
+        #expect(m.connectSucceeded(now: at(0)) == .none)
+        #expect(m.phase == .resolving)
+        #expect(m.servicesResolved(now: at(0.1)) == .becomeReady)
+        // Nobody asked for it, so a link loss does not trigger reconnects.
+        #expect(m.disconnected(now: at(1)) == .abandonConnection(failWaiters: nil))
+        #expect(m.phase == .discovered)
+    }
+
+    @Test func resolveFailureTearsDownThenBacksOff() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.connectSucceeded(now: at(0.1))
+        #expect(m.connectFailed(.transient, now: at(10)) == .disconnect(failWaiters: nil))
+        #expect(m.phase == .disconnecting)
+        let action = m.disconnected(now: at(10.1))
+        #expect(retryDelay(action) != nil)
+        #expect(m.phase == .backingOff)
+    }
+
+    @Test func permanentResolveFailureFailsWaitersAndEndsFailed() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.connectSucceeded(now: at(0.1))
+        #expect(m.connectFailed(.permanent, now: at(1)) == .disconnect(failWaiters: .failed))
+        #expect(m.disconnected(now: at(1.1)) == .failWaiters(.failed))
+        #expect(m.phase == .failed)
+    }
+
+    @Test func adapterOffStopsEverythingAndPowerOnResumesWantedBoards() {
+        var m = readyMachine()
+        #expect(m.adapterPoweredOff(now: at(1)) == .abandonConnection(failWaiters: .adapterOff))
+        #expect(m.phase == .waitingForAdapter)
+        // Nothing connects while off.
+        #expect(m.connectRequested(now: at(2)) == .failWaiters(.adapterOff))
+        #expect(m.advertisementSeen(now: at(2)) == .none)
+        #expect(m.disconnected(now: at(2)) == .none)
+        #expect(m.phase == .waitingForAdapter)
+        #expect(m.adapterPoweredOn(now: at(3)) == .startConnect)
+        #expect(m.phase == .connecting)
+    }
+
+    @Test func adapterOffWhileBackingOffCancelsTheRetry() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        let action = m.connectFailed(.transient, now: at(0))
+        #expect(m.adapterPoweredOff(now: at(0.1)) == .none)
+        #expect(m.backoffTimerFired(token: token(action)!, now: at(2)) == .none)
+        #expect(m.phase == .waitingForAdapter)
+    }
+
+    @Test func powerOnLeavesUnwantedBoardsIdleAndVanishedOnesAbsent() {
+        var idle = machine(powered: false)
+        #expect(idle.phase == .waitingForAdapter)
+        #expect(idle.adapterPoweredOn(now: at(1)) == .none)
+        #expect(idle.phase == .discovered)
+
+        var gone = machine(powered: false)
+        _ = gone.connectRequested(now: at(0))
+        #expect(gone.deviceVanished(now: at(0.5)) == .none)
+        #expect(gone.adapterPoweredOn(now: at(1)) == .none)
+        #expect(gone.phase == .absent)
+        #expect(gone.advertisementSeen(now: at(2)) == .startConnect)
+    }
+
+    @Test func deviceVanishingWhileConnectedFailsWaitersAsAbsent() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.connectSucceeded(now: at(0.1))
+        #expect(m.deviceVanished(now: at(0.2)) == .abandonConnection(failWaiters: .absent))
+        #expect(m.phase == .absent)
+        #expect(m.connectFailed(.absent, now: at(0.3)) == .none)
+        #expect(m.advertisementSeen(now: at(5)) == .startConnect)
+    }
+
+    @Test func forgetIsTerminal() {
+        var m = readyMachine()
+        #expect(m.forget(now: at(1)) == .disconnect(failWaiters: .notFound))
+        #expect(m.isForgotten)
+        #expect(m.connectRequested(now: at(2)) == .failWaiters(.notFound))
+        #expect(m.advertisementSeen(now: at(2)) == .none)
+        #expect(m.adapterPoweredOn(now: at(2)) == .none)
+        #expect(m.disconnected(now: at(2)) == .none)
+        #expect(m.forget(now: at(3)) == .none)
+
+        var idle = machine()
+        #expect(idle.forget(now: at(0)) == .failWaiters(.notFound))
+    }
+
+    @Test func disconnectWhileBackingOffCancelsTheRetry() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        let action = m.connectFailed(.transient, now: at(0))
+        #expect(m.disconnectRequested(now: at(0.1)) == .failWaiters(.cancelled))
+        #expect(m.phase == .discovered)
+        #expect(m.backoffTimerFired(token: token(action)!, now: at(5)) == .none)
+    }
+}
