@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
         // MARK: C libraries (Debian -dev packages)
@@ -49,6 +50,7 @@ let package = Package(
             dependencies: [
                 "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -79,7 +81,17 @@ let package = Package(
                 "FleetCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        .target(
+            name: "BlefleetDaemon",
+            dependencies: [
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -91,6 +103,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Test fixtures (executables the tests run in a controlled environment)
+        .executableTarget(
+            name: "systemd-probe",
+            dependencies: [
+                "Systemd",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/Fixtures/SystemdProbe",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Tests
         .testTarget(
             name: "DBusTests",
@@ -99,7 +123,11 @@ let package = Package(
         ),
         .testTarget(
             name: "SystemdTests",
-            dependencies: ["Systemd", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Systemd", "TestSupport", "systemd-probe",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -113,13 +141,23 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "BlefleetDaemonTests",
+            dependencies: ["BlefleetDaemon"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "FleetRPCTests",
             dependencies: ["FleetRPC"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "FleetRPCServerTests",
-            dependencies: ["FleetRPCServer", "FleetRPC", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "FleetRPCServer", "FleetRPC", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

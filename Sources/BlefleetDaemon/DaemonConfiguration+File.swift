@@ -1,0 +1,214 @@
+import Foundation
+import Yams
+
+extension DaemonConfiguration {
+    /// The keys the file accepts, each with what it allows (shown in errors and in
+    /// `blefleetd.conf(5)`).
+    public static let fileKeys: [(key: String, allowed: String)] = settings.map { ($0.key, $0.allowed) }
+
+    /// Reads `path` over `self`. A missing file is not an error when `required` is false
+    /// (the default path need not exist); any other problem is a `ConfigurationError` naming
+    /// the line, the key and what is allowed.
+    public mutating func apply(file path: String, required: Bool) throws {
+        guard FileManager.default.fileExists(atPath: path) else {
+            if required {
+                throw ConfigurationError(source: path, problem: "no such file")
+            }
+            return
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(source: path, problem: "cannot be read (check its permissions)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationError(source: path, problem: "is not UTF-8 text")
+        }
+        try apply(text: text, source: path)
+    }
+
+    /// Parses YAML `text` (a mapping of `key: value`) over `self`.
+    public mutating func apply(text: String, source: String) throws {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch let error as YamlError {
+            throw ConfigurationError(source: source, problem: "is not valid YAML: \(Self.describe(error))")
+        } catch {
+            throw ConfigurationError(source: source, problem: "is not valid YAML: \(error)")
+        }
+        guard let root else { return }  // empty or only comments
+        guard let mapping = root.mapping else {
+            throw ConfigurationError(
+                source: source, line: root.mark.map(\.line),
+                problem: "must be a list of `key: value` lines, like `adapter: hci0`")
+        }
+        var seen: Set<String> = []
+        for (keyNode, valueNode) in mapping {
+            let line = keyNode.mark?.line
+            guard let key = keyNode.string else {
+                throw ConfigurationError(source: source, line: line, problem: "keys must be plain words")
+            }
+            guard let setting = Self.settings.first(where: { $0.key == key }) else {
+                throw ConfigurationError(
+                    source: source, line: line, key: key,
+                    problem: "unknown key; known keys are \(Self.settings.map(\.key).joined(separator: ", "))")
+            }
+            guard seen.insert(key).inserted else {
+                throw ConfigurationError(source: source, line: line, key: key, problem: "is set twice")
+            }
+            do {
+                try setting.apply(&self, valueNode)
+            } catch let problem as SettingProblem {
+                throw ConfigurationError(
+                    source: source, line: valueNode.mark?.line ?? line, key: key,
+                    problem: "\(problem.text); allowed: \(setting.allowed)")
+            }
+        }
+    }
+
+    private static func describe(_ error: YamlError) -> String {
+        // YamlError's description carries the line and a caret picture; keep its first line.
+        String(describing: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+    }
+}
+
+/// Why one value was refused.
+struct SettingProblem: Error {
+    let text: String
+}
+
+/// One configuration key: what it allows and how it is applied.
+struct Setting: Sendable {
+    let key: String
+    let allowed: String
+    let apply: @Sendable (inout DaemonConfiguration, Node) throws -> Void
+}
+
+extension DaemonConfiguration {
+    static let settings: [Setting] = [
+        Setting(key: "socket", allowed: "an absolute path") { config, node in
+            config.socketPath = try absolutePath(node)
+        },
+        Setting(key: "socket-group", allowed: "a group name") { config, node in
+            config.controlGroup = try groupName(node)
+        },
+        Setting(key: "read-only-group", allowed: "a group name, or empty for none") { config, node in
+            let text = try scalar(node)
+            config.readOnlyGroup = text.isEmpty ? nil : try groupName(node)
+        },
+        Setting(key: "state-dir", allowed: "an absolute path") { config, node in
+            config.stateDirectory = try absolutePath(node)
+        },
+        Setting(key: "adapter", allowed: "an adapter name like hci0, or its address like 00:1A:7D:DA:71:13")
+        { config, node in
+            config.adapter = try adapterName(try scalar(node))
+        },
+        Setting(key: "bus", allowed: "`system`, or a D-Bus address like unix:path=/run/dbus/system_bus_socket")
+        { config, node in
+            config.bus = try busAddress(try scalar(node))
+        },
+        Setting(key: "log-target", allowed: "auto, journal or stderr") { config, node in
+            let text = try scalar(node)
+            guard let target = LogTargetSetting(rawValue: text) else { throw SettingProblem(text: "got \"\(text)\"") }
+            config.logTarget = target
+        },
+        Setting(key: "log-level", allowed: "trace, debug, info, notice, warning, error or critical") { config, node in
+            let text = try scalar(node)
+            guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(text) else {
+                throw SettingProblem(text: "got \"\(text)\"")
+            }
+            config.logLevel = text
+        },
+        Setting(key: "connection-limit", allowed: "a whole number from 1 to 32") { config, node in
+            config.connectionLimit = try integer(node, in: 1...32)
+        },
+        Setting(key: "auto-adopt", allowed: "true or false") { config, node in
+            config.autoAdopt = try boolean(node)
+        },
+        Setting(key: "allow", allowed: "a list of addresses, names or globs, e.g. [\"nano-*\", \"F0:0D:00:00:00:01\"]")
+        { config, node in
+            guard let sequence = node.sequence else {
+                if let text = node.scalar?.string, !text.isEmpty { config.allow = [text]; return }
+                throw SettingProblem(text: "expected a list")
+            }
+            config.allow = try sequence.map { item in
+                guard let text = item.scalar?.string, !text.isEmpty else {
+                    throw SettingProblem(text: "every entry must be a non-empty word")
+                }
+                return text
+            }
+        },
+        Setting(key: "default-timeout-ms", allowed: "a whole number of milliseconds from 100 to 600000") { config, node in
+            config.defaultTimeoutMilliseconds = try integer(node, in: 100...600_000)
+        },
+        Setting(key: "temperature-max-age-ms", allowed: "a whole number of milliseconds from 0 to 3600000")
+        { config, node in
+            config.temperatureMaxAgeMilliseconds = try integer(node, in: 0...3_600_000)
+        },
+        Setting(key: "max-frame-bytes", allowed: "a whole number from 1024 to 67108864") { config, node in
+            config.maxFrameBytes = try integer(node, in: 1024...67_108_864)
+        },
+        Setting(key: "max-calls-per-client", allowed: "a whole number from 1 to 4096") { config, node in
+            config.maxCallsPerClient = try integer(node, in: 1...4096)
+        },
+        Setting(key: "max-queued-notifications", allowed: "a whole number from 16 to 1000000") { config, node in
+            config.maxQueuedNotifications = try integer(node, in: 16...1_000_000)
+        },
+    ]
+
+    static func scalar(_ node: Node) throws -> String {
+        guard let scalar = node.scalar else { throw SettingProblem(text: "expected a single value, not a list or map") }
+        return scalar.string
+    }
+
+    static func absolutePath(_ node: Node) throws -> String {
+        let text = try scalar(node)
+        guard text.hasPrefix("/"), !text.contains("\0") else { throw SettingProblem(text: "got \"\(text)\"") }
+        return text
+    }
+
+    static func groupName(_ node: Node) throws -> String {
+        let text = try scalar(node)
+        let valid = !text.isEmpty && text.count <= 32
+            && text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }
+        guard valid else { throw SettingProblem(text: "got \"\(text)\"") }
+        return text
+    }
+
+    static func integer(_ node: Node, in range: ClosedRange<Int>) throws -> Int {
+        let text = try scalar(node)
+        guard let value = Int(text.replacingOccurrences(of: "_", with: "")), range.contains(value) else {
+            throw SettingProblem(text: "got \"\(text)\"")
+        }
+        return value
+    }
+
+    static func boolean(_ node: Node) throws -> Bool {
+        let text = try scalar(node)
+        switch text.lowercased() {
+        case "true", "yes", "on": return true
+        case "false", "no", "off": return false
+        default: throw SettingProblem(text: "got \"\(text)\"")
+        }
+    }
+
+    /// `hci0`-style names or a Bluetooth address (normalized to upper case).
+    static func adapterName(_ text: String) throws -> String {
+        if text.hasPrefix("hci"), text.count > 3, text.dropFirst(3).allSatisfy(\.isNumber) { return text }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        if parts.count == 6, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isHexDigit) }) {
+            return text.uppercased()
+        }
+        throw SettingProblem(text: "got \"\(text)\"")
+    }
+
+    /// `system` or something that looks like a D-Bus address (`transport:key=value,…`).
+    static func busAddress(_ text: String) throws -> String {
+        if text == "system" { return text }
+        guard let colon = text.firstIndex(of: ":"), colon != text.startIndex,
+            text[text.index(after: colon)...].contains("=")
+        else {
+            throw SettingProblem(text: "got \"\(text)\"")
+        }
+        return text
+    }
+}

@@ -1,0 +1,42 @@
+/// Everything `blefleetd` can be told, from `/etc/blefleet/blefleetd.conf` and its flags.
+/// Flags override the file; the file overrides the defaults below.
+public struct DaemonConfiguration: Sendable, Equatable {
+    /// Where the daemon is reached (`--socket`, `socket`).
+    public var socketPath: String = "/run/blefleet/blefleetd.sock"
+    /// Group that owns the socket and may do everything (`socket-group`).
+    public var controlGroup: String = "blefleet"
+    /// Group whose members may call read-only methods; nil for none (`read-only-group`).
+    public var readOnlyGroup: String? = nil
+    /// Where the board registry is kept (`--state-dir`, `state-dir`).
+    public var stateDirectory: String = "/var/lib/blefleet"
+    /// The adapter to own: interface name or address (`--adapter`, `adapter`).
+    public var adapter: String = "hci0"
+    /// The bus BlueZ is on: `system` or a D-Bus address (`--bus`, `bus`).
+    public var bus: String = "system"
+    /// `auto`, `journal` or `stderr` (`--log-target`, `log-target`).
+    public var logTarget: LogTargetSetting = .auto
+    /// `trace` … `critical` (`log-level`).
+    public var logLevel: String = "info"
+    /// Most boards connected at once (`connection-limit`).
+    public var connectionLimit: Int = 7
+    /// Adopt every board that advertises the LED service (`auto-adopt`).
+    public var autoAdopt: Bool = true
+    /// If not empty, only boards whose address or name matches one of these are adopted (`allow`).
+    public var allow: [String] = []
+    /// Fan-out deadline when a call gives none, in milliseconds (`default-timeout-ms`).
+    public var defaultTimeoutMilliseconds: Int = 5000
+    /// Cached temperatures younger than this are served without a read (`temperature-max-age-ms`).
+    public var temperatureMaxAgeMilliseconds: Int = 10_000
+    /// Largest JSON-RPC frame accepted (`max-frame-bytes`).
+    public var maxFrameBytes: Int = 1 << 20
+    /// Calls one client may have in flight (`max-calls-per-client`).
+    public var maxCallsPerClient: Int = 64
+    /// Notifications queued for a client that does not read before it is dropped (`max-queued-notifications`).
+    public var maxQueuedNotifications: Int = 1024
+
+    public init() {}
+
+    public enum LogTargetSetting: String, Sendable, Equatable, CaseIterable {
+        case auto, journal, stderr
+    }
+}

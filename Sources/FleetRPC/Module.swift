@@ -1,1 +1,0 @@
-// Module FleetRPC: see Package.swift for its place in the layers.

@@ -1,0 +1,65 @@
+/// A JSON-RPC 2.0 request, or a notification when ``id`` is `nil`.
+public struct RPCRequest: Sendable, Hashable {
+    /// The method to call, e.g. `"led.set"`.
+    public var method: String
+    /// The parameters; `nil` when the member is absent.
+    public var params: RPCParams?
+    /// The id; `nil` for a notification (no reply is sent), `.null` for an explicit null id.
+    public var id: RPCID?
+
+    public init(method: String, params: RPCParams? = nil, id: RPCID?) {
+        self.method = method
+        self.params = params
+        self.id = id
+    }
+
+    /// Whether this is a notification, which gets no reply.
+    public var isNotification: Bool { id == nil }
+
+    /// The request as one compact JSON text (no trailing newline); the id is written exactly.
+    public func serialized() -> [UInt8] {
+        var output: [UInt8] = []
+        output.append(contentsOf: #"{"jsonrpc":"2.0","method":"#.utf8)
+        JSONValue.writeString(method, into: &output)
+        if let params {
+            output.append(contentsOf: #","params":"#.utf8)
+            params.jsonValue.write(into: &output)
+        }
+        if let id {
+            output.append(contentsOf: #","id":"#.utf8)
+            id.write(into: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+        return output
+    }
+}
+
+extension RPCRequest: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case jsonrpc, method, params, id
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let version = try container.decode(String.self, forKey: .jsonrpc)
+        guard version == "2.0" else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .jsonrpc, in: container, debugDescription: "\"jsonrpc\" must be \"2.0\".")
+        }
+        method = try container.decode(String.self, forKey: .method)
+        params = try container.decodeIfPresent(RPCParams.self, forKey: .params)
+        if container.contains(.id) {
+            id = try container.decode(RPCID.self, forKey: .id)
+        } else {
+            id = nil
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("2.0", forKey: .jsonrpc)
+        try container.encode(method, forKey: .method)
+        try container.encodeIfPresent(params, forKey: .params)
+        if let id { try container.encode(id, forKey: .id) }
+    }
+}

@@ -1,0 +1,111 @@
+public import FleetRPC
+import Glibc
+import NIOConcurrencyHelpers
+
+/// Decides what a peer may call. Root and members of the control group may call every
+/// method; members of the read-only group may call `.read` methods; everyone else is
+/// refused with `-32000` and a message naming the group to join. Membership is the uid's
+/// primary group plus its supplementary groups (`getgrouplist`), and the gid the peer
+/// connected with; it is cached for ``Configuration/cacheLifetime``.
+public final class AccessPolicy: Sendable {
+    public struct Configuration: Sendable {
+        /// Members may call every method.
+        public var controlGroup: String
+        /// Members may call read methods; `nil` for no read-only access.
+        public var readOnlyGroup: String?
+        /// How long a uid's group list is reused.
+        public var cacheLifetime: Duration
+
+        public init(controlGroup: String = "blefleet", readOnlyGroup: String? = "blefleet-ro", cacheLifetime: Duration = .seconds(5)) {
+            self.controlGroup = controlGroup
+            self.readOnlyGroup = readOnlyGroup
+            self.cacheLifetime = cacheLifetime
+        }
+    }
+
+    private struct CachedGroups {
+        var groups: Set<UInt32>
+        var expires: ContinuousClock.Instant
+    }
+
+    public let configuration: Configuration
+    private let cache = NIOLockedValueBox<[UInt32: CachedGroups]>([:])
+
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+    }
+
+    /// The role of a peer.
+    public func role(for credentials: PeerCredentials) -> AccessRole {
+        if credentials.uid == 0 { return .control }
+        var groups = groups(ofUID: credentials.uid)
+        groups.insert(credentials.gid)
+        if let control = AccessPolicy.groupID(named: configuration.controlGroup), groups.contains(control) {
+            return .control
+        }
+        if let name = configuration.readOnlyGroup, let readOnly = AccessPolicy.groupID(named: name), groups.contains(readOnly) {
+            return .readOnly
+        }
+        return .none
+    }
+
+    /// `nil` if `role` may call `method`, else the `-32000` error to answer with.
+    public func refusal(for method: RPCMethodDescriptor, role: AccessRole, credentials: PeerCredentials) -> RPCError? {
+        switch (role, method.access) {
+        case (.control, _), (.readOnly, .read):
+            return nil
+        case (.readOnly, .write):
+            return RPCError(
+                .permissionDenied,
+                "Permission denied: \(method.name) changes state and uid \(credentials.uid) may only read "
+                    + "(group '\(configuration.readOnlyGroup ?? "")'); join the group '\(configuration.controlGroup)' to call it.")
+        case (.none, _):
+            var message =
+                "Permission denied: uid \(credentials.uid) may not call \(method.name); join the group '\(configuration.controlGroup)'"
+            if let readOnly = configuration.readOnlyGroup {
+                message += method.access == .read ? " or '\(readOnly)'" : " (or '\(readOnly)' to read only)"
+            }
+            return RPCError(.permissionDenied, message + ".")
+        }
+    }
+
+    private func groups(ofUID uid: UInt32) -> Set<UInt32> {
+        let now = ContinuousClock.now
+        if let cached = cache.withLockedValue({ $0[uid] }), cached.expires > now {
+            return cached.groups
+        }
+        let groups = AccessPolicy.lookUpGroups(uid: uid)
+        cache.withLockedValue { $0[uid] = CachedGroups(groups: groups, expires: now.advanced(by: configuration.cacheLifetime)) }
+        return groups
+    }
+
+    /// The primary and supplementary groups of the user with `uid`; empty if it has no passwd entry.
+    static func lookUpGroups(uid: UInt32) -> Set<UInt32> {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name else {
+            return []
+        }
+        let primary = entry.pw_gid
+        var count: Int32 = 64
+        while true {
+            var groups = [gid_t](repeating: 0, count: Int(count))
+            var found = count
+            if getgrouplist(name, primary, &groups, &found) >= 0 {
+                return Set(groups.prefix(Int(found))).union([primary])
+            }
+            guard found > count, found < 65_536 else { return [primary] }
+            count = found
+        }
+    }
+
+    /// The gid of the group called `name`, if it exists.
+    static func groupID(named name: String) -> UInt32? {
+        var entry = group()
+        var result: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 65_536)
+        guard getgrnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return entry.gr_gid
+    }
+}

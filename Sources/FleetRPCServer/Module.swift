@@ -1,1 +1,0 @@
-// Module FleetRPCServer: see Package.swift for its place in the layers.

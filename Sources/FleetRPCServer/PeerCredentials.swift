@@ -1,0 +1,21 @@
+/// Who is on the other end of a Unix socket connection, as the kernel reports it (`SO_PEERCRED`).
+public struct PeerCredentials: Sendable, Hashable, CustomStringConvertible {
+    public var pid: Int32
+    public var uid: UInt32
+    public var gid: UInt32
+
+    public init(pid: Int32, uid: UInt32, gid: UInt32) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+    }
+
+    public var description: String { "pid \(pid), uid \(uid), gid \(gid)" }
+}
+
+/// Laid out like Linux's `struct ucred` (Glibc hides it): pid_t, uid_t, gid_t.
+struct UCred: Sendable {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
+}

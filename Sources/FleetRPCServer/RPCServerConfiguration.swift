@@ -1,0 +1,49 @@
+/// How the JSON-RPC server listens and what it bounds. Immutable once the server is made.
+public struct RPCServerConfiguration: Sendable {
+    /// Where to listen.
+    public enum Listener: Sendable, Hashable {
+        /// Create (replacing a stale file) and listen on a Unix socket at this path.
+        case path(String)
+        /// Serve an already-listening socket, e.g. fd 3 from systemd socket activation.
+        case fileDescriptor(Int32)
+    }
+
+    public var listener: Listener
+    /// Permission bits of the socket file (`.path` only). Connecting needs write permission.
+    public var socketMode: UInt32
+    /// Group owning the socket file (`.path` only); `nil` leaves the owner group. The server
+    /// fails at start with a clear error if the group does not exist.
+    public var socketGroup: String?
+    /// Longest frame accepted, newline excluded; a longer one is answered with `-32010` and
+    /// the connection closed.
+    public var maxFrameBytes: Int
+    /// Calls (frames) a connection may have running at once; more are answered with `-32004`.
+    public var maxCallsInFlightPerConnection: Int
+    /// Replies and notifications queued for a connection that is not reading; beyond this the
+    /// connection is closed.
+    public var maxQueuedFramesPerConnection: Int
+    /// How long in-flight calls may run after shutdown begins before they are cancelled.
+    public var shutdownGracePeriod: Duration
+    /// Listen backlog.
+    public var backlog: Int32
+
+    public init(
+        listener: Listener,
+        socketMode: UInt32 = 0o660,
+        socketGroup: String? = "blefleet",
+        maxFrameBytes: Int = 1 << 20,
+        maxCallsInFlightPerConnection: Int = 64,
+        maxQueuedFramesPerConnection: Int = 1024,
+        shutdownGracePeriod: Duration = .seconds(5),
+        backlog: Int32 = 256
+    ) {
+        self.listener = listener
+        self.socketMode = socketMode
+        self.socketGroup = socketGroup
+        self.maxFrameBytes = maxFrameBytes
+        self.maxCallsInFlightPerConnection = maxCallsInFlightPerConnection
+        self.maxQueuedFramesPerConnection = maxQueuedFramesPerConnection
+        self.shutdownGracePeriod = shutdownGracePeriod
+        self.backlog = backlog
+    }
+}

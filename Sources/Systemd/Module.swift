@@ -1,1 +1,0 @@
-// Module Systemd: see Package.swift for its place in the layers.

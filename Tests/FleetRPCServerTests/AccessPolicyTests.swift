@@ -1,0 +1,125 @@
+import FleetRPC
+import FleetRPCServer
+import Foundation
+import Testing
+import TestSupport
+
+extension SocketTests {
+    /// Real peer credentials: clients run as other users with `setpriv` and talk through `socat`.
+    @Suite struct AccessPolicyTests {
+        /// A temporary control group, read-only group and one member of each; always removed.
+        struct TemporaryAccounts {
+            let suffix = String(UInt32.random(in: 0..<UInt32.max), radix: 36)
+            var controlGroup: String { "bfc-\(suffix)" }
+            var readOnlyGroup: String { "bfr-\(suffix)" }
+            var controlUser: String { "bfcu-\(suffix)" }
+            var readOnlyUser: String { "bfru-\(suffix)" }
+
+            func create() throws {
+                _ = try runCommand("/usr/sbin/groupadd", [controlGroup])
+                _ = try runCommand("/usr/sbin/groupadd", [readOnlyGroup])
+                _ = try runCommand("/usr/sbin/useradd", ["-M", "-N", "-g", "nogroup", "-G", controlGroup, "-s", "/usr/sbin/nologin", controlUser])
+                _ = try runCommand("/usr/sbin/useradd", ["-M", "-N", "-g", "nogroup", "-G", readOnlyGroup, "-s", "/usr/sbin/nologin", readOnlyUser])
+            }
+
+            func remove() {
+                _ = try? runCommand("/usr/sbin/userdel", [controlUser])
+                _ = try? runCommand("/usr/sbin/userdel", [readOnlyUser])
+                _ = try? runCommand("/usr/sbin/groupdel", [controlGroup])
+                _ = try? runCommand("/usr/sbin/groupdel", [readOnlyGroup])
+            }
+
+            func uid(_ user: String) throws -> String {
+                try runCommand("/usr/bin/id", ["-u", user]).trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+        }
+
+        /// Sends one line through socat run as `uid` (with `groups`) and returns the reply line.
+        func call(path: String, setprivArguments: [String], _ frame: String) async throws -> String {
+            try await offPool {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+                process.arguments = setprivArguments + ["/usr/bin/socat", "-t", "5", "-", "UNIX-CONNECT:\(path)"]
+                let input = Pipe()
+                let output = Pipe()
+                let errors = Pipe()
+                process.standardInput = input
+                process.standardOutput = output
+                process.standardError = errors
+                try process.run()
+                input.fileHandleForWriting.write(Data((frame + "\n").utf8))
+                try input.fileHandleForWriting.close()
+                let data = output.fileHandleForReading.readDataToEndOfFile()
+                let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                guard process.terminationStatus == 0, !text.isEmpty else {
+                    throw TestFailure("socat exited \(process.terminationStatus): \(errorText)")
+                }
+                return text
+            }
+        }
+
+        @Test func nobodyIsRefusedAndGroupMembersGetTheirRights() async throws {
+            let accounts = TemporaryAccounts()
+            defer { accounts.remove() }
+            try accounts.create()
+            let controlUID = try accounts.uid(accounts.controlUser)
+            let readOnlyUID = try accounts.uid(accounts.readOnlyUser)
+            let capture = LogCapture()
+            let policy = AccessPolicy(
+                configuration: .init(controlGroup: accounts.controlGroup, readOnlyGroup: accounts.readOnlyGroup))
+            let dispatcher = TestCatalogue.makeDispatcher(policy: policy, logger: capture.logger)
+            let read = #"{"jsonrpc":"2.0","method":"test.get_data","id":1}"#
+            let write = #"{"jsonrpc":"2.0","method":"test.update","id":2}"#
+
+            try await withServer(dispatcher: dispatcher) { path, _ in
+                let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"]
+                let refused = try parse(try await call(path: path, setprivArguments: nobody, read))
+                #expect(refused["error"]?["code"] == -32000)
+                let message = refused["error"]?["message"]?.stringValue ?? ""
+                #expect(message.contains("uid 65534 may not call test.get_data"))
+                #expect(message.contains("join the group '\(accounts.controlGroup)' or '\(accounts.readOnlyGroup)'"))
+
+                let control = ["--reuid=\(controlUID)", "--regid=65534", "--init-groups"]
+                #expect(try parse(try await call(path: path, setprivArguments: control, write))["result"] == true)
+                #expect(try parse(try await call(path: path, setprivArguments: control, read))["result"] == ["hello", 5])
+
+                let readOnly = ["--reuid=\(readOnlyUID)", "--regid=65534", "--init-groups"]
+                #expect(try parse(try await call(path: path, setprivArguments: readOnly, read))["result"] == ["hello", 5])
+                let denied = try parse(try await call(path: path, setprivArguments: readOnly, write))
+                #expect(denied["error"]?["code"] == -32000)
+                #expect(denied["error"]?["message"]?.stringValue?.contains("join the group '\(accounts.controlGroup)'") == true)
+            }
+            let refusals = capture.all.filter { $0.message.contains("Refused") }
+            #expect(refusals.contains { $0.metadata["client.uid"] == "65534" && $0.metadata["rpc.method"] == "test.get_data" })
+            #expect(refusals.contains { $0.metadata["client.uid"] == readOnlyUID && $0.metadata["rpc.method"] == "test.update" })
+            #expect(refusals.allSatisfy { Int($0.metadata["client.pid"] ?? "") ?? 0 > 0 })
+            #expect(capture.all.contains { $0.message.contains("State-changing") && $0.metadata["client.uid"] == controlUID })
+        }
+
+        @Test func socketGroupDecidesWhoMayConnectAtAll() async throws {
+            let accounts = TemporaryAccounts()
+            defer { accounts.remove() }
+            try accounts.create()
+            let controlUID = try accounts.uid(accounts.controlUser)
+            let policy = AccessPolicy(configuration: .init(controlGroup: accounts.controlGroup, readOnlyGroup: nil))
+            try await withServer(
+                dispatcher: TestCatalogue.makeDispatcher(policy: policy),
+                configure: {
+                    $0.socketMode = 0o660
+                    $0.socketGroup = accounts.controlGroup
+                }
+            ) { path, _ in
+                try FileManager.default.setAttributes(
+                    [.posixPermissions: 0o755], ofItemAtPath: (path as NSString).deletingLastPathComponent)
+                let frame = #"{"jsonrpc":"2.0","method":"test.get_data","id":1}"#
+                let member = ["--reuid=\(controlUID)", "--regid=65534", "--init-groups"]
+                #expect(try parse(try await call(path: path, setprivArguments: member, frame))["result"] == ["hello", 5])
+                await #expect(throws: TestFailure.self) {
+                    _ = try await call(path: path, setprivArguments: ["--reuid=65534", "--regid=65534", "--clear-groups"], frame)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,260 @@
+import FleetRPC
+import FleetRPCServer
+import Foundation
+import Glibc
+import NIOConcurrencyHelpers
+import Testing
+import TestSupport
+
+extension SocketTests {
+    @Suite struct RPCServerTests {
+        let gate = Gate()
+
+        @Test func answersCallsOverTheSocketWithExactIds() async throws {
+            try await withServer(dispatcher: TestCatalogue.makeServerDispatcher(gate: gate)) { path, _ in
+                let lines = try await offPool {
+                    let client = try UnixSocketClient(path: path)
+                    // Two frames in one write, then one split across two writes.
+                    try client.send(
+                        #"{"jsonrpc":"2.0","method":"test.subtract","params":[42,23],"id":1.0}"# + "\n"
+                            + #"{"jsonrpc":"2.0","method":"test.notify_hello","params":[1]}"# + "\r\n"
+                            + #"{"jsonrpc":"2.0","method":"rpc.discover","id":"d"}"# + "\n")
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.get_"#)
+                    try client.send("data\",\"id\":123456789012345678901234567890}\n")
+                    return try (0..<3).map { _ in try client.readLine() }
+                }
+                #expect(lines.contains(#"{"jsonrpc":"2.0","result":19,"id":1.0}"#))
+                #expect(lines.contains(#"{"jsonrpc":"2.0","result":["hello",5],"id":123456789012345678901234567890}"#))
+                let discover = try #require(try lines.map(parse).first { $0["id"] == "d" })
+                #expect(discover["result"]?["methods"]?.arrayValue?.contains { $0["name"] == "test.wait" } == true)
+            }
+        }
+
+        @Test func answersATruncatedFrameAtEndOfInputThenCloses() async throws {
+            try await withServer(dispatcher: TestCatalogue.makeServerDispatcher(gate: gate)) { path, _ in
+                let lines = try await offPool {
+                    let client = try UnixSocketClient(path: path)
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.get_data","id":1}"# + "\n" + #"{"jsonrpc":"2.0","met"#)
+                    client.shutdownWrite()
+                    return try client.readToEnd()
+                }
+                #expect(lines.count == 2)
+                #expect(try parse(lines.first)["result"] == ["hello", 5])
+                let error = try parse(lines.last)
+                #expect(error["error"]?["code"] == -32700)
+                #expect(error["id"] == .null)
+            }
+        }
+
+        @Test func malformedUTF8GetsAParseErrorAndTheConnectionStaysUsable() async throws {
+            try await withServer(dispatcher: TestCatalogue.makeServerDispatcher(gate: gate)) { path, _ in
+                let lines = try await offPool {
+                    let client = try UnixSocketClient(path: path)
+                    try client.send(Array(#"{"jsonrpc":"2.0","method":"test.get_data","id":"\#u{7F}"#.utf8) + [0xFF, 0xFE] + Array("\"}\n".utf8))
+                    let first = try client.readLine()
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.get_data","id":2}"# + "\n")
+                    return [first, try client.readLine()]
+                }
+                #expect(try parse(lines[0])["error"]?["code"] == -32700)
+                #expect(try parse(lines[1])["result"] == ["hello", 5])
+            }
+        }
+
+        @Test(arguments: [false, true])
+        func oversizedFrameIsAnsweredThenTheConnectionCloses(withNewline: Bool) async throws {
+            try await withServer(
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate), configure: { $0.maxFrameBytes = 1024 }
+            ) { path, server in
+                let lines = try await offPool {
+                    let client = try UnixSocketClient(path: path)
+                    let padding = String(repeating: "x", count: 4000)
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.get_data","params":{"a":"\#(padding)"},"id":1}"# + (withNewline ? "\n" : ""))
+                    return try client.readToEnd()
+                }
+                #expect(lines.count == 1)
+                let error = try parse(lines.first)
+                #expect(error["error"]?["code"] == -32010)
+                #expect(error["error"]?["message"]?.stringValue?.contains("at most 1024 bytes") == true)
+                #expect(error["id"] == .null)
+                try await eventually("the server dropped the connection") { server.connectionCount == 0 }
+            }
+        }
+
+        @Test func concurrentCallsOnOneConnectionAreAnsweredInAnyOrder() async throws {
+            try await withServer(dispatcher: TestCatalogue.makeServerDispatcher(gate: gate)) { path, _ in
+                let lines = try await offPool {
+                    let client = try UnixSocketClient(path: path)
+                    // test.wait only returns once test.open ran: serial handling would never answer.
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.wait","params":{"key":"k"},"id":1}"# + "\n")
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.open","params":{"key":"k"},"id":2}"# + "\n")
+                    return [try client.readLine(), try client.readLine()]
+                }
+                #expect(try lines.map { try parse($0)["id"] }.sorted { "\($0!)" < "\($1!)" } == [1, 2])
+                #expect(try parse(lines.first { $0?.hasSuffix("\"id\":1}") == true } ?? nil)["result"] == "k")
+            }
+        }
+
+        @Test func callsBeyondTheInFlightLimitAreRefusedAsBusy() async throws {
+            let gate = self.gate
+            try await withServer(
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate),
+                configure: { $0.maxCallsInFlightPerConnection = 2 }
+            ) { path, _ in
+                let client = try UnixSocketClient(path: path)
+                let busy = try await offPool {
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.wait","params":{"key":"a"},"id":1}"# + "\n")
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.wait","params":{"key":"b"},"id":2}"# + "\n")
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.get_data","id":3}"# + "\n")
+                    return try client.readLine()
+                }
+                let refusal = try parse(busy)
+                #expect(refusal["id"] == 3)
+                #expect(refusal["error"]?["code"] == -32004)
+                gate.open("a")
+                gate.open("b")
+                let rest = try await offPool { [try client.readLine(), try client.readLine()] }
+                #expect(Set(try rest.map { try parse($0)["result"] }) == ["a", "b"])
+            }
+        }
+
+        @Test func aClientThatDoesNotReadIsDisconnected() async throws {
+            let flooded = NIOLockedValueBox<Int>(-1)
+            try await withServer(
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate, flooded: flooded),
+                configure: { $0.maxQueuedFramesPerConnection = 16 }
+            ) { path, server in
+                let client = try UnixSocketClient(path: path)
+                try client.send(#"{"jsonrpc":"2.0","method":"test.flood","params":{"count":1000000},"id":1}"# + "\n")
+                try await eventually("the flood stopped") { flooded.withLockedValue { $0 } >= 0 }
+                let sent = flooded.withLockedValue { $0 }
+                #expect(sent < 1_000_000, "every notification was queued: the queue is not bounded")
+                let lines = try await offPool { try client.readToEnd() }
+                #expect(lines.count <= sent)
+                #expect(lines.allSatisfy { $0.contains("test.flooded") })
+                try await eventually("the server dropped the connection") { server.connectionCount == 0 }
+            }
+        }
+
+        @Test func answersManyClientsAtOnceWithoutLeakingDescriptors() async throws {
+            try await withServer(dispatcher: TestCatalogue.makeServerDispatcher(gate: gate)) { path, server in
+                let before = openDescriptorCount()
+                let replies = try await offPool {
+                    let clients = try (0..<256).map { _ in try UnixSocketClient(path: path) }
+                    for (index, client) in clients.enumerated() {
+                        try client.send(#"{"jsonrpc":"2.0","method":"test.sum","params":[\#(index),1],"id":\#(index)}"# + "\n")
+                    }
+                    return try clients.map { try $0.readLine() }
+                }
+                for (index, line) in replies.enumerated() {
+                    let reply = try parse(line)
+                    #expect(reply["id"] == .int(Int64(index)))
+                    #expect(reply["result"] == .int(Int64(index + 1)))
+                }
+                try await eventually("every connection closed") { server.connectionCount == 0 }
+                try await eventually("descriptors went back to \(before)") { openDescriptorCount() == before }
+            }
+        }
+
+        @Test func shutdownLetsCallsInFlightFinishThenStops() async throws {
+            let gate = self.gate
+            let directory = try makeTemporaryDirectory(prefix: "blefleet-rpc")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("rpc.sock").path
+            let server = RPCServer(
+                configuration: RPCServerConfiguration(listener: .path(path), socketGroup: nil, shutdownGracePeriod: .seconds(10)),
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate), logger: .silent)
+            try await server.bind()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await server.run() }
+                let client = try UnixSocketClient(path: path)
+                try client.send(#"{"jsonrpc":"2.0","method":"test.wait","params":{"key":"s"},"id":1}"# + "\n")
+                try await eventually("the call is in flight") { gate.waiting("s") }
+                server.triggerGracefulShutdown()
+                try await eventually("the socket file is gone or refuses") { (try? UnixSocketClient(path: path)) == nil }
+                gate.open("s")
+                let lines = try await offPool { try client.readToEnd() }
+                #expect(try lines.map(parse) == [["jsonrpc": "2.0", "result": "s", "id": 1]])
+                try await group.waitForAll()
+            }
+            #expect(!FileManager.default.fileExists(atPath: path))
+        }
+
+        @Test func shutdownCancelsCallsAfterTheGracePeriod() async throws {
+            let gate = self.gate
+            let clock = ContinuousClock()
+            try await withServer(
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate),
+                configure: { $0.shutdownGracePeriod = .milliseconds(200) }
+            ) { path, server in
+                let client = try UnixSocketClient(path: path)
+                try client.send(#"{"jsonrpc":"2.0","method":"test.wait","params":{"key":"never"},"id":1}"# + "\n")
+                try await eventually("the call is in flight") { gate.waiting("never") }
+                let elapsed = try await clock.measure {
+                    server.triggerGracefulShutdown()
+                    _ = try await offPool { try client.readToEnd(timeout: .seconds(5)) }
+                }
+                #expect(elapsed < .seconds(5))
+            }
+        }
+
+        @Test func socketFileGetsItsModeAndGroup() async throws {
+            try await withServer(
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate),
+                configure: {
+                    $0.socketMode = 0o660
+                    $0.socketGroup = "nogroup"
+                }
+            ) { path, _ in
+                var info = stat()
+                #expect(stat(path, &info) == 0)
+                #expect(info.st_mode & 0o777 == 0o660)
+                #expect(info.st_gid == 65534)
+                #expect(info.st_mode & S_IFMT == S_IFSOCK)
+            }
+        }
+
+        @Test func aMissingSocketGroupIsAClearErrorAtStart() async throws {
+            let directory = try makeTemporaryDirectory(prefix: "blefleet-rpc")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("rpc.sock").path
+            let server = RPCServer(
+                configuration: RPCServerConfiguration(listener: .path(path), socketGroup: "no-such-group-blefleet"),
+                dispatcher: TestCatalogue.makeDispatcher(), logger: .silent)
+            await #expect {
+                try await server.bind()
+            } throws: { error in
+                "\(error)".contains("The socket group 'no-such-group-blefleet' does not exist")
+            }
+            #expect(!FileManager.default.fileExists(atPath: path))
+        }
+
+        @Test func servesAnAlreadyListeningDescriptor() async throws {
+            let directory = try makeTemporaryDirectory(prefix: "blefleet-rpc")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("activated.sock").path
+            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            try #require(bound == 0 && listen(descriptor, 16) == 0)
+            let server = RPCServer(
+                configuration: RPCServerConfiguration(listener: .fileDescriptor(descriptor)),
+                dispatcher: TestCatalogue.makeDispatcher(), logger: .silent)
+            try await server.bind()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await server.run() }
+                let line = try await offPool {
+                    let client = try UnixSocketClient(path: path)
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.get_data","id":1}"# + "\n")
+                    return try client.readLine()
+                }
+                #expect(try parse(line)["result"] == ["hello", 5])
+                server.triggerGracefulShutdown()
+                try await group.waitForAll()
+            }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+
+@testable import FleetRPC
+
+@Suite struct RPCMessageTests {
+    private func request(_ text: String) throws -> RPCRequest {
+        guard case .single(.request(let request)) = RPCIncoming(parsing: Array(text.utf8)) else {
+            throw TestFailure("not a valid single request: \(text)")
+        }
+        return request
+    }
+
+    @Test(arguments: [
+        "1", "1.0", "-0", "1e3", "1E+03", "0.10", "123456789012345678901234567890", "-9223372036854775809",
+        #""abc""#, #""é😀 \u00e9""#, #""""#, "null",
+    ])
+    func echoesIdsExactly(id: String) throws {
+        let parsed = try request(#"{"jsonrpc":"2.0","method":"m","id":\#(id)}"#)
+        let reply = RPCResponse(id: try #require(parsed.id), result: true)
+        let text = String(decoding: reply.serialized(), as: UTF8.self)
+        if id.hasPrefix("\"") {
+            // Strings are re-encoded; the decoded text must be identical.
+            let back = try RPCResponse(parsing: reply.serialized())
+            #expect(back.id == parsed.id)
+            #expect(back.id == .string(try JSONValue(parsing: id).stringValue!))
+        } else {
+            #expect(text.hasSuffix(#","id":\#(id)}"#), "reply was \(text)")
+        }
+    }
+
+    @Test func distinguishesAbsentAndNullIds() throws {
+        #expect(try request(#"{"jsonrpc":"2.0","method":"m"}"#).isNotification)
+        #expect(try request(#"{"jsonrpc":"2.0","method":"m","id":null}"#).id == .null)
+        #expect(try request(#"{"jsonrpc":"2.0","method":"m","id":1}"#).id != .number(JSONNumber(literal: "1.0")!))
+    }
+
+    @Test(arguments: [
+        (#"{"jsonrpc":"2.0","method":"m","id":{}}"#, "\"id\" must be a string, a number or null"),
+        (#"{"jsonrpc":"2.0","method":"m","id":[1]}"#, "\"id\" must be"),
+        (#"{"jsonrpc":"2.0","method":"m","id":true}"#, "\"id\" must be"),
+        (#"{"jsonrpc":"1.0","method":"m","id":1}"#, "\"jsonrpc\" must be the string \"2.0\""),
+        (#"{"method":"m","id":1}"#, "\"jsonrpc\""),
+        (#"{"jsonrpc":"2.0","id":1}"#, "\"method\" is missing"),
+        (#"{"jsonrpc":"2.0","method":5,"id":1}"#, "\"method\" must be a string"),
+        (#"{"jsonrpc":"2.0","method":"m","params":"x","id":1}"#, "\"params\" must be an object or an array"),
+        (#"{"jsonrpc":"2.0","method":"m","extra":1,"id":1}"#, "unknown member \"extra\""),
+    ])
+    func refusesInvalidRequests(text: String, reason: String) throws {
+        guard case .single(.invalid(_, let error)) = RPCIncoming(parsing: Array(text.utf8)) else {
+            Issue.record("accepted: \(text)")
+            return
+        }
+        #expect(error.code == RPCErrorCode.invalidRequest.rawValue)
+        #expect(error.message.contains(reason), "message was: \(error.message)")
+    }
+
+    @Test func requestRoundTripsThroughCodableAndOurCodec() throws {
+        let original = RPCRequest(method: "led.set", params: .byName(["select": "all", "on": true]), id: .string("x"))
+        let viaCodable = try JSONDecoder().decode(RPCRequest.self, from: JSONEncoder().encode(original))
+        #expect(viaCodable == original)
+        #expect(try request(String(decoding: original.serialized(), as: UTF8.self)) == original)
+        let notification = RPCRequest(method: "n", params: .byPosition([1]), id: nil)
+        #expect(try JSONDecoder().decode(RPCRequest.self, from: JSONEncoder().encode(notification)) == notification)
+    }
+
+    @Test func responseHasResultXorError() throws {
+        let error = RPCResponse(id: .int(3), error: RPCError(.timeout, "Too slow.", data: ["ms": 5]))
+        let result = RPCResponse(id: .string("a"), result: ["x": 1])
+        for response in [error, result] {
+            #expect(try RPCResponse(parsing: response.serialized()) == response)
+            #expect(try JSONDecoder().decode(RPCResponse.self, from: JSONEncoder().encode(response)) == response)
+        }
+        #expect(throws: JSONParseError.self) {
+            _ = try RPCResponse(parsing: Array(#"{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":"m"},"id":1}"#.utf8))
+        }
+        #expect(throws: (any Error).self) {
+            _ = try JSONDecoder().decode(RPCResponse.self, from: Data(#"{"jsonrpc":"2.0","id":1}"#.utf8))
+        }
+    }
+
+    @Test func errorCodesAreStableAndDocumented() {
+        #expect(RPCErrorCode.parseError.rawValue == -32700)
+        #expect(RPCErrorCode.invalidRequest.rawValue == -32600)
+        #expect(RPCErrorCode.methodNotFound.rawValue == -32601)
+        #expect(RPCErrorCode.invalidParams.rawValue == -32602)
+        #expect(RPCErrorCode.internalError.rawValue == -32603)
+        #expect(RPCErrorCode.permissionDenied.rawValue == -32000)
+        #expect(RPCErrorCode.frameTooLarge.rawValue == -32010)
+        for code in RPCErrorCode.allCases where code.rawValue >= -32099 {
+            #expect(code.rawValue <= -32000)
+        }
+        #expect(Set(RPCErrorCode.allCases.map(\.meaning)).count == RPCErrorCode.allCases.count)
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,73 @@
+import Testing
+
+@testable import FleetRPC
+
+@Suite struct RPCMethodDescriptorTests {
+    private func check(_ descriptor: RPCMethodDescriptor, _ params: String?) throws(RPCError) -> [String: JSONValue] {
+        let parsed: RPCParams?
+        switch params.map({ try? JSONValue(parsing: $0) }) {
+        case .object(let members)??: parsed = .byName(members)
+        case .array(let elements)??: parsed = .byPosition(elements)
+        default: parsed = nil
+        }
+        return try descriptor.validate(parsed)
+    }
+
+    private func refusal(_ descriptor: RPCMethodDescriptor, _ params: String?) -> String? {
+        do {
+            _ = try check(descriptor, params)
+            return nil
+        } catch {
+            #expect(error.code == -32602)
+            return error.message
+        }
+    }
+
+    @Test func acceptsValidParamsByNameAndPosition() throws {
+        #expect(try check(FleetMethods.ledSet, #"{"select":"all","on":true}"#) == ["select": "all", "on": true])
+        #expect(try check(FleetMethods.ledSet, #"["lab-*",false,100]"#) == ["select": "lab-*", "on": false, "timeoutMs": 100])
+        #expect(try check(FleetMethods.ledSet, #"{"select":"all","on":true,"timeoutMs":null}"#).count == 2)
+        #expect(try check(FleetMethods.daemonStatus, nil) == [:])
+        #expect(try check(FleetMethods.gattWrite, #"{"address":"aa:bb:cc:dd:ee:ff","service":"180f","characteristic":"d888a9c3-f3cc-11ed-a05b-0242ac120003","value":"01"}"#).count == 4)
+    }
+
+    @Test(arguments: [
+        (#"{"select":"all"}"#, #"missing required parameter "on" (a boolean (true or false))"#),
+        (#"{"select":"all","on":"yes"}"#, #""on" must be a boolean (true or false), got a string "yes""#),
+        (#"{"select":"all","on":true,"colour":1}"#, #"unknown parameter "colour"; led.set takes select, on, timeoutMs"#),
+        (#"{"select":5,"on":true}"#, #""select": a selection is "all""#),
+        (#"{"select":[],"on":true}"#, #""select": an empty list selects no board"#),
+        (#"{"select":"all","on":true,"timeoutMs":0}"#, #""timeoutMs" must be an integer from 1 to 600000, got an integer 0"#),
+        (#"{"select":"all","on":true,"timeoutMs":1.5}"#, #""timeoutMs" must be an integer"#),
+        (#"["all",true,1,2]"#, "led.set takes at most 3 parameters (select, on, timeoutMs), got 4"),
+    ])
+    func refusesBadLedSetParamsNamingTheParameter(params: String, message: String) {
+        let text = refusal(FleetMethods.ledSet, params)
+        #expect(text?.contains(message) == true, "message was \(text ?? "nil")")
+    }
+
+    @Test func enforcesExactlyOneOfSelectAndAddress() {
+        let base = #""service":"180f","characteristic":"2a19""#
+        #expect(refusal(FleetMethods.gattRead, "{\(base)}")?.contains(#"give "select" or "address""#) == true)
+        #expect(
+            refusal(FleetMethods.gattRead, #"{"select":"all","address":"AA:BB:CC:DD:EE:FF",\#(base)}"#)?
+                .contains("not both") == true)
+        #expect(refusal(FleetMethods.gattRead, #"{"address":"AA:BB",\#(base)}"#)?.contains("Bluetooth address") == true)
+        #expect(refusal(FleetMethods.gattWrite, #"{"select":"all",\#(base),"value":"abc"}"#)?.contains("hex") == true)
+        #expect(refusal(FleetMethods.gattRead, #"{"select":"all","service":"xyz","characteristic":"2a19"}"#)?.contains("UUID") == true)
+        #expect(refusal(FleetMethods.eventsSubscribe, #"{"topics":["nope"]}"#)?.contains(#"one of "boards""#) == true)
+        #expect(refusal(FleetMethods.boardsScan, #"{"seconds":0}"#)?.contains("a number from 0.1 to 300.0") == true)
+    }
+
+    @Test func methodNamesAreTheFixedOnes() {
+        #expect(
+            Set(FleetMethods.all.map(\.name)) == [
+                "led.set", "temperature.read", "boards.list", "boards.scan", "boards.connect", "boards.disconnect",
+                "boards.forget", "boards.alias", "gatt.read", "gatt.write", "events.subscribe", "events.unsubscribe",
+                "daemon.status",
+            ])
+        #expect(FleetMethods.ledSet.access == .write)
+        #expect(FleetMethods.temperatureRead.access == .read)
+        #expect(FleetMethods.boardsList.access == .read)
+    }
+}

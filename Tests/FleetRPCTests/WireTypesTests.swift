@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+
+@testable import FleetRPC
+
+@Suite struct WireTypesTests {
+    private func roundTrip<T: Codable & Equatable>(_ value: T) throws {
+        let data = try JSONEncoder().encode(value)
+        #expect(try JSONDecoder().decode(T.self, from: data) == value)
+        // Our own parser reads what JSONEncoder writes, and the reverse.
+        let json = try JSONValue(parsing: data)
+        #expect(try JSONDecoder().decode(T.self, from: Data(json.serialized())) == value)
+    }
+
+    private let board = BoardInfo(
+        address: "AA:BB:CC:DD:EE:01", name: "nano-01", alias: "lab-1", state: .ready, rssi: -60, led: true,
+        temperature: TemperatureReading(celsius: -5, ageMs: 120), lastSeen: "2024-05-01T12:00:00Z")
+    private let failure = BoardError(code: .notConnected, message: "The board is not connected.", retryable: true)
+
+    @Test func everyResultTypeRoundTrips() throws {
+        try roundTrip(board)
+        try roundTrip(BoardInfo(address: "AA:BB:CC:DD:EE:02", name: "n", state: .absent))
+        try roundTrip(BoardsListResult(boards: [board]))
+        try roundTrip(FleetResult(results: [
+            BoardOutcome(address: "A", name: "a", ok: true, latencyMs: 12),
+            BoardOutcome(address: "B", name: "b", ok: false, error: failure, latencyMs: 3000),
+        ]))
+        try roundTrip(FleetResult(results: [
+            TemperatureOutcome(address: "A", name: "a", ok: true, celsius: -12, ageMs: 0, latencyMs: 40),
+            TemperatureOutcome(address: "B", name: "b", ok: false, error: failure, latencyMs: 1),
+        ]))
+        try roundTrip(FleetResult(results: [GattOutcome(address: "A", name: "a", ok: true, value: "01ff", latencyMs: 4)]))
+        try roundTrip(EventsSubscriptionResult(topics: [.boards, .temperature]))
+        try roundTrip(
+            DaemonStatus(
+                version: "1.0", uptimeSeconds: 12.5, bluez: true, adapter: "hci0", powered: true, discovering: false,
+                boards: .init(known: 3, connected: 2, ready: 1), clients: 4))
+        try roundTrip(EventNotification(topic: .led, address: "A", time: "2024-05-01T12:00:00Z", data: ["on": true]))
+        for code in BoardErrorCode.allCases {
+            try roundTrip(BoardError(code: code, message: "m", retryable: false))
+        }
+    }
+
+    @Test func everyParamsTypeRoundTrips() throws {
+        try roundTrip(LedSetParams(select: .all, on: true, timeoutMs: 500))
+        try roundTrip(TemperatureReadParams(select: .patterns(["lab-*"]), maxAgeMs: 1000))
+        try roundTrip(BoardsListParams())
+        try roundTrip(BoardsScanParams(seconds: 2.5))
+        try roundTrip(BoardSelectParams(select: .patterns(["a", "b"])))
+        try roundTrip(BoardsAliasParams(address: "AA:BB:CC:DD:EE:01", alias: "lab-1"))
+        try roundTrip(GattReadParams(address: "AA:BB:CC:DD:EE:01", service: "180f", characteristic: "2a19"))
+        try roundTrip(GattWriteParams(select: .all, service: "180f", characteristic: "2a19", value: "01", withResponse: false))
+        try roundTrip(EventsSubscribeParams(topics: [.adapter]))
+    }
+
+    @Test func fleetResultTotalsAreCounted() throws {
+        let result = FleetResult(results: [
+            BoardOutcome(address: "A", name: "a", ok: true, latencyMs: 1),
+            BoardOutcome(address: "B", name: "b", ok: false, error: failure, latencyMs: 1),
+            BoardOutcome(address: "C", name: "c", ok: false, error: failure, latencyMs: 1),
+        ])
+        #expect(result.totals == FleetTotals(ok: 1, failed: 2))
+        let json = try JSONValue(parsing: JSONEncoder().encode(result))
+        #expect(json["totals"] == ["ok": 1, "failed": 2])
+        #expect(json["results"]?.arrayValue?[1]["error"]?["code"] == "not-connected")
+    }
+
+    @Test func hexBytesConvertBothWays() {
+        #expect(HexBytes.decode("0aFF") == [0x0A, 0xFF])
+        #expect(HexBytes.decode("") == [])
+        #expect(HexBytes.decode("abc") == nil)
+        #expect(HexBytes.decode("zz") == nil)
+        #expect(HexBytes.encode([0x00, 0xFB]) == "00fb")
+    }
+}

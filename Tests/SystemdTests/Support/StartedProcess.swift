@@ -1,0 +1,84 @@
+import Foundation
+import TestSupport
+
+/// A child process a test talks to while it runs. Killed in `deinit` if still running, so a
+/// failing test leaves nothing behind.
+final class StartedProcess: @unchecked Sendable {
+    // Safe: `process` and the pipes are set in init and only read afterwards; `stderrText`
+    // is guarded by `lock`.
+    private let process: Process
+    private let out = Pipe()
+    private let err = Pipe()
+    private let lock = NSCondition()
+    private var stderrText = ""
+    private var stderrClosed = false
+    private var stdoutData = Data()
+    private var stdoutClosed = false
+
+    init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = environment
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        Thread.detachNewThread { [self] in
+            while true {
+                let chunk = err.fileHandleForReading.availableData
+                lock.lock()
+                if chunk.isEmpty { stderrClosed = true } else { stderrText += String(decoding: chunk, as: UTF8.self) }
+                lock.broadcast()
+                lock.unlock()
+                if chunk.isEmpty { return }
+            }
+        }
+        Thread.detachNewThread { [self] in
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            lock.lock()
+            stdoutData = data
+            stdoutClosed = true
+            lock.broadcast()
+            lock.unlock()
+        }
+    }
+
+    /// Waits until standard error contains `text`; throws after `timeout` seconds or at EOF.
+    func waitForStderr(containing text: String, timeout: TimeInterval = 10) throws {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        lock.lock()
+        defer { lock.unlock() }
+        while !stderrText.contains(text) {
+            if stderrClosed { throw FixtureError("process ended without printing \"\(text)\": \(stderrText)") }
+            if !lock.wait(until: deadline) { throw FixtureError("timed out waiting for \"\(text)\": \(stderrText)") }
+        }
+    }
+
+    /// Waits for the process to exit (killing it after `timeout` seconds) and returns its output.
+    func finish(timeout: TimeInterval = 10) throws -> ProcessOutput {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        lock.lock()
+        while !(stdoutClosed && stderrClosed) {
+            if !lock.wait(until: deadline) {
+                lock.unlock()
+                stop()
+                throw FixtureError("process did not exit within \(timeout) s: \(stderrText)")
+            }
+        }
+        lock.unlock()
+        process.waitUntilExit()
+        return ProcessOutput(
+            status: process.terminationStatus, stdout: String(decoding: stdoutData, as: UTF8.self),
+            stderr: stderrText)
+    }
+
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+        }
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+}

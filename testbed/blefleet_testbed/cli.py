@@ -1,0 +1,308 @@
+"""`scripts/testbed`: start, inspect, disturb and stop a BLE testbed.
+
+stdout carries only results (the `export` lines of `start`, the JSON of `state`);
+progress and errors go to stderr, errors as one sentence with a non-zero exit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import profile
+from .rundir import (CONTROL_SOCKET, CREATED_MARK, PIDS_FILE, RunDir, TestbedError, is_alive,
+                     terminate_recorded, wait_gone)
+
+START_TIMEOUT = 120.0
+COMMAND_TIMEOUT = 120.0
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        sys.stderr.write(f"testbed: {message}\n")
+        sys.exit(2)
+
+
+def _nonnegative(kind):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"'{text}' must not be negative")
+        return value
+    return parse
+
+
+def _positive(kind):
+    def parse(text: str):
+        value = _nonnegative(kind)(text)
+        if value == 0:
+            raise argparse.ArgumentTypeError(f"'{text}' must be above zero")
+        return value
+    return parse
+
+
+def _board_count(text: str) -> int:
+    value = _positive(int)(text)
+    if value > profile.MAX_BOARDS:
+        raise argparse.ArgumentTypeError(f"at most {profile.MAX_BOARDS} boards are supported")
+    return value
+
+
+def _pattern(text: str) -> str:
+    try:
+        profile.TemperaturePattern.parse(text)
+    except profile.PatternError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def _celsius(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number of degrees Celsius") from None
+    if not profile.MIN_CELSIUS <= value <= profile.MAX_CELSIUS:
+        raise argparse.ArgumentTypeError(f"{value} °C is outside what one signed byte holds (-128…127)")
+    return value
+
+
+def add_start_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--boards", type=_board_count, default=5, help="number of boards (default 5)")
+    p.add_argument("--latency-ms", type=_nonnegative(float), default=0.0,
+                   help="added latency per radio operation (connect, read, write, subscribe)")
+    p.add_argument("--jitter-ms", type=_nonnegative(float), default=0.0, help="± random jitter on that latency")
+    p.add_argument("--temperature", type=_pattern, default="21",
+                   help="N | constant:N | distinct[:BASE] | ramp[:LO:HI] | random[:LO:HI] (default 21)")
+    p.add_argument("--notify-interval", type=_positive(float), default=1.0,
+                   help="seconds between sensor refreshes / notifications (default 1)")
+    p.add_argument("--owner-pid", type=_nonnegative(int), default=0,
+                   help="tear the testbed down when this process exits")
+    p.add_argument("--temporary-timeout", type=_nonnegative(float), default=30.0,
+                   help="BlueZ TemporaryTimeout: seconds an unconnected device stays after it was last seen (0 = never expire)")
+    p.add_argument("--connect-timeout", type=_positive(float), default=2.0,
+                   help="seconds a Connect to an absent board tries before le-connection-abort-by-local")
+    p.add_argument("--scan-interval", type=_positive(float), default=1.0,
+                   help="seconds between the emulated controller's advertising reports while discovering")
+    p.add_argument("--stock-bluezoo", action="store_true", help=argparse.SUPPRESS)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="testbed", description="BLE testbed: private D-Bus + BlueZoo + simulated boards")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    def with_run_dir(p):
+        p.add_argument("--run-dir", help="the testbed's run directory (default $BLEFLEET_TESTBED_RUN_DIR)")
+        return p
+
+    add_start_options(with_run_dir(sub.add_parser("start", help="start a testbed")))
+    with_run_dir(sub.add_parser("state", help="print the boards' state as JSON"))
+    with_run_dir(sub.add_parser("stop", help="stop the testbed and remove its run state"))
+
+    board = sub.add_parser("board", help="disturb boards").add_subparsers(
+        dest="action", required=True, parser_class=Parser)
+    for action, text in (("drop", "board powers off"), ("restore", "board powers on again"),
+                         ("reset", "board reboots: disconnects, LED off")):
+        p = with_run_dir(board.add_parser(action, help=text))
+        p.add_argument("name", help="nano-NN or all" if action != "reset" else "nano-NN or all")
+    p = with_run_dir(board.add_parser("temp", help="set the temperature a board measures"))
+    p.add_argument("name")
+    p.add_argument("celsius", type=_celsius)
+
+    bluez = sub.add_parser("bluez", help="disturb BlueZ").add_subparsers(
+        dest="action", required=True, parser_class=Parser)
+    with_run_dir(bluez.add_parser("restart", help="org.bluez vanishes and returns"))
+
+    adapter = sub.add_parser("adapter", help="power the central adapter").add_subparsers(
+        dest="action", required=True, parser_class=Parser)
+    with_run_dir(adapter.add_parser("off"))
+    with_run_dir(adapter.add_parser("on"))
+
+    ctl = sub.add_parser("_controller")
+    ctl.add_argument("--run-dir", required=True)
+    ctl.add_argument("--ready-fd", type=int, required=True)
+    add_start_options(ctl)
+    return parser
+
+
+def resolve_run_dir(args) -> RunDir:
+    path = args.run_dir or os.environ.get("BLEFLEET_TESTBED_RUN_DIR")
+    if not path:
+        raise TestbedError("no testbed run directory: pass --run-dir or set BLEFLEET_TESTBED_RUN_DIR")
+    return RunDir(Path(path).resolve())
+
+
+# -- start / stop ---------------------------------------------------------------------
+
+def start(args) -> int:
+    if args.owner_pid and not Path(f"/proc/{args.owner_pid}").exists():
+        raise TestbedError(f"owner process {args.owner_pid} does not exist")
+    if args.run_dir:
+        run = RunDir(Path(args.run_dir).resolve())
+        try:
+            run.path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise TestbedError(f"cannot create run directory {run.path}: {e.strerror}") from None
+        if run.file(PIDS_FILE).exists():
+            if any(is_alive(e) for e in run.read_pids()):
+                raise TestbedError(f"a testbed is already running in {run.path}")
+            run.remove_state()
+            run.path.mkdir(parents=True, exist_ok=True)
+    else:
+        base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
+        if not os.access(base, os.W_OK):
+            base = "/tmp"
+        run = RunDir(Path(tempfile.mkdtemp(prefix="blefleet-testbed-", dir=base)))
+        run.file(CREATED_MARK).touch()
+    run.check_socket_paths()
+
+    argv = [sys.executable, "-m", "blefleet_testbed", "_controller", "--run-dir", str(run.path),
+            "--boards", str(args.boards), "--latency-ms", str(args.latency_ms),
+            "--jitter-ms", str(args.jitter_ms), "--temperature", args.temperature,
+            "--notify-interval", str(args.notify_interval), "--owner-pid", str(args.owner_pid),
+            "--temporary-timeout", str(args.temporary_timeout),
+            "--connect-timeout", str(args.connect_timeout), "--scan-interval", str(args.scan_interval)]
+    if args.stock_bluezoo:
+        argv.append("--stock-bluezoo")
+    read_end, write_end = os.pipe()
+    argv[argv.index("--run-dir"):argv.index("--run-dir")] = ["--ready-fd", str(write_end)]
+    with open(run.file("controller.log"), "ab") as logfile:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logfile, stderr=logfile,
+                                pass_fds=(write_end,), start_new_session=True)
+    os.close(write_end)
+    print(f"testbed: starting {args.boards} boards in {run.path}", file=sys.stderr)
+    reply = _read_ready(read_end, proc)
+    os.close(read_end)
+    if reply is None or not reply.get("ok"):
+        message = reply.get("error") if reply else "the testbed controller did not report ready"
+        _kill_controller(run, proc)
+        raise TestbedError(message)
+    print(f"export DBUS_SYSTEM_BUS_ADDRESS={shlex.quote(run.bus_address)}")
+    print(f"export BLEFLEET_TESTBED_RUN_DIR={shlex.quote(str(run.path))}")
+    sys.stdout.flush()
+    return 0
+
+
+def _read_ready(fd: int, proc: subprocess.Popen) -> dict | None:
+    deadline = time.monotonic() + START_TIMEOUT
+    data = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+            if data.endswith(b"\n"):
+                break
+    try:
+        return json.loads(data) if data.strip() else None
+    except ValueError:
+        return None
+
+
+def _kill_controller(run: RunDir, proc: subprocess.Popen) -> None:
+    try:
+        entries = run.read_pids()
+    except TestbedError:
+        entries = []
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    terminate_recorded(entries, grace=3.0)
+    for role in ("controller", "bluezoo", "dbus-daemon"):
+        try:
+            lines = run.file(f"{role}.log").read_text(errors="replace").strip().splitlines()
+        except FileNotFoundError:
+            continue
+        for line in lines[-15:]:
+            print(f"testbed: {role}.log: {line}", file=sys.stderr)
+    run.remove_state()
+
+
+def stop(args) -> int:
+    run = resolve_run_dir(args)
+    entries = run.read_pids()
+    controller = [e for e in entries if e["role"] == "controller"]
+    # The controller stops its own children; anything still alive after that is killed here.
+    terminate_recorded(controller, grace=10.0)
+    # The controller may have restarted BlueZoo meanwhile: read the record again.
+    try:
+        entries += run.read_pids()
+    except TestbedError:
+        pass
+    terminate_recorded(entries, grace=3.0)
+    left = wait_gone(entries, 1.0)
+    run.remove_state()
+    if left:
+        raise TestbedError(f"processes {', '.join(str(e['pid']) for e in left)} did not stop")
+    return 0
+
+
+# -- commands for a running testbed ------------------------------------------------------
+
+def request(run: RunDir, message: dict):
+    path = run.file(CONTROL_SOCKET)
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(COMMAND_TIMEOUT)
+        try:
+            s.connect(str(path))
+        except (FileNotFoundError, ConnectionRefusedError):
+            raise TestbedError(f"no testbed is running in {run.path}") from None
+        s.sendall(json.dumps(message).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    if not data:
+        raise TestbedError(f"the testbed in {run.path} stopped while answering")
+    reply = json.loads(data)
+    if not reply["ok"]:
+        raise TestbedError(reply["error"])
+    return reply["result"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "_controller":
+            from . import controller
+            return controller.main(args)
+        if args.command == "start":
+            return start(args)
+        if args.command == "stop":
+            return stop(args)
+        run = resolve_run_dir(args)
+        if args.command == "state":
+            print(json.dumps(request(run, {"op": "state"})))
+        elif args.command == "board":
+            if args.action == "temp":
+                request(run, {"op": "temp", "board": args.name, "celsius": args.celsius})
+            else:
+                request(run, {"op": args.action, "board": args.name})
+        elif args.command == "bluez":
+            request(run, {"op": "bluez-restart"})
+        elif args.command == "adapter":
+            request(run, {"op": "adapter", "powered": args.action == "on"})
+        return 0
+    except TestbedError as e:
+        print(f"testbed: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,389 @@
+"""The board simulator: N Nano 33 BLE Sense boards running the LED + temperature sketch.
+
+Each board is an emulated BlueZoo adapter (org.bluezoo.Manager1.AddAdapter) that
+registers one LE advertisement (LED service UUID, local name, Discoverable=true) and one
+GATT application (shared/BOARD-PROFILE.md). The boards' GATT objects are served from
+this process; BlueZoo links them to the central when it connects."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from typing import Any
+
+import sdbus
+from sdbus import DbusInterfaceCommonAsync, DbusUnprivilegedFlag, dbus_method_async, dbus_property_async
+
+from . import profile
+
+log = logging.getLogger("blefleet.testbed.simulator")
+
+BLUEZ = "org.bluez"
+
+
+class BluezFailedError(sdbus.DbusFailedError):
+    dbus_error_name = "org.bluez.Error.Failed"
+
+
+class BluezNotPermittedError(sdbus.DbusFailedError):
+    dbus_error_name = "org.bluez.Error.NotPermitted"
+
+
+class BluezInvalidValueLengthError(sdbus.DbusFailedError):
+    dbus_error_name = "org.bluez.Error.InvalidValueLength"
+
+
+class Radio:
+    """Per-operation latency and jitter standing in for BLE connection intervals."""
+
+    def __init__(self, latency_ms: float, jitter_ms: float, seed: int = 0):
+        self.latency = latency_ms / 1000.0
+        self.jitter = jitter_ms / 1000.0
+        self.rng = random.Random(seed)
+
+    async def delay(self) -> None:
+        if self.latency <= 0 and self.jitter <= 0:
+            return
+        await asyncio.sleep(max(0.0, self.latency + self.rng.uniform(-self.jitter, self.jitter)))
+
+
+class GattService(DbusInterfaceCommonAsync, interface_name="org.bluez.GattService1"):
+    def __init__(self, uuid: str, handle: int):
+        super().__init__()
+        self.uuid = uuid
+        self.handle = handle
+
+    @dbus_property_async("s")
+    def UUID(self) -> str:
+        return self.uuid
+
+    @dbus_property_async("b")
+    def Primary(self) -> bool:
+        return True
+
+    @dbus_property_async("q")
+    def Handle(self) -> int:
+        return self.handle
+
+    @Handle.setter
+    def _handle_setter(self, value: int) -> None:
+        # The firmware's handles are fixed; a server may be told a handle but keeps its own.
+        pass
+
+
+class GattCharacteristic(DbusInterfaceCommonAsync, interface_name="org.bluez.GattCharacteristic1"):
+    """A characteristic of the board's GATT table.
+
+    Deliberately has no WriteAcquired/NotifyAcquired properties and no Acquire* methods:
+    the sketch uses ordinary ATT writes and notifications."""
+
+    def __init__(self, board: "Board", uuid: str, service_path: str, flags: list[str], handle: int):
+        super().__init__()
+        self.board = board
+        self.uuid = uuid
+        self.service_path = service_path
+        self.flags = flags
+        self.handle = handle
+        self.value = b""
+        self.notifying = False
+
+    @dbus_method_async(input_signature="a{sv}", result_signature="ay", flags=DbusUnprivilegedFlag)
+    async def ReadValue(self, options: dict[str, tuple[str, Any]]) -> bytes:
+        return await self.board.read(self, options)
+
+    @dbus_method_async(input_signature="aya{sv}", flags=DbusUnprivilegedFlag)
+    async def WriteValue(self, value: bytes, options: dict[str, tuple[str, Any]]) -> None:
+        await self.board.write(self, bytes(value), options)
+
+    @dbus_method_async(flags=DbusUnprivilegedFlag)
+    async def StartNotify(self) -> None:
+        await self.board.start_notify(self)
+
+    @dbus_method_async(flags=DbusUnprivilegedFlag)
+    async def StopNotify(self) -> None:
+        await self.board.stop_notify(self)
+
+    @dbus_method_async(flags=DbusUnprivilegedFlag)
+    async def Confirm(self) -> None:
+        # BlueZoo calls Confirm after every value change it forwards; notifications
+        # need no confirmation, so there is nothing to do.
+        return None
+
+    @dbus_property_async("s")
+    def UUID(self) -> str:
+        return self.uuid
+
+    @dbus_property_async("o")
+    def Service(self) -> str:
+        return self.service_path
+
+    @dbus_property_async("ay")
+    def Value(self) -> bytes:
+        return self.value
+
+    @Value.setter_private
+    def _value_setter(self, value: bytes) -> None:
+        self.value = value
+
+    @dbus_property_async("b")
+    def Notifying(self) -> bool:
+        return self.notifying
+
+    @Notifying.setter_private
+    def _notifying_setter(self, value: bool) -> None:
+        self.notifying = value
+
+    @dbus_property_async("as")
+    def Flags(self) -> list[str]:
+        return self.flags
+
+    @dbus_property_async("q")
+    def Handle(self) -> int:
+        return self.handle
+
+    @Handle.setter
+    def _handle_setter(self, value: int) -> None:
+        pass
+
+
+class Advertisement(DbusInterfaceCommonAsync, interface_name="org.bluez.LEAdvertisement1"):
+    def __init__(self, name: str):
+        super().__init__()
+        self.name = name
+
+    @dbus_method_async(flags=DbusUnprivilegedFlag)
+    async def Release(self) -> None:
+        return None
+
+    @dbus_property_async("s")
+    def Type(self) -> str:
+        return "peripheral"
+
+    @dbus_property_async("as")
+    def ServiceUUIDs(self) -> list[str]:
+        return [profile.LED_SERVICE_UUID]
+
+    @dbus_property_async("s")
+    def LocalName(self) -> str:
+        return self.name
+
+    @dbus_property_async("b")
+    def Discoverable(self) -> bool:
+        return True
+
+
+class Board:
+    """One simulated board and what the testbed reports about it."""
+
+    def __init__(self, index: int, pattern: profile.TemperaturePattern, count: int, radio: Radio):
+        self.index = index
+        self.name = profile.board_name(index)
+        self.address = profile.board_address(index)
+        self.adapter_path = f"/org/bluez/hci{index}"
+        self.app_path = f"/org/blefleet/testbed/{self.name.replace('-', '_')}"
+        self.sensor = profile.TemperatureSource(pattern, index, count)
+        self.radio = radio
+        self.present = True
+        self.led: int | None = None
+        self.led_writes = 0
+
+        self.manager = sdbus.DbusObjectManagerInterfaceAsync()
+        self.led_service = GattService(profile.LED_SERVICE_UUID, profile.LED_SERVICE_HANDLE)
+        self.sensor_service = GattService(profile.SENSOR_SERVICE_UUID, profile.SENSOR_SERVICE_HANDLE)
+        self.led_status = GattCharacteristic(
+            self, profile.LED_STATUS_UUID, f"{self.app_path}/service0", ["write"],
+            profile.LED_STATUS_HANDLE)
+        self.temperature = GattCharacteristic(
+            self, profile.TEMPERATURE_UUID, f"{self.app_path}/service1", ["read", "notify"],
+            profile.TEMPERATURE_HANDLE)
+        self.temperature.value = profile.encode_celsius(self.sensor.celsius)
+        self.advertisement = Advertisement(self.name)
+
+    def export(self) -> None:
+        self.manager.export_to_dbus(self.app_path)
+        self.manager.export_with_manager(f"{self.app_path}/service0", self.led_service)
+        self.manager.export_with_manager(f"{self.app_path}/service0/char0", self.led_status)
+        self.manager.export_with_manager(f"{self.app_path}/service1", self.sensor_service)
+        self.manager.export_with_manager(f"{self.app_path}/service1/char0", self.temperature)
+        self.advertisement.export_to_dbus(f"{self.app_path}/advertisement0")
+
+    @property
+    def notifying(self) -> bool:
+        return self.temperature.notifying
+
+    def state(self) -> dict:
+        return {
+            "name": self.name,
+            "address": self.address,
+            "present": self.present,
+            "led": self.led,
+            "led_writes": self.led_writes,
+            "temperature": self.sensor.celsius,
+            "notifying": self.notifying,
+        }
+
+    # -- what the sketch does -------------------------------------------------------
+
+    def _require_present(self) -> None:
+        if not self.present:
+            raise BluezFailedError("Not connected")
+
+    async def read(self, chrc: GattCharacteristic, options: dict) -> bytes:
+        self._require_present()
+        if "read" not in chrc.flags:
+            raise BluezNotPermittedError("Read not permitted")
+        await self.radio.delay()
+        self._require_present()
+        return profile.encode_celsius(self.sensor.celsius)
+
+    async def write(self, chrc: GattCharacteristic, value: bytes, options: dict) -> None:
+        self._require_present()
+        if "write" not in chrc.flags:
+            raise BluezNotPermittedError("Write not permitted")
+        kind = options.get("type", ("s", "request"))[1]
+        if kind == "command":
+            raise BluezNotPermittedError("Write without response not permitted")
+        if len(value) != 1:
+            raise BluezInvalidValueLengthError("Invalid value length")
+        await self.radio.delay()
+        self._require_present()
+        self.led = value[0]
+        self.led_writes += 1
+        log.info("%s: LED <- 0x%02x", self.name, value[0])
+
+    async def start_notify(self, chrc: GattCharacteristic) -> None:
+        self._require_present()
+        if "notify" not in chrc.flags:
+            raise BluezNotPermittedError("Notify not permitted")
+        await self.radio.delay()
+        if not chrc.notifying:
+            await chrc.Notifying.set_async(True)
+
+    async def stop_notify(self, chrc: GattCharacteristic) -> None:
+        if chrc.notifying:
+            await chrc.Notifying.set_async(False)
+
+    async def tick(self) -> None:
+        """One pass of the sketch's loop: reread the sensor, notify a subscriber."""
+        self.sensor.tick()
+        value = profile.encode_celsius(self.sensor.celsius)
+        if self.present and self.temperature.notifying:
+            await self.temperature.Value.set_async(value)
+        else:
+            self.temperature.value = value
+
+    async def rebooted(self) -> None:
+        """After a power cycle: LED off, no subscription (CCCD is not kept by the sketch)."""
+        self.led = None
+        await self.link_lost()
+
+    async def link_lost(self) -> None:
+        if self.temperature.notifying:
+            await self.temperature.Notifying.set_async(False)
+
+
+async def call(bus: sdbus.SdBus, path: str, interface: str, member: str,
+               signature: str = "", *args: Any, destination: str = BLUEZ) -> tuple:
+    message = bus.new_method_call_message(destination, path, interface, member)
+    if signature:
+        message.append_data(signature, *args)
+    reply = await bus.call_async(message)
+    return reply.get_contents()
+
+
+async def set_property(bus: sdbus.SdBus, path: str, interface: str, name: str,
+                       signature: str, value: Any) -> None:
+    message = bus.new_property_set_message(BLUEZ, path, interface, name)
+    message.append_data("v", (signature, value))
+    await bus.call_async(message)
+
+
+async def get_property(bus: sdbus.SdBus, path: str, interface: str, name: str) -> Any:
+    message = bus.new_property_get_message(BLUEZ, path, interface, name)
+    reply = await bus.call_async(message)
+    return reply.get_contents()[1]
+
+
+class Simulator:
+    """All boards of one testbed, provisioned on whatever BlueZoo currently owns org.bluez."""
+
+    def __init__(self, bus: sdbus.SdBus, count: int, pattern: profile.TemperaturePattern,
+                 latency_ms: float, jitter_ms: float, notify_interval: float):
+        self.bus = bus
+        self.notify_interval = notify_interval
+        self.boards = [Board(i, pattern, count, Radio(latency_ms, jitter_ms, seed=i))
+                       for i in range(1, count + 1)]
+        self.by_name = {b.name: b for b in self.boards}
+        self.tick_task: asyncio.Task | None = None
+
+    def export(self) -> None:
+        for board in self.boards:
+            board.export()
+
+    def start_ticking(self) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(self.notify_interval)
+                for board in self.boards:
+                    try:
+                        await board.tick()
+                    except Exception:  # keep ticking whatever one board does
+                        log.exception("tick failed for %s", board.name)
+        self.tick_task = asyncio.create_task(loop())
+
+    async def provision(self, board: Board) -> None:
+        """Creates the board's controller in BlueZoo and registers its advertisement and GATT app."""
+        await call(self.bus, "/org/bluezoo", "org.bluezoo.Manager1", "AddAdapter", "ys",
+                   board.index, board.address)
+        if not board.present:
+            await set_property(self.bus, board.adapter_path, "org.bluez.Adapter1", "Powered", "b", False)
+        await call(self.bus, board.adapter_path, "org.bluez.GattManager1", "RegisterApplication",
+                   "oa{sv}", board.app_path, {})
+        await call(self.bus, board.adapter_path, "org.bluez.LEAdvertisingManager1",
+                   "RegisterAdvertisement", "oa{sv}", f"{board.app_path}/advertisement0", {})
+
+    async def provision_all(self) -> None:
+        limit = asyncio.Semaphore(16)
+
+        async def one(board: Board) -> None:
+            async with limit:
+                await self.provision(board)
+        await asyncio.gather(*(one(b) for b in self.boards))
+
+    async def bluez_lost(self) -> None:
+        """org.bluez went away: every link is gone."""
+        for board in self.boards:
+            await board.link_lost()
+
+    async def power(self, board: Board, on: bool) -> None:
+        await set_property(self.bus, board.adapter_path, "org.bluez.Adapter1", "Powered", "b", on)
+
+    async def drop(self, board: Board) -> None:
+        if not board.present:
+            return
+        board.present = False
+        await self.power(board, False)
+        await board.link_lost()
+
+    async def restore(self, board: Board) -> None:
+        if board.present:
+            return
+        await board.rebooted()
+        board.present = True
+        await self.power(board, True)
+
+    async def reset(self, board: Board) -> None:
+        """The board reboots: its link drops, it comes back advertising with the LED off."""
+        was_present = board.present
+        board.present = False
+        await self.power(board, False)
+        await board.rebooted()
+        if was_present:
+            await asyncio.sleep(0.05)
+            board.present = True
+            await self.power(board, True)
+
+    def set_temperature(self, board: Board, celsius: int) -> None:
+        board.sensor.override = celsius
+        board.temperature.value = profile.encode_celsius(celsius)

@@ -1,0 +1,215 @@
+"""Test helpers: run `scripts/testbed`, and a small BlueZ D-Bus client (dbus_fast) that
+is independent of the testbed's own code."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from dbus_fast import Message, MessageType, Variant
+from dbus_fast.aio import MessageBus
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "testbed"
+
+LED_SERVICE = "cd48409a-f3cc-11ed-a05b-0242ac120003"
+LED_STATUS = "cd48409b-f3cc-11ed-a05b-0242ac120003"
+SENSOR_SERVICE = "d888a9c2-f3cc-11ed-a05b-0242ac120003"
+TEMPERATURE = "d888a9c3-f3cc-11ed-a05b-0242ac120003"
+CENTRAL = "/org/bluez/hci0"
+
+
+def run_cli(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+    result = subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"scripts/testbed {' '.join(args)} failed ({result.returncode}): {result.stderr}")
+    return result
+
+
+class Testbed:
+    def __init__(self, run_dir: Path, options: list[str]):
+        self.run_dir = run_dir
+        out = run_cli("start", "--run-dir", str(run_dir), *options).stdout
+        self.exports = dict(line.removeprefix("export ").split("=", 1) for line in out.splitlines())
+        self.bus_address = self.exports["DBUS_SYSTEM_BUS_ADDRESS"].strip("'")
+        self.stopped = False
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return run_cli(*args, "--run-dir", str(self.run_dir), check=check)
+
+    def state(self) -> dict:
+        return json.loads(self.cli("state").stdout)
+
+    def board(self, name: str) -> dict:
+        return next(b for b in self.state()["boards"] if b["name"] == name)
+
+    def pids(self) -> list[dict]:
+        return json.loads((self.run_dir / "pids.json").read_text())["processes"]
+
+    def stop(self) -> None:
+        if not self.stopped:
+            self.stopped = True
+            run_cli("stop", "--run-dir", str(self.run_dir), check=False)
+
+
+@contextmanager
+def testbeds(base: Path):
+    """Yields a factory of testbeds; every testbed it made is stopped at the end, pass or fail."""
+    made: list[Testbed] = []
+
+    def make(*options: str, name: str | None = None) -> Testbed:
+        run_dir = base / (name or f"tb{len(made)}")
+        tb = Testbed(run_dir, list(options))
+        made.append(tb)
+        return tb
+    try:
+        yield make
+    finally:
+        for tb in made:
+            tb.stop()
+
+
+def device_path(address: str) -> str:
+    return f"{CENTRAL}/dev_{address.replace(':', '_')}"
+
+
+class BluezError(Exception):
+    def __init__(self, name: str, text: str):
+        super().__init__(f"{name}: {text}")
+        self.name = name
+        self.text = text
+
+
+class Client:
+    """One D-Bus client of org.bluez (its own unique name, like a separate application)."""
+
+    def __init__(self, bus: MessageBus):
+        self.bus = bus
+        self.changed = asyncio.Event()
+        self.signals: list[Message] = []
+        bus.add_message_handler(self._on_message)
+
+    @classmethod
+    async def connect(cls, address: str) -> "Client":
+        bus = await MessageBus(bus_address=address).connect()
+        client = cls(bus)
+        await client.call("/org/freedesktop/DBus", "org.freedesktop.DBus", "AddMatch", "s",
+                          ["type='signal',sender='org.bluez'"], destination="org.freedesktop.DBus")
+        await client.call("/org/freedesktop/DBus", "org.freedesktop.DBus", "AddMatch", "s",
+                          ["type='signal',member='NameOwnerChanged',arg0='org.bluez'"],
+                          destination="org.freedesktop.DBus")
+        return client
+
+    def _on_message(self, message: Message) -> bool:
+        if message.message_type == MessageType.SIGNAL:
+            self.signals.append(message)
+            self.changed.set()
+        return False
+
+    def close(self) -> None:
+        self.bus.disconnect()
+
+    async def call(self, path: str, interface: str, member: str, signature: str = "",
+                   body: list | None = None, destination: str = "org.bluez", timeout: float = 30) -> list:
+        reply = await asyncio.wait_for(self.bus.call(Message(
+            destination=destination, path=path, interface=interface, member=member,
+            signature=signature, body=body or [])), timeout)
+        if reply.message_type == MessageType.ERROR:
+            raise BluezError(reply.error_name, reply.body[0] if reply.body else "")
+        return reply.body
+
+    async def get(self, path: str, interface: str, name: str) -> Any:
+        body = await self.call(path, "org.freedesktop.DBus.Properties", "Get", "ss", [interface, name])
+        return body[0].value
+
+    async def set(self, path: str, interface: str, name: str, signature: str, value: Any) -> None:
+        await self.call(path, "org.freedesktop.DBus.Properties", "Set", "ssv",
+                        [interface, name, Variant(signature, value)])
+
+    async def objects(self) -> dict[str, dict[str, dict[str, Any]]]:
+        body = await self.call("/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+        return {path: {iface: {k: v.value for k, v in props.items()} for iface, props in ifaces.items()}
+                for path, ifaces in body[0].items()}
+
+    async def wait_until(self, condition: Callable[[], Awaitable[Any]], timeout: float) -> Any:
+        """Re-evaluates `condition` whenever a signal arrives (and at least every 0.25 s)
+        until it is truthy; returns its value, or None at the deadline."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            self.changed.clear()
+            value = await condition()
+            if value:
+                return value
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return None
+            try:
+                await asyncio.wait_for(self.changed.wait(), min(0.25, remaining))
+            except asyncio.TimeoutError:
+                pass
+
+    # -- BlueZ conveniences ---------------------------------------------------------------
+
+    async def devices(self) -> dict[str, dict[str, Any]]:
+        """Devices on the central adapter only (the boards' emulated controllers are not ours)."""
+        return {p: ifs["org.bluez.Device1"] for p, ifs in (await self.objects()).items()
+                if "org.bluez.Device1" in ifs and ifs["org.bluez.Device1"]["Adapter"] == CENTRAL}
+
+    async def discover(self, addresses: list[str], timeout: float = 10) -> bool:
+        await self.call(CENTRAL, "org.bluez.Adapter1", "SetDiscoveryFilter", "a{sv}",
+                        [{"UUIDs": Variant("as", [LED_SERVICE]), "Transport": Variant("s", "le")}])
+        await self.call(CENTRAL, "org.bluez.Adapter1", "StartDiscovery")
+        try:
+            async def all_seen():
+                known = {d["Address"] for d in (await self.devices()).values()}
+                return set(addresses) <= known
+            return bool(await self.wait_until(all_seen, timeout))
+        finally:
+            await self.call(CENTRAL, "org.bluez.Adapter1", "StopDiscovery")
+
+    async def connect_device(self, address: str, timeout: float = 10) -> bool:
+        path = device_path(address)
+        await self.call(path, "org.bluez.Device1", "Connect", timeout=timeout)
+
+        async def resolved():
+            return await self.get(path, "org.bluez.Device1", "ServicesResolved")
+        return bool(await self.wait_until(resolved, timeout))
+
+    async def gatt(self, address: str) -> dict[str, str]:
+        """UUID -> object path of the GATT services and characteristics under the device."""
+        prefix = device_path(address) + "/"
+        found = {}
+        for path, ifaces in (await self.objects()).items():
+            if not path.startswith(prefix):
+                continue
+            for iface in ("org.bluez.GattService1", "org.bluez.GattCharacteristic1"):
+                if iface in ifaces:
+                    uuid = ifaces[iface]["UUID"]
+                    if uuid in found:
+                        found[uuid + "#duplicate"] = path
+                    found[uuid] = path
+        return found
+
+    async def read_temperature(self, address: str) -> int:
+        path = (await self.gatt(address))[TEMPERATURE]
+        value = await self.call(path, "org.bluez.GattCharacteristic1", "ReadValue", "a{sv}", [{}])
+        return int.from_bytes(bytes(value[0]), "little", signed=True)
+
+    async def write_led(self, address: str, value: bytes) -> None:
+        path = (await self.gatt(address))[LED_STATUS]
+        await self.call(path, "org.bluez.GattCharacteristic1", "WriteValue", "aya{sv}",
+                        [value, {"type": Variant("s", "request")}])
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 120))
+
+
+def env_with_bus(address: str) -> dict:
+    return dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=address)
