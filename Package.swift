@@ -41,7 +41,10 @@ let package = Package(
         // MARK: Libraries
         .target(
             name: "DBus",
-            dependencies: ["CDBus"],
+            dependencies: [
+                "CDBus",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -81,6 +84,14 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Benchmarks
+        .executableTarget(
+            name: "dbus-bench",
+            dependencies: ["DBus", "CDBus"],
+            path: "Benchmarks/DBusBench",
             swiftSettings: swiftSettings
         ),
 
