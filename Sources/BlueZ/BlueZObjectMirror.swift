@@ -119,6 +119,7 @@ public actor BlueZObjectMirror {
                 for signal in replay { apply(signal) }
                 return
             } catch {
+                if Task.isCancelled { return }
                 let bluezError = BlueZError(error)
                 if case .busDisconnected = bluezError { return }
                 logger.warning(

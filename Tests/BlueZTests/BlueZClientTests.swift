@@ -9,7 +9,7 @@ struct BlueZClientTests {
     @Test func discoversEveryBoardWithTheLEDServiceFilter() async throws {
         try await BlueZFixture.with(boards: 5) { fixture in
             let devices = try await fixture.discoverBoards(count: 5)
-            let expected = try fixture.testbed.state()
+            let expected = try await fixture.testbed.state()
             #expect(Set(devices.map(\.address)) == Set(expected.map { $0.address.uppercased() }))
             #expect(devices.allSatisfy { $0.adapterPath == fixture.central.path })
             #expect(Set(devices.compactMap(\.name)) == Set(expected.map(\.name)))
@@ -19,7 +19,7 @@ struct BlueZClientTests {
     @Test func connectsWritesLEDAndReadsTemperatures() async throws {
         try await BlueZFixture.with(boards: 5) { fixture in
             let client = fixture.client
-            try fixture.testbed.run(["board", "temp", "nano-02", "-5"])
+            try await fixture.testbed.run(["board", "temp", "nano-02", "-5"])
             let devices = try await fixture.discoverBoards(count: 5)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for device in devices {
@@ -34,7 +34,7 @@ struct BlueZClientTests {
                 }
                 try await group.waitForAll()
             }
-            let state = try fixture.testbed.state()
+            let state = try await fixture.testbed.state()
             #expect(state.allSatisfy { $0.led == 1 && $0.ledWrites == 1 })
             for device in devices {
                 let board = try #require(state.first { $0.address.uppercased() == device.address })
@@ -59,7 +59,7 @@ struct BlueZClientTests {
             try await client.connect(device)
             let led = try await client.characteristic(device: device, service: Nano.ledService, characteristic: Nano.ledStatus)
             try await client.writeValue([0x00], to: led)
-            #expect(try fixture.testbed.state().first?.led == 0)
+            #expect(try await fixture.testbed.state().first?.led == 0)
         }
     }
 
@@ -68,7 +68,7 @@ struct BlueZClientTests {
             let client = fixture.client
             let device = try #require(try await fixture.discoverBoards(count: 1).first)
             try await client.connect(device)
-            try fixture.testbed.run(["board", "temp", "nano-01", "-12"])
+            try await fixture.testbed.run(["board", "temp", "nano-01", "-12"])
             let temperature = try await client.characteristic(
                 device: device, service: Nano.sensorService, characteristic: Nano.temperature)
             let stream = try await client.notifications(temperature)
@@ -78,7 +78,7 @@ struct BlueZClientTests {
                 if values.count == 3 { break }
             }
             #expect(values == [-12, -12, -12])
-            #expect(try fixture.testbed.state().first?.notifying == true)
+            #expect(try await fixture.testbed.state().first?.notifying == true)
         }
     }
 
@@ -87,10 +87,10 @@ struct BlueZClientTests {
             let client = fixture.client
             let devices = try await fixture.discoverBoards(count: 2)
             for device in devices { try await client.connect(device) }
-            let dropped = try #require(try fixture.testbed.state().first { $0.name == "nano-01" })
+            let dropped = try #require(try await fixture.testbed.state().first { $0.name == "nano-01" })
             let path = try #require(devices.first { $0.address == dropped.address.uppercased() }?.path)
             let start = ContinuousClock.now
-            try fixture.testbed.run(["board", "drop", "nano-01"])
+            try await fixture.testbed.run(["board", "drop", "nano-01"])
             try await client.mirror.wait(timeout: .seconds(2), description: "drop not seen") {
                 ($0.tree.device(at: path)?.connected ?? false) ? .pending : .done(())
             }
@@ -110,7 +110,7 @@ struct BlueZClientTests {
             let client = fixture.client
             _ = try await fixture.discoverBoards(count: 3)
             let events = await client.mirror.events()
-            try fixture.testbed.run(["bluez", "restart"])
+            try await fixture.testbed.run(["bluez", "restart"])
             var sawLost = false
             for await event in events {
                 if case .serviceLost = event { sawLost = true }
@@ -142,7 +142,7 @@ struct BlueZClientTests {
                 characteristics.append(try await client.characteristic(
                     device: device, service: Nano.sensorService, characteristic: Nano.temperature))
             }
-            let expected = Dictionary(uniqueKeysWithValues: try fixture.testbed.state().map {
+            let expected = Dictionary(uniqueKeysWithValues: try await fixture.testbed.state().map {
                 ($0.address.uppercased(), $0.temperature)
             })
             let results = try await withThrowingTaskGroup(of: Bool.self) { group in
