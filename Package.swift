@@ -42,7 +42,10 @@ let package = Package(
         // MARK: Libraries
         .target(
             name: "DBus",
-            dependencies: ["CDBus"],
+            dependencies: [
+                "CDBus",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -93,6 +96,14 @@ let package = Package(
             dependencies: [
                 .product(name: "Yams", package: "Yams"),
             ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Benchmarks
+        .executableTarget(
+            name: "dbus-bench",
+            dependencies: ["DBus", "CDBus"],
+            path: "Benchmarks/DBusBench",
             swiftSettings: swiftSettings
         ),
 

@@ -41,7 +41,9 @@ public final class PrivateBus: @unchecked Sendable {
 
     public func stop() {
         if process.isRunning {
-            process.terminate()
+            // SIGKILL, not terminate(): a child spawned from a test thread inherits a signal
+            // mask with SIGTERM blocked, so SIGTERM would leave waitUntilExit() hanging.
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
     }

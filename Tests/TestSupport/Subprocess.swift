@@ -65,3 +65,15 @@ public func makeTemporaryDirectory(prefix: String) throws -> URL {
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }
+
+/// `runCommand` on a dedicated thread, so awaiting it never blocks Swift's cooperative pool
+/// (which has one thread per core: blocking it stalls every other task in the test run).
+public func runProcess(
+    _ executable: String, _ arguments: [String], environment: [String: String]? = nil
+) async throws -> String {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread {
+            continuation.resume(with: Result { try runCommand(executable, arguments, environment: environment) })
+        }
+    }
+}

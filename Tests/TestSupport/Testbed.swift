@@ -30,9 +30,16 @@ public final class Testbed: @unchecked Sendable {
 
     static let script = repositoryRoot.appendingPathComponent("scripts/testbed").path
 
-    public init(boards: Int = 5, extraArguments: [String] = []) throws {
+    private init(runDirectory: URL, busAddress: String, boardCount: Int) {
+        self.runDirectory = runDirectory
+        self.busAddress = busAddress
+        self.boardCount = boardCount
+    }
+
+    /// Starts a testbed with `boards` boards; returns once every board is registered.
+    public static func start(boards: Int = 5, extraArguments: [String] = []) async throws -> Testbed {
         let dir = try makeTemporaryDirectory(prefix: "blefleet-testbed")
-        let output = try runCommand(
+        let output = try await runProcess(
             Self.script,
             ["start", "--boards", String(boards), "--run-dir", dir.path,
              "--owner-pid", String(getpid())] + extraArguments)
@@ -45,43 +52,41 @@ public final class Testbed: @unchecked Sendable {
             }
         }
         guard let address else {
-            _ = try? runCommand(Self.script, ["stop", "--run-dir", dir.path])
+            _ = try? await runProcess(Self.script, ["stop", "--run-dir", dir.path])
             throw FixtureError("scripts/testbed start printed no DBUS_SYSTEM_BUS_ADDRESS: \(output)")
         }
-        self.runDirectory = dir
-        self.busAddress = address
-        self.boardCount = boards
+        return Testbed(runDirectory: dir, busAddress: address, boardCount: boards)
     }
 
     /// Runs `body` with a fresh testbed and always stops it afterwards, also when `body` throws.
     public static func with<T>(
         boards: Int = 5, extraArguments: [String] = [], _ body: (Testbed) async throws -> T
     ) async throws -> T {
-        let testbed = try Testbed(boards: boards, extraArguments: extraArguments)
+        let testbed = try await Testbed.start(boards: boards, extraArguments: extraArguments)
         do {
             let result = try await body(testbed)
-            testbed.stop()
+            await testbed.stop()
             return result
         } catch {
-            testbed.stop()
+            await testbed.stop()
             throw error
         }
     }
 
     /// Runs a `scripts/testbed` subcommand against this testbed, e.g. `["board", "drop", "nano-02"]`.
     @discardableResult
-    public func run(_ arguments: [String]) throws -> String {
+    public func run(_ arguments: [String]) async throws -> String {
         // Options go after the subcommand words: scripts/testbed accepts --run-dir anywhere.
-        try runCommand(Self.script, arguments + ["--run-dir", runDirectory.path])
+        try await runProcess(Self.script, arguments + ["--run-dir", runDirectory.path])
     }
 
-    public func state() throws -> [Board] {
-        let json = try run(["state"])
+    public func state() async throws -> [Board] {
+        let json = try await run(["state"])
         return try JSONDecoder().decode(State.self, from: Data(json.utf8)).boards
     }
 
-    public func stop() {
-        _ = try? runCommand(Self.script, ["stop", "--run-dir", runDirectory.path])
+    public func stop() async {
+        _ = try? await runProcess(Self.script, ["stop", "--run-dir", runDirectory.path])
         try? FileManager.default.removeItem(at: runDirectory)
     }
 }

@@ -1,0 +1,131 @@
+/// What a waiter makes of the mirror's current state.
+public enum MirrorWaitStep<T: Sendable>: Sendable {
+    case pending
+    case done(T)
+    case failed(BlueZError)
+}
+
+/// The mirror as a waiter sees it after every change.
+public struct BlueZMirrorSnapshot: Sendable {
+    public let tree: BlueZObjectTree
+    public let isLoaded: Bool
+}
+
+/// A registered wait; collect its outcome with `BlueZObjectMirror.result(of:timeout:description:)`.
+public struct MirrorWaitTicket<T: Sendable>: Sendable {
+    let id: UInt64
+}
+
+/// Type-erased waiter, touched only inside the mirror actor.
+protocol MirrorWaiter: AnyObject {
+    /// Re-evaluates against the current state; does nothing once finished.
+    func evaluate(_ snapshot: BlueZMirrorSnapshot)
+    func fail(_ error: BlueZError)
+}
+
+/// Lives only inside the mirror actor (created, evaluated, resumed and dropped there).
+final class TypedMirrorWaiter<T: Sendable>: MirrorWaiter {
+    let condition: @Sendable (BlueZMirrorSnapshot) -> MirrorWaitStep<T>
+    var outcome: Result<T, BlueZError>?
+    var continuation: CheckedContinuation<T, any Error>?
+
+    init(condition: @escaping @Sendable (BlueZMirrorSnapshot) -> MirrorWaitStep<T>) {
+        self.condition = condition
+    }
+
+    func evaluate(_ snapshot: BlueZMirrorSnapshot) {
+        guard outcome == nil else { return }
+        switch condition(snapshot) {
+        case .pending: return
+        case .done(let value): finish(.success(value))
+        case .failed(let error): finish(.failure(error))
+        }
+    }
+
+    func fail(_ error: BlueZError) {
+        guard outcome == nil else { return }
+        finish(.failure(error))
+    }
+
+    private func finish(_ result: Result<T, BlueZError>) {
+        outcome = result
+        continuation?.resume(with: result.mapError { $0 as any Error })
+        continuation = nil
+    }
+}
+
+extension BlueZObjectMirror {
+    var snapshot: BlueZMirrorSnapshot { BlueZMirrorSnapshot(tree: tree, isLoaded: isLoaded) }
+
+    /// Registers a condition, evaluated now and after every change until it is done or
+    /// failed. Registering before starting an operation (e.g. `Connect`) means no change the
+    /// operation causes can be missed.
+    public func register<T: Sendable>(
+        _ condition: @escaping @Sendable (BlueZMirrorSnapshot) -> MirrorWaitStep<T>
+    ) -> MirrorWaitTicket<T> {
+        let id = takeID()
+        let waiter = TypedMirrorWaiter(condition: condition)
+        waiters[id] = waiter
+        waiter.evaluate(snapshot)
+        return MirrorWaitTicket(id: id)
+    }
+
+    /// Waits for a registered condition; throws `.timeout(description)` after `timeout`, and
+    /// `CancellationError` when the calling task is cancelled. The ticket is used up.
+    public func result<T: Sendable>(
+        of ticket: MirrorWaitTicket<T>, timeout: Duration, description: String
+    ) async throws -> T {
+        guard let waiter = waiters[ticket.id] as? TypedMirrorWaiter<T> else {
+            throw BlueZError.notFound("wait ticket \(ticket.id) is unknown or used up")
+        }
+        defer { waiters[ticket.id] = nil }
+        if let outcome = waiter.outcome { return try outcome.get() }
+        let timer = Task { [weak self] in
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            await self?.expire(ticket.id, description: description)
+        }
+        defer { timer.cancel() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                if let outcome = waiter.outcome {
+                    continuation.resume(with: outcome.mapError { $0 as any Error })
+                } else {
+                    waiter.continuation = continuation
+                }
+            }
+        } onCancel: {
+            Task { await self.cancelWait(ticket.id) }
+        }
+    }
+
+    /// Registers `condition` and waits for it.
+    public func wait<T: Sendable>(
+        timeout: Duration, description: String,
+        _ condition: @escaping @Sendable (BlueZMirrorSnapshot) -> MirrorWaitStep<T>
+    ) async throws -> T {
+        let ticket = register(condition)
+        return try await result(of: ticket, timeout: timeout, description: description)
+    }
+
+    /// Drops a registered wait that will not be collected.
+    public func discard<T: Sendable>(_ ticket: MirrorWaitTicket<T>) {
+        waiters[ticket.id]?.fail(.timeout("abandoned"))
+        waiters[ticket.id] = nil
+    }
+
+    func evaluateWaiters() {
+        guard !waiters.isEmpty else { return }
+        let current = snapshot
+        for waiter in waiters.values { waiter.evaluate(current) }
+    }
+
+    private func expire(_ id: UInt64, description: String) {
+        waiters[id]?.fail(.timeout(description))
+    }
+
+    private func cancelWait(_ id: UInt64) {
+        // CancellationError is not a BlueZError; the caller sees `.timeout("cancelled")`
+        // only if it asks BlueZError(error); the awaiting task itself is being cancelled.
+        waiters[id]?.fail(.timeout("cancelled"))
+    }
+}

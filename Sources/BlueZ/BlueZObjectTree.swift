@@ -1,0 +1,157 @@
+public import DBus
+
+/// A snapshot of BlueZ's exported objects: object path → interface → property → value.
+/// Variants are unwrapped. Cheap to copy (copy-on-write dictionaries).
+public struct BlueZObjectTree: Sendable {
+    public typealias Properties = [String: DBusValue]
+
+    public internal(set) var objects: [String: [String: Properties]] = [:]
+
+    public init(objects: [String: [String: Properties]] = [:]) {
+        self.objects = objects
+    }
+
+    public func properties(_ path: String, _ interface: String) -> Properties? {
+        objects[path]?[interface]
+    }
+
+    /// Every object that has `interface`, sorted by path.
+    public func objects(implementing interface: String) -> [(path: String, properties: Properties)] {
+        objects.compactMap { path, interfaces in
+            interfaces[interface].map { (path, $0) }
+        }.sorted { $0.path < $1.path }
+    }
+
+    public var adapters: [BlueZAdapter] {
+        objects(implementing: BlueZInterfaces.adapter).map { BlueZAdapter(path: $0.path, properties: $0.properties) }
+    }
+
+    public func adapter(at path: String) -> BlueZAdapter? {
+        properties(path, BlueZInterfaces.adapter).map { BlueZAdapter(path: path, properties: $0) }
+    }
+
+    /// The adapter called `nameOrAddress`: its interface name (`hci0`) or its address.
+    public func adapter(matching nameOrAddress: String) -> BlueZAdapter? {
+        adapters.first { $0.name == nameOrAddress || $0.address.uppercased() == nameOrAddress.uppercased() }
+    }
+
+    public func device(at path: String) -> BlueZDevice? {
+        properties(path, BlueZInterfaces.device).map { BlueZDevice(path: path, properties: $0) }
+    }
+
+    /// Devices known to one adapter (BlueZ lists other adapters' devices too; filter by `Adapter`).
+    public func devices(onAdapter adapterPath: String) -> [BlueZDevice] {
+        objects(implementing: BlueZInterfaces.device)
+            .map { BlueZDevice(path: $0.path, properties: $0.properties) }
+            .filter { $0.adapterPath == adapterPath }
+    }
+
+    public func characteristic(at path: String) -> BlueZCharacteristic? {
+        guard let props = properties(path, BlueZInterfaces.gattCharacteristic) else { return nil }
+        let servicePath = props["Service"]?.string ?? ""
+        let serviceUUID = properties(servicePath, BlueZInterfaces.gattService)?["UUID"]?.string
+        return BlueZCharacteristic(path: path, properties: props, serviceUUID: serviceUUID.flatMap(BluetoothUUID.init))
+    }
+
+    /// Finds a characteristic by service and characteristic UUID under a device. GATT paths
+    /// change whenever a device is resolved again, so callers look up after every connect.
+    public func characteristic(
+        device devicePath: String, service: BluetoothUUID, characteristic: BluetoothUUID
+    ) -> BlueZCharacteristic? {
+        let servicePaths = objects(implementing: BlueZInterfaces.gattService)
+            .filter {
+                $0.properties["Device"]?.string == devicePath
+                    && $0.properties["UUID"]?.string.flatMap(BluetoothUUID.init) == service
+            }
+            .map(\.path)
+        for (path, props) in objects(implementing: BlueZInterfaces.gattCharacteristic) {
+            guard let servicePath = props["Service"]?.string, servicePaths.contains(servicePath),
+                props["UUID"]?.string.flatMap(BluetoothUUID.init) == characteristic
+            else { continue }
+            return BlueZCharacteristic(path: path, properties: props, serviceUUID: service)
+        }
+        return nil
+    }
+
+    /// All characteristics of a device's resolved services.
+    public func characteristics(device devicePath: String) -> [BlueZCharacteristic] {
+        let services = Dictionary(
+            uniqueKeysWithValues: objects(implementing: BlueZInterfaces.gattService)
+                .filter { $0.properties["Device"]?.string == devicePath }
+                .map { ($0.path, $0.properties["UUID"]?.string.flatMap(BluetoothUUID.init)) })
+        return objects(implementing: BlueZInterfaces.gattCharacteristic).compactMap { path, props in
+            guard let servicePath = props["Service"]?.string, let serviceUUID = services[servicePath] else {
+                return nil
+            }
+            return BlueZCharacteristic(path: path, properties: props, serviceUUID: serviceUUID)
+        }
+    }
+}
+
+/// `org.bluez.Adapter1`, as far as blefleet needs it.
+public struct BlueZAdapter: Sendable, Hashable {
+    public let path: String
+    /// The interface name, e.g. `hci0` (last path component).
+    public let name: String
+    public let address: String
+    public let powered: Bool
+    public let discovering: Bool
+
+    public init(path: String, properties: BlueZObjectTree.Properties) {
+        self.path = path
+        self.name = String(path.split(separator: "/").last ?? Substring(path))
+        self.address = properties["Address"]?.string ?? ""
+        self.powered = properties["Powered"]?.bool ?? false
+        self.discovering = properties["Discovering"]?.bool ?? false
+    }
+}
+
+/// `org.bluez.Device1`, as far as blefleet needs it.
+public struct BlueZDevice: Sendable, Hashable {
+    public let path: String
+    public let adapterPath: String
+    public let address: String
+    public let name: String?
+    public let alias: String?
+    public let rssi: Int16?
+    public let uuids: [BluetoothUUID]
+    public let connected: Bool
+    public let servicesResolved: Bool
+
+    public init(path: String, properties: BlueZObjectTree.Properties) {
+        self.path = path
+        self.adapterPath = properties["Adapter"]?.string ?? ""
+        self.address = (properties["Address"]?.string ?? "").uppercased()
+        self.name = properties["Name"]?.string
+        self.alias = properties["Alias"]?.string
+        self.rssi = properties["RSSI"]?.int16
+        self.uuids = (properties["UUIDs"]?.array ?? []).compactMap { $0.string.flatMap(BluetoothUUID.init) }
+        self.connected = properties["Connected"]?.bool ?? false
+        self.servicesResolved = properties["ServicesResolved"]?.bool ?? false
+    }
+
+    /// Whether the device advertises (or, once resolved, offers) a service.
+    public func advertises(_ uuid: BluetoothUUID) -> Bool { uuids.contains(uuid) }
+}
+
+/// `org.bluez.GattCharacteristic1`, as far as blefleet needs it.
+public struct BlueZCharacteristic: Sendable, Hashable {
+    public let path: String
+    public let uuid: BluetoothUUID?
+    public let servicePath: String
+    public let serviceUUID: BluetoothUUID?
+    public let flags: [String]
+    public let notifying: Bool
+    /// The cached value BlueZ last read or was notified of.
+    public let value: [UInt8]?
+
+    public init(path: String, properties: BlueZObjectTree.Properties, serviceUUID: BluetoothUUID?) {
+        self.path = path
+        self.uuid = properties["UUID"]?.string.flatMap(BluetoothUUID.init)
+        self.servicePath = properties["Service"]?.string ?? ""
+        self.serviceUUID = serviceUUID
+        self.flags = (properties["Flags"]?.array ?? []).compactMap(\.string)
+        self.notifying = properties["Notifying"]?.bool ?? false
+        self.value = properties["Value"]?.bytes
+    }
+}

@@ -1,1 +1,0 @@
-// Module BlueZ: see Package.swift for its place in the layers.

@@ -1,1 +1,0 @@
-// Module DBus: see Package.swift for its place in the layers.

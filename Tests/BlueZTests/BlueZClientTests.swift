@@ -1,0 +1,163 @@
+import BlueZ
+import DBus
+import TestSupport
+import Testing
+
+/// End to end on the testbed: real libdbus, real dbus-daemon, BlueZoo with fidelity fixes.
+@Suite(.timeLimit(.minutes(2)))
+struct BlueZClientTests {
+    @Test func discoversEveryBoardWithTheLEDServiceFilter() async throws {
+        try await BlueZFixture.with(boards: 5) { fixture in
+            let devices = try await fixture.discoverBoards(count: 5)
+            let expected = try await fixture.testbed.state()
+            #expect(Set(devices.map(\.address)) == Set(expected.map { $0.address.uppercased() }))
+            #expect(devices.allSatisfy { $0.adapterPath == fixture.central.path })
+            #expect(Set(devices.compactMap(\.name)) == Set(expected.map(\.name)))
+        }
+    }
+
+    @Test func connectsWritesLEDAndReadsTemperatures() async throws {
+        try await BlueZFixture.with(boards: 5) { fixture in
+            let client = fixture.client
+            try await fixture.testbed.run(["board", "temp", "nano-02", "-5"])
+            let devices = try await fixture.discoverBoards(count: 5)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for device in devices {
+                    group.addTask {
+                        try await client.connect(device)
+                        let resolved = try #require(await client.device(at: device.path))
+                        #expect(resolved.connected && resolved.servicesResolved)
+                        let led = try await client.characteristic(
+                            device: device, service: Nano.ledService, characteristic: Nano.ledStatus)
+                        try await client.writeValue([0x01], to: led)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let state = try await fixture.testbed.state()
+            #expect(state.allSatisfy { $0.led == 1 && $0.ledWrites == 1 })
+            for device in devices {
+                let board = try #require(state.first { $0.address.uppercased() == device.address })
+                let temperature = try await client.characteristic(
+                    device: device, service: Nano.sensorService, characteristic: Nano.temperature)
+                let bytes = try await client.readValue(temperature)
+                #expect(bytes.count == 1)
+                #expect(Int(Int8(bitPattern: bytes[0])) == board.temperature)
+            }
+            #expect(state.contains { $0.name == "nano-02" && $0.temperature == -5 })
+        }
+    }
+
+    @Test func connectIsIdempotentAndDisconnectReconnectWorks() async throws {
+        try await BlueZFixture.with(boards: 1) { fixture in
+            let client = fixture.client
+            let device = try #require(try await fixture.discoverBoards(count: 1).first)
+            try await client.connect(device)
+            try await client.connect(device)  // already connected and resolved: returns at once
+            try await client.disconnect(device)
+            #expect(await client.device(at: device.path)?.connected == false)
+            try await client.connect(device)
+            let led = try await client.characteristic(device: device, service: Nano.ledService, characteristic: Nano.ledStatus)
+            try await client.writeValue([0x00], to: led)
+            #expect(try await fixture.testbed.state().first?.led == 0)
+        }
+    }
+
+    @Test func temperatureNotificationsArriveAsAStream() async throws {
+        try await BlueZFixture.with(boards: 1, extraArguments: ["--notify-interval", "0.2"]) { fixture in
+            let client = fixture.client
+            let device = try #require(try await fixture.discoverBoards(count: 1).first)
+            try await client.connect(device)
+            try await fixture.testbed.run(["board", "temp", "nano-01", "-12"])
+            let temperature = try await client.characteristic(
+                device: device, service: Nano.sensorService, characteristic: Nano.temperature)
+            let stream = try await client.notifications(temperature)
+            var values: [Int8] = []
+            for try await value in stream {
+                values.append(Int8(bitPattern: value.first ?? 0))
+                if values.count == 3 { break }
+            }
+            #expect(values == [-12, -12, -12])
+            #expect(try await fixture.testbed.state().first?.notifying == true)
+        }
+    }
+
+    @Test func droppedBoardIsSeenAsDisconnectedWithinTwoSeconds() async throws {
+        try await BlueZFixture.with(boards: 2) { fixture in
+            let client = fixture.client
+            let devices = try await fixture.discoverBoards(count: 2)
+            for device in devices { try await client.connect(device) }
+            let dropped = try #require(try await fixture.testbed.state().first { $0.name == "nano-01" })
+            let path = try #require(devices.first { $0.address == dropped.address.uppercased() }?.path)
+            let start = ContinuousClock.now
+            try await fixture.testbed.run(["board", "drop", "nano-01"])
+            try await client.mirror.wait(timeout: .seconds(2), description: "drop not seen") {
+                ($0.tree.device(at: path)?.connected ?? false) ? .pending : .done(())
+            }
+            #expect(ContinuousClock.now - start < .seconds(2))
+            // The other board stays connected and usable.
+            let other = try #require(devices.first { $0.path != path })
+            #expect(await client.device(at: other.path)?.connected == true)
+            // Connecting to the absent board fails instead of hanging or "succeeding".
+            await #expect(throws: BlueZError.self) {
+                try await client.connect(try #require(await client.device(at: path)), timeout: .seconds(5))
+            }
+        }
+    }
+
+    @Test func mirrorResyncsAfterBlueZRestart() async throws {
+        try await BlueZFixture.with(boards: 3) { fixture in
+            let client = fixture.client
+            _ = try await fixture.discoverBoards(count: 3)
+            let events = await client.mirror.events()
+            try await fixture.testbed.run(["bluez", "restart"])
+            var sawLost = false
+            for await event in events {
+                if case .serviceLost = event { sawLost = true }
+                if case .serviceLoaded = event, sawLost { break }
+            }
+            #expect(sawLost)
+            #expect(await client.mirror.isLoaded)
+            // The mirror equals what BlueZ reports now.
+            let reply = try await client.connection.call(
+                destination: "org.bluez", path: "/", interface: "org.freedesktop.DBus.ObjectManager",
+                member: "GetManagedObjects")
+            let fresh = try #require(reply.first?.dictionary)
+            #expect(Set(await client.mirror.tree.objects.keys) == Set(fresh.keys))
+            // Boards are discoverable again on the new BlueZ.
+            let central = try #require(await client.adapter("hci0"))
+            let again = try await BlueZFixture(testbed: fixture.testbed, client: client, central: central)
+                .discoverBoards(count: 3)
+            #expect(again.count == 3)
+        }
+    }
+
+    @Test func hundredCallsInFlightAllComplete() async throws {
+        try await BlueZFixture.with(boards: 5) { fixture in
+            let client = fixture.client
+            let devices = try await fixture.discoverBoards(count: 5)
+            for device in devices { try await client.connect(device) }
+            var characteristics: [BlueZCharacteristic] = []
+            for device in devices {
+                characteristics.append(try await client.characteristic(
+                    device: device, service: Nano.sensorService, characteristic: Nano.temperature))
+            }
+            let expected = Dictionary(uniqueKeysWithValues: try await fixture.testbed.state().map {
+                ($0.address.uppercased(), $0.temperature)
+            })
+            let results = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<100 {
+                    let characteristic = characteristics[index % characteristics.count]
+                    let address = devices[index % devices.count].address
+                    group.addTask {
+                        let bytes = try await client.readValue(characteristic)
+                        return Int(Int8(bitPattern: bytes[0])) == expected[address]
+                    }
+                }
+                return try await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            #expect(results.count == 100)
+            #expect(results.allSatisfy { $0 })
+        }
+    }
+}
