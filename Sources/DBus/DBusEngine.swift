@@ -30,8 +30,6 @@ final class DBusEngine: @unchecked Sendable {
     struct Subscription {
         let rule: DBusMatchRule
         let continuation: AsyncThrowingStream<DBusSignal, any Error>.Continuation
-        /// Whether `AddMatch` was (or is being) sent, so removal must send `RemoveMatch`.
-        var matchAdded = false
     }
 
     /// The owner of a well-known name that some subscription uses as its sender.
