@@ -33,6 +33,7 @@ extension DBusEngine {
 
     private func threadMain() {
         cdbus_set_thread_name("dbus-engine")
+        ownerThread = pthread_self()
         guard let (address, continuation) = startup else { return }
         startup = nil
         let uniqueName: String
@@ -79,7 +80,12 @@ extension DBusEngine {
         }, { timeout, data in
             DBusEngine.from(data).timeouts[timeout!] = DBusEngine.deadline(of: timeout!)
         }, data, nil)
-        dbus_connection_set_wakeup_main_function(conn, { data in DBusEngine.from(data).wake() }, data, nil)
+        // libdbus calls this after every send; on the owner thread itself the loop looks at
+        // everything again before it polls, so only other threads need the eventfd.
+        dbus_connection_set_wakeup_main_function(conn, { data in
+            let engine = DBusEngine.from(data)
+            if pthread_equal(pthread_self(), engine.ownerThread) == 0 { engine.wake() }
+        }, data, nil)
         let filterOK = dbus_connection_add_filter(conn, { _, message, data in
             DBusEngine.from(data).filter(message!)
         }, data, nil)

@@ -2,6 +2,12 @@ internal import CDBus
 import Logging
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// The engine behind a ``DBusConnection``: one thread owns the libdbus connection and is
 /// the only thread that ever calls libdbus with it. Other threads build messages, queue a
 /// ``Command`` under the mutex and wake the owner through an eventfd; the owner runs its
@@ -63,6 +69,8 @@ final class DBusEngine: @unchecked Sendable {
     var timeouts: [OpaquePointer: UInt64] = [:]
     var pendings: [UInt64: OpaquePointer] = [:]
     var completedPendings: [OpaquePointer] = []
+    /// Set by the owner thread before the connection exists; read only by libdbus callbacks.
+    var ownerThread = pthread_t()
     var startup: (address: String, continuation: CheckedContinuation<String, any Error>)?
 
     init(logger: Logger) throws(DBusError) {
