@@ -75,30 +75,41 @@ struct Stats {
 }
 
 /// libdbus's own blocking round trip on a connection of its own (the baseline).
-func baseline(address: String, calls: Int) throws -> [Duration] {
-    var error = CDBus.DBusError()
-    dbus_error_init(&error)
-    guard let conn = dbus_connection_open_private(address, &error), dbus_bus_register(conn, &error) != 0 else {
-        throw BenchError(description: "baseline connection failed")
+final class Baseline {
+    let conn: OpaquePointer
+
+    init(address: String) throws {
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        guard let conn = dbus_connection_open_private(address, &error), dbus_bus_register(conn, &error) != 0 else {
+            throw BenchError(description: "baseline connection failed")
+        }
+        self.conn = conn
     }
-    defer {
+
+    deinit {
         dbus_connection_close(conn)
         dbus_connection_unref(conn)
     }
-    let clock = ContinuousClock()
-    var samples: [Duration] = []
-    samples.reserveCapacity(calls)
-    for i in 0..<(calls + 1000) {
-        let start = clock.now
-        let message = dbus_message_new_method_call(
-            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Peer", "Ping")
-        let reply = dbus_connection_send_with_reply_and_block(conn, message, 25_000, &error)
-        dbus_message_unref(message)
-        guard let reply else { throw BenchError(description: "baseline Ping failed") }
-        dbus_message_unref(reply)
-        if i >= 1000 { samples.append(clock.now - start) }  // first 1000 warm up
+
+    func run(calls: Int) throws -> [Duration] {
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        let clock = ContinuousClock()
+        var samples: [Duration] = []
+        samples.reserveCapacity(calls)
+        for _ in 0..<calls {
+            let start = clock.now
+            let message = dbus_message_new_method_call(
+                "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Peer", "Ping")
+            let reply = dbus_connection_send_with_reply_and_block(conn, message, 25_000, &error)
+            dbus_message_unref(message)
+            guard let reply else { throw BenchError(description: "baseline Ping failed") }
+            dbus_message_unref(reply)
+            samples.append(clock.now - start)
+        }
+        return samples
     }
-    return samples
 }
 
 func ping(_ connection: DBusConnection) async throws {
@@ -111,10 +122,10 @@ func engineSequential(_ connection: DBusConnection, calls: Int) async throws -> 
     let clock = ContinuousClock()
     var samples: [Duration] = []
     samples.reserveCapacity(calls)
-    for i in 0..<(calls + 1000) {
+    for _ in 0..<calls {
         let start = clock.now
         try await ping(connection)
-        if i >= 1000 { samples.append(clock.now - start) }
+        samples.append(clock.now - start)
     }
     return samples
 }
@@ -148,16 +159,27 @@ enum DBusBench {
         }
         defer { daemon?.stop() }
         print("bus: \(address)\(daemon == nil ? "" : " (private dbus-daemon started by dbus-bench)")")
-        print("calls: \(options.calls) sequential Peer.Ping to org.freedesktop.DBus (after 1000 warm-up calls)")
+        print("calls: \(options.calls) sequential Peer.Ping to org.freedesktop.DBus each way, in 10 alternating rounds (after 1000 warm-up calls each)")
 
-        let blocking = Stats(try baseline(address: address, calls: options.calls))
+        let baseline = try Baseline(address: address)
         let connection = try await DBusConnection.connect(to: .address(address))
-        let engine = Stats(try await engineSequential(connection, calls: options.calls))
+        _ = try baseline.run(calls: 1000)
+        _ = try await engineSequential(connection, calls: 1000)
+        // Alternate so both see the same background load on a shared machine.
+        var blockingSamples: [Duration] = []
+        var engineSamples: [Duration] = []
+        let perRound = max(1, options.calls / 10)
+        for _ in 0..<10 {
+            blockingSamples += try baseline.run(calls: perRound)
+            engineSamples += try await engineSequential(connection, calls: perRound)
+        }
+        let blocking = Stats(blockingSamples)
+        let engine = Stats(engineSamples)
         // Warm up the concurrent path, then measure.
         _ = try await engineThroughput(connection, calls: 2_000, inFlight: options.inFlight)
         let throughput = try await engineThroughput(
             connection, calls: max(options.calls, 50_000), inFlight: options.inFlight)
-        withExtendedLifetime(connection) {}
+        withExtendedLifetime((connection, baseline)) {}
         connection.close()
 
         print("libdbus send_with_reply_and_block: \(blocking.text)")

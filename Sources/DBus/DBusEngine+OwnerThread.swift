@@ -265,9 +265,10 @@ extension DBusEngine {
     }
 
     private func handleExpiredTimeouts() {
-        guard !timeouts.isEmpty else { return }
+        guard let earliest = timeouts.values.min() else { return }
         let now = Self.now()
-        let expired = timeouts.filter { $0.value <= now }.map(\.key)
+        guard earliest <= now else { return }
+        let expired = timeouts.compactMap { $0.value <= now ? $0.key : nil }
         for timeout in expired where timeouts[timeout] != nil {
             dbus_timeout_handle(timeout)
             // libdbus timeouts repeat until removed or disabled.
@@ -281,7 +282,7 @@ extension DBusEngine {
     func terminate(with error: DBusError) {
         let (calls, subscriptions, tasks) = shared.withLock { s in
             s.terminated = s.terminated ?? error
-            let calls = s.calls.values.compactMap { state -> CheckedContinuation<DBusMessage, any Error>? in
+            let calls = s.calls.values.compactMap { state -> UnsafeContinuation<DBusMessage, any Error>? in
                 if case .waiting(let continuation) = state { continuation } else { nil }
             }
             let result = (calls, Array(s.subscriptions.values), Array(s.handlerTasks.values))

@@ -27,9 +27,12 @@ final class DBusEngine: @unchecked Sendable {
         case close
     }
 
+    /// A call's life: `preparing` until queued, `waiting` until exactly one of reply,
+    /// cancellation or termination removes it and resumes its continuation (so an unsafe
+    /// continuation is enough: the state machine guarantees a single resume).
     enum CallState {
         case preparing
-        case waiting(CheckedContinuation<DBusMessage, any Error>)
+        case waiting(UnsafeContinuation<DBusMessage, any Error>)
         case cancelled
     }
 
@@ -123,7 +126,7 @@ final class DBusEngine: @unchecked Sendable {
         }
         let milliseconds = Self.milliseconds(timeout)
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+            try await withUnsafeThrowingContinuation { continuation in
                 submit(id: id, message: message, timeoutMilliseconds: milliseconds, continuation: continuation)
             }
         } onCancel: {
@@ -133,7 +136,7 @@ final class DBusEngine: @unchecked Sendable {
 
     private func submit(
         id: UInt64, message: DBusMessage, timeoutMilliseconds: Int32,
-        continuation: CheckedContinuation<DBusMessage, any Error>
+        continuation: UnsafeContinuation<DBusMessage, any Error>
     ) {
         enum Outcome { case queued(wake: Bool), cancelled, failed(DBusError) }
         let outcome: Outcome = shared.withLock { s in
@@ -159,7 +162,7 @@ final class DBusEngine: @unchecked Sendable {
     }
 
     private func cancel(id: UInt64) {
-        let continuation: CheckedContinuation<DBusMessage, any Error>? = shared.withLock { s in
+        let continuation: UnsafeContinuation<DBusMessage, any Error>? = shared.withLock { s in
             switch s.calls[id] {
             case .preparing:
                 s.calls[id] = .cancelled
@@ -181,7 +184,7 @@ final class DBusEngine: @unchecked Sendable {
 
     /// Called on the owner thread when a call finished (reply, error reply, or local error).
     func complete(id: UInt64, with result: Result<DBusMessage, DBusError>) {
-        let continuation: CheckedContinuation<DBusMessage, any Error>? = shared.withLock { s in
+        let continuation: UnsafeContinuation<DBusMessage, any Error>? = shared.withLock { s in
             guard case .waiting(let continuation) = s.calls[id] else { return nil }
             s.calls[id] = nil
             return continuation
