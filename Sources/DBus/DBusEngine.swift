@@ -109,6 +109,18 @@ final class DBusEngine: @unchecked Sendable {
         if try result.get() { _ = cdbus_eventfd_signal(wakeFD) }
     }
 
+    /// Marks the engine closed at once (later requests fail with `Disconnected`) and asks
+    /// the owner thread to fail what is outstanding and close the connection.
+    func requestClose() {
+        let first = shared.withLock { s in
+            guard s.terminated == nil else { return false }
+            s.terminated = .closed
+            s.commands.append(.close)
+            return true
+        }
+        if first { wake() }
+    }
+
     /// Wakes the owner thread unconditionally (libdbus's wakeup-main hook).
     func wake() {
         _ = cdbus_eventfd_signal(wakeFD)
