@@ -49,7 +49,7 @@ public final class DBusConnection: Sendable {
 
     /// Closes the connection: pending calls and streams fail with `Disconnected`.
     public func close() {
-        try? engine.enqueue(.close)
+        engine.requestClose()
     }
 
     // MARK: Calls

@@ -33,6 +33,7 @@ extension DBusEngine {
 
     private func threadMain() {
         cdbus_set_thread_name("dbus-engine")
+        ownerThread = pthread_self()
         guard let (address, continuation) = startup else { return }
         startup = nil
         let uniqueName: String
@@ -79,7 +80,12 @@ extension DBusEngine {
         }, { timeout, data in
             DBusEngine.from(data).timeouts[timeout!] = DBusEngine.deadline(of: timeout!)
         }, data, nil)
-        dbus_connection_set_wakeup_main_function(conn, { data in DBusEngine.from(data).wake() }, data, nil)
+        // libdbus calls this after every send; on the owner thread itself the loop looks at
+        // everything again before it polls, so only other threads need the eventfd.
+        dbus_connection_set_wakeup_main_function(conn, { data in
+            let engine = DBusEngine.from(data)
+            if pthread_equal(pthread_self(), engine.ownerThread) == 0 { engine.wake() }
+        }, data, nil)
         let filterOK = dbus_connection_add_filter(conn, { _, message, data in
             DBusEngine.from(data).filter(message!)
         }, data, nil)
@@ -259,9 +265,10 @@ extension DBusEngine {
     }
 
     private func handleExpiredTimeouts() {
-        guard !timeouts.isEmpty else { return }
+        guard let earliest = timeouts.values.min() else { return }
         let now = Self.now()
-        let expired = timeouts.filter { $0.value <= now }.map(\.key)
+        guard earliest <= now else { return }
+        let expired = timeouts.compactMap { $0.value <= now ? $0.key : nil }
         for timeout in expired where timeouts[timeout] != nil {
             dbus_timeout_handle(timeout)
             // libdbus timeouts repeat until removed or disabled.
@@ -275,7 +282,7 @@ extension DBusEngine {
     func terminate(with error: DBusError) {
         let (calls, subscriptions, tasks) = shared.withLock { s in
             s.terminated = s.terminated ?? error
-            let calls = s.calls.values.compactMap { state -> CheckedContinuation<DBusMessage, any Error>? in
+            let calls = s.calls.values.compactMap { state -> UnsafeContinuation<DBusMessage, any Error>? in
                 if case .waiting(let continuation) = state { continuation } else { nil }
             }
             let result = (calls, Array(s.subscriptions.values), Array(s.handlerTasks.values))

@@ -9,7 +9,7 @@ extension DBusEngine {
             if let error = s.terminated { return .failure(error) }
             let id = s.nextID
             s.nextID += 1
-            s.subscriptions[id] = Subscription(rule: rule, continuation: continuation, matchAdded: true)
+            s.subscriptions[id] = Subscription(rule: rule, continuation: continuation)
             var newName: String?
             if let sender = rule.sender, Self.isWellKnown(sender) {
                 s.trackedNames[sender, default: TrackedName()].subscribers += 1

@@ -2,6 +2,12 @@ internal import CDBus
 import Logging
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// The engine behind a ``DBusConnection``: one thread owns the libdbus connection and is
 /// the only thread that ever calls libdbus with it. Other threads build messages, queue a
 /// ``Command`` under the mutex and wake the owner through an eventfd; the owner runs its
@@ -21,17 +27,18 @@ final class DBusEngine: @unchecked Sendable {
         case close
     }
 
+    /// A call's life: `preparing` until queued, `waiting` until exactly one of reply,
+    /// cancellation or termination removes it and resumes its continuation (so an unsafe
+    /// continuation is enough: the state machine guarantees a single resume).
     enum CallState {
         case preparing
-        case waiting(CheckedContinuation<DBusMessage, any Error>)
+        case waiting(UnsafeContinuation<DBusMessage, any Error>)
         case cancelled
     }
 
     struct Subscription {
         let rule: DBusMatchRule
         let continuation: AsyncThrowingStream<DBusSignal, any Error>.Continuation
-        /// Whether `AddMatch` was (or is being) sent, so removal must send `RemoveMatch`.
-        var matchAdded = false
     }
 
     /// The owner of a well-known name that some subscription uses as its sender.
@@ -65,6 +72,8 @@ final class DBusEngine: @unchecked Sendable {
     var timeouts: [OpaquePointer: UInt64] = [:]
     var pendings: [UInt64: OpaquePointer] = [:]
     var completedPendings: [OpaquePointer] = []
+    /// Set by the owner thread before the connection exists; read only by libdbus callbacks.
+    var ownerThread = pthread_t()
     var startup: (address: String, continuation: CheckedContinuation<String, any Error>)?
 
     init(logger: Logger) throws(DBusError) {
@@ -100,6 +109,18 @@ final class DBusEngine: @unchecked Sendable {
         if try result.get() { _ = cdbus_eventfd_signal(wakeFD) }
     }
 
+    /// Marks the engine closed at once (later requests fail with `Disconnected`) and asks
+    /// the owner thread to fail what is outstanding and close the connection.
+    func requestClose() {
+        let first = shared.withLock { s in
+            guard s.terminated == nil else { return false }
+            s.terminated = .closed
+            s.commands.append(.close)
+            return true
+        }
+        if first { wake() }
+    }
+
     /// Wakes the owner thread unconditionally (libdbus's wakeup-main hook).
     func wake() {
         _ = cdbus_eventfd_signal(wakeFD)
@@ -117,7 +138,7 @@ final class DBusEngine: @unchecked Sendable {
         }
         let milliseconds = Self.milliseconds(timeout)
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+            try await withUnsafeThrowingContinuation { continuation in
                 submit(id: id, message: message, timeoutMilliseconds: milliseconds, continuation: continuation)
             }
         } onCancel: {
@@ -127,7 +148,7 @@ final class DBusEngine: @unchecked Sendable {
 
     private func submit(
         id: UInt64, message: DBusMessage, timeoutMilliseconds: Int32,
-        continuation: CheckedContinuation<DBusMessage, any Error>
+        continuation: UnsafeContinuation<DBusMessage, any Error>
     ) {
         enum Outcome { case queued(wake: Bool), cancelled, failed(DBusError) }
         let outcome: Outcome = shared.withLock { s in
@@ -153,7 +174,7 @@ final class DBusEngine: @unchecked Sendable {
     }
 
     private func cancel(id: UInt64) {
-        let continuation: CheckedContinuation<DBusMessage, any Error>? = shared.withLock { s in
+        let continuation: UnsafeContinuation<DBusMessage, any Error>? = shared.withLock { s in
             switch s.calls[id] {
             case .preparing:
                 s.calls[id] = .cancelled
@@ -175,7 +196,7 @@ final class DBusEngine: @unchecked Sendable {
 
     /// Called on the owner thread when a call finished (reply, error reply, or local error).
     func complete(id: UInt64, with result: Result<DBusMessage, DBusError>) {
-        let continuation: CheckedContinuation<DBusMessage, any Error>? = shared.withLock { s in
+        let continuation: UnsafeContinuation<DBusMessage, any Error>? = shared.withLock { s in
             guard case .waiting(let continuation) = s.calls[id] else { return nil }
             s.calls[id] = nil
             return continuation

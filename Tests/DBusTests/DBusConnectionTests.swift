@@ -313,6 +313,7 @@ struct DBusConnectionTests {
             let call = Task { try await bus.invoke("Hang", [], timeout: .seconds(60)) }
             _ = try await bus.echo([])
             bus.client.close()
+            #expect(!bus.client.isConnected)
             let result = try await within(5, "call after close") { await call.result }
             if case .failure(let error as DBusError) = result {
                 #expect(error.isDisconnected)
