@@ -1,0 +1,123 @@
+import BlueZ
+
+extension Board {
+    /// Runs `operation` once the board is ready. When the link drops during the operation, it
+    /// waits for the board to be ready again and retries, until the caller's deadline cancels
+    /// it (a board that vanished mid-command ends as `absent` or `timeout`, not as a stray error).
+    private func whenReady<T: Sendable>(_ operation: () async throws -> T) async throws -> T {
+        busyCount += 1
+        defer {
+            busyCount -= 1
+            lastUsed = .now
+        }
+        while true {
+            try await ensureReady()
+            do {
+                return try await operation()
+            } catch let error as FleetError where error.code == .notConnected {
+                logger.debug("link lost during an operation; retrying once the board is back", metadata: ["error": "\(error)"])
+                // Let the mirror report the disconnect before asking for readiness again.
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    private func gatt<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as CancellationError {
+            throw error
+        } catch let error as FleetError {
+            throw error
+        } catch {
+            throw FleetError(gatt: BlueZError(error), board: address)
+        }
+    }
+
+    /// Switches the LED (write with response) and remembers it as the desired state, which
+    /// is applied again by itself whenever the board comes back.
+    func setLED(_ on: Bool) async throws {
+        desiredLED = on ? .on : .off
+        try await whenReady {
+            guard let led = ledCharacteristic else {
+                throw FleetError(.gattError, "\(address) has no LED characteristic (is it running the Nano sketch?).")
+            }
+            try await gatt { try await context.client.writeValue([on ? 1 : 0], to: led, type: .request) }
+        }
+        appliedLED = on
+        context.events.publish(.ledApplied(address, on: on))
+    }
+
+    /// The temperature: from the notification cache when younger than `maxAge`, else read.
+    func readTemperature(maxAge: Duration) async throws -> TemperatureCache.Entry {
+        if let cached = temperature, cached.age(at: .now) <= maxAge { return cached }
+        let bytes = try await whenReady {
+            guard let characteristic = temperatureCharacteristic else {
+                throw FleetError(.gattError, "\(address) has no temperature characteristic (is it running the Nano sketch?).")
+            }
+            return try await gatt { try await context.client.readValue(characteristic) }
+        }
+        record(temperatureBytes: bytes)
+        guard bytes.count == 1, let entry = temperature else {
+            throw FleetError(.gattError, "\(address) sent a temperature of \(bytes.count) bytes; expected 1.")
+        }
+        return entry
+    }
+
+    /// Reads any characteristic by service and characteristic UUID.
+    func readCharacteristic(service: BluetoothUUID, characteristic: BluetoothUUID) async throws -> [UInt8] {
+        try await whenReady {
+            let found = try await lookUp(service: service, characteristic: characteristic)
+            return try await gatt { try await context.client.readValue(found) }
+        }
+    }
+
+    /// Writes any characteristic by service and characteristic UUID.
+    func writeCharacteristic(
+        service: BluetoothUUID, characteristic: BluetoothUUID, value: [UInt8], withResponse: Bool
+    ) async throws {
+        try await whenReady {
+            let found = try await lookUp(service: service, characteristic: characteristic)
+            try await gatt {
+                try await context.client.writeValue(value, to: found, type: withResponse ? .request : .command)
+            }
+        }
+    }
+
+    private func lookUp(service: BluetoothUUID, characteristic: BluetoothUUID) async throws -> BlueZCharacteristic {
+        guard let device else { throw FleetError(.notConnected, "\(address) is no longer known to BlueZ.") }
+        do {
+            return try await context.client.characteristic(device: device, service: service, characteristic: characteristic)
+        } catch BlueZError.notFound(let message) {
+            throw FleetError(.notFound, message.prefix(1).uppercased() + message.dropFirst() + ".")
+        } catch {
+            throw FleetError(gatt: BlueZError(error), board: address)
+        }
+    }
+
+    /// Connects (if needed) for a user.
+    func connect() async throws {
+        try await whenReady {}
+    }
+
+    /// Disconnects for a user (or to free a slot) and returns once the link is down. The
+    /// board stays disconnected until the next command needs it.
+    func disconnect(timeout: Duration = .seconds(10)) async {
+        apply { $0.disconnectRequested(now: $1) }
+        guard let device else { return }
+        let path = device.path
+        _ = try? await context.client.mirror.wait(timeout: timeout, description: "disconnect of \(address)") {
+            ($0.tree.device(at: path)?.connected ?? false) ? .pending : .done(())
+        }
+    }
+
+    func setAlias(_ alias: String?) {
+        self.alias = alias
+    }
+
+    /// Removes the board from the fleet: disconnects it and fails anyone waiting for it.
+    func forget() -> BlueZDevice? {
+        apply { $0.forget(now: $1) }
+        return device
+    }
+}

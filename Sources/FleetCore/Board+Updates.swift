@@ -1,0 +1,45 @@
+import BlueZ
+
+extension Board {
+    /// BlueZ added the device or changed its properties. `changed` names the properties
+    /// that changed (all of them for a new object).
+    func deviceUpdated(_ device: BlueZDevice, changed: Set<String>) {
+        let isNew = self.device == nil
+        self.device = device
+        if let newName = device.name, newName != name { name = newName }
+        if let value = device.rssi { rssi = Int(value) }
+        let advertised = isNew || changed.contains("RSSI") || changed.contains("ManufacturerData")
+            || changed.contains("ServiceData") || changed.contains("TxPower")
+        if advertised {
+            lastSeen = .now
+            apply { $0.advertisementSeen(now: $1) }
+        }
+        if changed.contains("Connected") {
+            if device.connected {
+                apply { $0.connectSucceeded(now: $1) }
+            } else {
+                apply { $0.disconnected(now: $1) }
+            }
+        }
+        if changed.contains("ServicesResolved"), device.connected, device.servicesResolved {
+            apply { $0.servicesResolved(now: $1) }
+        }
+    }
+
+    /// BlueZ removed the device object (it expired, was removed, or BlueZ went away).
+    func deviceRemoved() {
+        guard device != nil else { return }
+        device = nil
+        rssi = nil
+        apply { $0.deviceVanished(now: $1) }
+    }
+
+    func adapterPowered(_ powered: Bool) {
+        apply { powered ? $0.adapterPoweredOn(now: $1) : $0.adapterPoweredOff(now: $1) }
+    }
+
+    /// The fleet wants the board connected (to receive its temperature notifications).
+    func requestAutoConnect() {
+        apply { $0.connectRequested(reason: .automatic, now: $1) }
+    }
+}

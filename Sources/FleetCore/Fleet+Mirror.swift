@@ -1,0 +1,116 @@
+import BlueZ
+
+extension Fleet {
+    /// One change from the BlueZ mirror, in BlueZ's order.
+    func handle(_ event: BlueZMirrorEvent) async {
+        switch event {
+        case .serviceLoaded:
+            bluezAvailable = true
+            logger.info("BlueZ is available; synchronising the fleet")
+            await synchronise()
+        case .serviceLost:
+            logger.warning("BlueZ left the bus; boards wait for it to return")
+            bluezAvailable = false
+            await adapterChanged(to: nil)
+            for board in boards.values { await board.deviceRemoved() }
+            devicePaths = [:]
+        case .interfacesAdded(let path, let interfaces):
+            if interfaces[BlueZInterfaces.adapter] != nil { await adapterChanged(to: await currentAdapter()) }
+            if interfaces[BlueZInterfaces.device] != nil { await deviceChanged(at: path, changed: nil) }
+        case .interfacesRemoved(let path, let interfaces):
+            if interfaces.contains(BlueZInterfaces.adapter) { await adapterChanged(to: await currentAdapter()) }
+            if interfaces.contains(BlueZInterfaces.device) { await deviceRemoved(at: path) }
+        case .propertiesChanged(let path, let interface, let changed, _):
+            if interface == BlueZInterfaces.adapter, path == adapter?.path || adapter == nil {
+                await adapterChanged(to: await currentAdapter())
+            } else if interface == BlueZInterfaces.device {
+                await deviceChanged(at: path, changed: Set(changed.keys))
+            }
+        }
+    }
+
+    private func currentAdapter() async -> BlueZAdapter? {
+        await client.mirror.tree.adapter(matching: adapterName)
+    }
+
+    /// Brings every board in line with a freshly loaded mirror.
+    private func synchronise() async {
+        await adapterChanged(to: await currentAdapter())
+        let tree = await client.mirror.tree
+        guard let adapter else { return }
+        let present = tree.devices(onAdapter: adapter.path)
+        for device in present { await deviceChanged(at: device.path, changed: nil) }
+        let presentAddresses = Set(present.compactMap { BoardAddress($0.address) })
+        for (address, board) in boards where !presentAddresses.contains(address) {
+            await board.deviceRemoved()
+        }
+    }
+
+    private func adapterChanged(to new: BlueZAdapter?) async {
+        let old = adapter
+        adapter = new
+        let wasOn = old?.powered ?? false
+        let isOn = new?.powered ?? false
+        if old?.path != new?.path, old != nil || new != nil {
+            logger.info(
+                new == nil ? "adapter missing" : "adapter present",
+                metadata: ["ble.adapter": "\(adapterName)", "adapter.address": "\(new?.address ?? "-")"])
+        }
+        discovering = new?.discovering ?? false
+        guard wasOn != isOn else { return }
+        logger.info("adapter \(isOn ? "powered on" : "powered off or gone")", metadata: ["ble.adapter": "\(adapterName)"])
+        events.publish(.adapterPowered(isOn))
+        for board in boards.values { await board.adapterPowered(isOn) }
+        if isOn, let new { await startDiscovery(on: new) }
+    }
+
+    private func startDiscovery(on adapter: BlueZAdapter) async {
+        do {
+            try await client.startDiscovery(adapter: adapter, filter: DiscoveryFilter(serviceUUIDs: [NanoProfile.ledService]))
+            logger.info("discovery started", metadata: ["ble.adapter": "\(adapter.name)"])
+        } catch {
+            logger.warning("could not start discovery", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
+        }
+    }
+
+    /// A device appeared (`changed == nil`) or some of its properties changed.
+    private func deviceChanged(at path: String, changed: Set<String>?) async {
+        guard let adapter, let device = await client.mirror.tree.device(at: path), device.adapterPath == adapter.path,
+            let address = BoardAddress(device.address)
+        else { return }
+        devicePaths[path] = address
+        let allProperties: Set<String> = ["RSSI", "Connected", "ServicesResolved", "Name"]
+        if let board = boards[address] {
+            await board.deviceUpdated(device, changed: changed ?? allProperties)
+            if changed?.contains("RSSI") ?? true { _ = try? await registry.noteSeen(address, name: device.name) }
+            // A known board (re)appearing, e.g. after a BlueZ restart: connect it again.
+            if changed == nil { await board.requestAutoConnect() }
+            return
+        }
+        let identity = BoardIdentity(address: address, name: device.name, alias: nil)
+        guard configuration.adoption.shouldAdopt(identity, advertisesLEDService: device.advertises(NanoProfile.ledService))
+        else { return }
+        await adopt(device, address: address)
+    }
+
+    private func adopt(_ device: BlueZDevice, address: BoardAddress) async {
+        do {
+            try await registry.noteSeen(address, name: device.name)
+        } catch {
+            logger.error("could not save the board registry: \(error)", metadata: ["ble.address": "\(address)"])
+        }
+        let record = await registry.record(for: address)
+            ?? BoardRecord(address: address, name: device.name, firstSeen: .now, lastSeen: .now)
+        let board = Board(record: record, device: device, adapterPowered: adapter?.powered ?? false, context: context)
+        boards[address] = board
+        logger.info("board adopted", metadata: ["ble.address": "\(address)", "ble.name": "\(device.name ?? "")"])
+        events.publish(.boardAdded(address, name: device.name))
+        await board.deviceUpdated(device, changed: ["RSSI", "Connected", "ServicesResolved"])
+        await board.requestAutoConnect()
+    }
+
+    private func deviceRemoved(at path: String) async {
+        guard let address = devicePaths.removeValue(forKey: path) else { return }
+        await boards[address]?.deviceRemoved()
+    }
+}

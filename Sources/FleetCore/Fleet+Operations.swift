@@ -1,0 +1,146 @@
+public import BlueZ
+import Foundation
+
+extension Fleet {
+    /// Every known board, in address order.
+    public func snapshots(_ selection: Selection = .all) async -> [BoardSnapshot] {
+        var result: [BoardSnapshot] = []
+        for address in boards.keys.sorted() {
+            guard let board = boards[address] else { continue }
+            let snapshot = await board.snapshot
+            if selection.match([snapshot.identity]).boards.isEmpty == false { result.append(snapshot) }
+        }
+        return result
+    }
+
+    /// The boards a selection names, and the selectors that named none.
+    func resolve(_ selection: Selection) async -> (boards: [BoardIdentity], unmatched: [Selection.Selector]) {
+        var identities: [BoardIdentity] = []
+        for address in boards.keys.sorted() {
+            if let board = boards[address] { identities.append(await board.identity) }
+        }
+        let match = selection.match(identities)
+        return (match.boards, match.unmatched)
+    }
+
+    private func deadline(_ timeout: Duration?) -> ContinuousClock.Instant {
+        .now + (timeout ?? configuration.defaultCommandTimeout)
+    }
+
+    /// Runs `operation` on every selected board at once under one deadline.
+    private func fanOut<Value: Sendable>(
+        _ selection: Selection, timeout: Duration?,
+        _ operation: @escaping @Sendable (Board) async throws -> Value
+    ) async -> FleetResult<Value> {
+        let (targets, unmatched) = await resolve(selection)
+        let boards = self.boards
+        let result = await FanOut.run(targets, deadline: deadline(timeout)) { identity in
+            guard let board = boards[identity.address] else {
+                throw FleetError(.notFound, "\(identity.address) was forgotten.")
+            }
+            return try await operation(board)
+        }
+        return FleetResult(outcomes: result.outcomes, unmatched: unmatched)
+    }
+
+    /// Switches the LED of every selected board at once; one result per board. The state is
+    /// remembered (and saved) per board and applied again whenever a board comes back.
+    public func setLED(_ selection: Selection, on: Bool, timeout: Duration? = nil) async -> FleetResult<Void> {
+        let (targets, _) = await resolve(selection)
+        for target in targets {
+            do {
+                try await registry.setDesiredLED(on ? .on : .off, for: target.address)
+            } catch {
+                logger.error("could not save the desired LED state: \(error)", metadata: ["ble.address": "\(target.address)"])
+            }
+        }
+        return await fanOut(selection, timeout: timeout) { try await $0.setLED(on) }
+    }
+
+    /// Every selected board's temperature: cached values younger than `maxAge` (default: the
+    /// configured maximum age) are served without radio traffic; the others are read.
+    public func readTemperature(_ selection: Selection, maxAge: Duration? = nil, timeout: Duration? = nil) async
+        -> FleetResult<TemperatureCache.Entry>
+    {
+        let maxAge = maxAge ?? configuration.temperatureMaxAge
+        return await fanOut(selection, timeout: timeout) { try await $0.readTemperature(maxAge: maxAge) }
+    }
+
+    /// Connects the selected boards (they stay connected while slots allow).
+    public func connect(_ selection: Selection, timeout: Duration? = nil) async -> FleetResult<Void> {
+        await fanOut(selection, timeout: timeout) { try await $0.connect() }
+    }
+
+    /// Disconnects the selected boards; they stay disconnected until a command needs them.
+    public func disconnect(_ selection: Selection, timeout: Duration? = nil) async -> FleetResult<Void> {
+        await fanOut(selection, timeout: timeout) { await $0.disconnect() }
+    }
+
+    /// Reads any characteristic of the selected boards.
+    public func readCharacteristic(
+        _ selection: Selection, service: BluetoothUUID, characteristic: BluetoothUUID, timeout: Duration? = nil
+    ) async -> FleetResult<[UInt8]> {
+        await fanOut(selection, timeout: timeout) {
+            try await $0.readCharacteristic(service: service, characteristic: characteristic)
+        }
+    }
+
+    /// Writes any characteristic of the selected boards.
+    public func writeCharacteristic(
+        _ selection: Selection, service: BluetoothUUID, characteristic: BluetoothUUID, value: [UInt8],
+        withResponse: Bool = true, timeout: Duration? = nil
+    ) async -> FleetResult<Void> {
+        await fanOut(selection, timeout: timeout) {
+            try await $0.writeCharacteristic(
+                service: service, characteristic: characteristic, value: value, withResponse: withResponse)
+        }
+    }
+
+    /// Names a board (an alias is unique, and usable wherever a selector is).
+    public func setAlias(_ alias: String?, for address: BoardAddress) async throws {
+        guard let board = boards[address] else {
+            throw FleetError(.notFound, "No board \(address) is known; `boards.list` shows the known ones.")
+        }
+        do {
+            try await registry.setAlias(alias, for: address)
+        } catch {
+            throw FleetError(.invalidArgument, "\(error)")
+        }
+        await board.setAlias(alias)
+    }
+
+    /// Removes the selected boards from the fleet and from BlueZ. A forgotten board that
+    /// advertises again is adopted again (subject to the adoption policy).
+    public func forget(_ selection: Selection) async -> FleetResult<Void> {
+        let (targets, unmatched) = await resolve(selection)
+        var outcomes: [BoardOutcome<Void>] = []
+        for target in targets {
+            let start = ContinuousClock.now
+            guard let board = boards.removeValue(forKey: target.address) else { continue }
+            readyBoards.remove(target.address)
+            let device = await board.forget()
+            var result: Result<Void, FleetError> = .success(())
+            do {
+                try await registry.forget(target.address)
+            } catch {
+                result = .failure(FleetError(.failed, "Could not save the registry: \(error)"))
+            }
+            if let device { try? await client.removeDevice(device) }
+            events.publish(.boardRemoved(target.address))
+            outcomes.append(BoardOutcome(address: target.address, name: target.name, result: result, latency: start.duration(to: .now)))
+        }
+        return FleetResult(outcomes: outcomes, unmatched: unmatched)
+    }
+
+    /// Waits `duration` with discovery on and returns the boards seen meanwhile.
+    public func scan(for duration: Duration) async throws -> [BoardSnapshot] {
+        guard bluezAvailable else { throw FleetError(.bluezUnavailable, "BlueZ (bluetoothd) is not running.") }
+        guard let adapter, adapter.powered else {
+            throw FleetError(.adapterOff, "The adapter \(adapterName) is powered off or missing.")
+        }
+        let start = ContinuousClock.now
+        try await client.startDiscovery(adapter: adapter, filter: DiscoveryFilter(serviceUUIDs: [NanoProfile.ledService]))
+        try await Task.sleep(for: duration)
+        return await snapshots().filter { ($0.lastSeen ?? start) > start || $0.phase == .ready }
+    }
+}

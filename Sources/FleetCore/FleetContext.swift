@@ -1,0 +1,27 @@
+import BlueZ
+import Logging
+
+/// What every board actor shares: the BlueZ client, the adapter's connect scheduler, the
+/// configuration, the event stream, and the fleet's connection-slot arbiter.
+final class FleetContext: Sendable {
+    let client: BlueZClient
+    let configuration: FleetConfiguration
+    let scheduler: ConnectScheduler
+    let events: EventBroadcaster<FleetEvent>
+    let logger: Logger
+    /// Called with the connect permit held: may the board take a link now? `command` says
+    /// a user is waiting (then an idle board may be evicted).
+    let reserveSlot: @Sendable (BoardAddress, _ command: Bool) async -> Bool
+
+    init(
+        client: BlueZClient, configuration: FleetConfiguration, events: EventBroadcaster<FleetEvent>,
+        logger: Logger, reserveSlot: @escaping @Sendable (BoardAddress, Bool) async -> Bool
+    ) {
+        self.client = client
+        self.configuration = configuration
+        self.scheduler = ConnectScheduler(limit: configuration.concurrentConnects)
+        self.events = events
+        self.logger = logger
+        self.reserveSlot = reserveSlot
+    }
+}

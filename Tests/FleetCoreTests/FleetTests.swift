@@ -1,0 +1,140 @@
+import FleetCore
+import Foundation
+import TestSupport
+import Testing
+
+/// End to end on the testbed: Fleet → BlueZ → DBus → dbus-daemon → BlueZoo (fixed) → boards.
+/// Serialized: each test runs its own testbed, and 2 cores are shared.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct FleetTests {
+    @Test func twentyBoardsSwitchOnInOneCall() async throws {
+        // A controller that holds 20 links (the testbed's does); the default limit is 7.
+        try await FleetFixture.with(
+            boards: 20, configuration: { FleetConfiguration(connectionLimit: 20, stateDirectory: $0) }
+        ) { fixture in
+            try await fixture.waitUntilReady(20, timeout: .seconds(40))
+            let result = await fixture.fleet.setLED(.all, on: true, timeout: .seconds(5))
+            #expect(result.outcomes.count == 20)
+            #expect(result.allSucceeded, "failures: \(result.outcomes.compactMap(\.error))")
+            let state = try await fixture.testbed.state()
+            #expect(state.count == 20)
+            #expect(state.allSatisfy { $0.led == 1 }, "\(state.filter { $0.led != 1 }.map(\.name))")
+        }
+    }
+
+    @Test func temperaturesComeFromTheBoardsIncludingBelowZero() async throws {
+        try await FleetFixture.with(boards: 3) { fixture in
+            try await fixture.testbed.run(["board", "temp", "nano-02", "-5"])
+            try await fixture.testbed.run(["board", "temp", "nano-03", "31"])
+            try await fixture.waitUntilReady(3)
+            let result = await fixture.fleet.readTemperature(.all, maxAge: .zero, timeout: .seconds(5))
+            #expect(result.allSucceeded)
+            let state = try await fixture.testbed.state()
+            for outcome in result.outcomes {
+                let board = try #require(state.first { $0.address.uppercased() == outcome.address.rawValue })
+                #expect(outcome.value?.value.degrees == board.temperature)
+            }
+            #expect(result.outcomes.contains { $0.value?.value.degrees == -5 })
+        }
+    }
+
+    @Test func droppedBoardsFailAloneWithinTheDeadlineAndRejoinWithTheirLED() async throws {
+        try await FleetFixture.with(boards: 5, testbedArguments: ["--latency-ms", "150"]) { fixture in
+            try await fixture.waitUntilReady(5)
+            let fleet = fixture.fleet
+            let started = ContinuousClock.now
+            let fanOut = Task { await fleet.setLED(.all, on: true, timeout: .seconds(3)) }
+            try await fixture.testbed.run(["board", "drop", "nano-02"])
+            try await fixture.testbed.run(["board", "drop", "nano-04"])
+            let result = await fanOut.value
+            let elapsed = ContinuousClock.now - started
+            #expect(elapsed < .seconds(4), "the fan-out took \(elapsed), past its 3 s deadline")
+            let failed = result.outcomes.filter { !$0.succeeded }
+            #expect(Set(failed.compactMap(\.name)).isSubset(of: ["nano-02", "nano-04"]))
+            for outcome in failed {
+                #expect([.absent, .timeout, .notConnected].contains(outcome.error?.code), "\(String(describing: outcome.error))")
+            }
+            #expect(result.succeededCount >= 3)
+            // Whatever reached the dropped boards, they come back and get the LED on by themselves.
+            try await fixture.testbed.run(["board", "restore", "nano-02"])
+            try await fixture.testbed.run(["board", "restore", "nano-04"])
+            let state = try await fixture.waitForTestbed(timeout: .seconds(30), "LEDs re-applied after restore") {
+                $0.allSatisfy { $0.led == 1 }
+            }
+            #expect(state.allSatisfy { $0.present })
+        }
+    }
+
+    @Test func resetBoardGetsItsLEDBackByItself() async throws {
+        try await FleetFixture.with(boards: 2) { fixture in
+            try await fixture.waitUntilReady(2)
+            let result = await fixture.fleet.setLED(.all, on: true)
+            #expect(result.allSucceeded)
+            let before = try #require(try await fixture.testbed.state().first { $0.name == "nano-01" })
+            try await fixture.testbed.run(["board", "reset", "nano-01"])
+            let state = try await fixture.waitForTestbed(timeout: .seconds(15), "LED re-applied after reset") {
+                $0.first { $0.name == "nano-01" }.map { $0.led == 1 && $0.ledWrites > before.ledWrites } ?? false
+            }
+            #expect(state.allSatisfy { $0.led == 1 })
+        }
+    }
+
+    @Test func connectionLimitThreeStillSwitchesTenBoards() async throws {
+        try await FleetFixture.with(
+            boards: 10, configuration: { FleetConfiguration(connectionLimit: 3, stateDirectory: $0) }
+        ) { fixture in
+            try await fixture.waitForFleet(timeout: .seconds(15), "10 boards adopted") { $0.boardCount == 10 }
+            try await fixture.waitUntilReady(3)
+            let result = await fixture.fleet.setLED(.all, on: true, timeout: .seconds(20))
+            #expect(result.outcomes.count == 10)
+            #expect(result.allSucceeded, "failures: \(result.outcomes.compactMap(\.error))")
+            let state = try await fixture.testbed.state()
+            #expect(state.allSatisfy { $0.led == 1 })
+            // Never more than three links at once: the fleet's ready count stays within the limit.
+            #expect(await fixture.fleet.status.readyCount <= 3)
+        }
+    }
+
+    @Test func everyBoardIsReadyAgainAfterBlueZRestartAndAdapterPowerCycle() async throws {
+        try await FleetFixture.with(boards: 5) { fixture in
+            try await fixture.waitUntilReady(5)
+            try await fixture.testbed.run(["bluez", "restart"])
+            try await fixture.waitForFleet(timeout: .seconds(10), "BlueZ gone") { !$0.bluezAvailable || $0.readyCount < 5 }
+            try await fixture.waitUntilReady(5, timeout: .seconds(10))
+
+            try await fixture.testbed.run(["adapter", "off"])
+            try await fixture.waitForFleet(timeout: .seconds(10), "adapter off") { !$0.adapterPowered && $0.readyCount == 0 }
+            let refused = await fixture.fleet.setLED(.all, on: true, timeout: .seconds(2))
+            #expect(refused.outcomes.allSatisfy { $0.error?.code == .adapterOff })
+            try await fixture.testbed.run(["adapter", "on"])
+            try await fixture.waitUntilReady(5, timeout: .seconds(10))
+            #expect(await fixture.fleet.setLED(.all, on: true).allSucceeded)
+        }
+    }
+
+    @Test func desiredLEDAndAliasesSurviveARestartOfTheFleet() async throws {
+        try await FleetFixture.with(boards: 2) { fixture in
+            try await fixture.waitUntilReady(2)
+            let result = await fixture.fleet.setLED(try Selection(parsing: ["nano-01"]), on: true)
+            #expect(result.allSucceeded && result.outcomes.count == 1)
+            let address = try #require(result.outcomes.first?.address)
+            try await fixture.fleet.setAlias("bench-left", for: address)
+            let registry = Registry(directory: fixture.stateDirectory.path, logger: .init(label: "check"))
+            let record = try #require(await registry.record(for: address))
+            #expect(record.desiredLED == .on)
+            #expect(record.alias == "bench-left")
+            let byAlias = await fixture.fleet.readTemperature(try Selection(parsing: ["bench-left"]))
+            #expect(byAlias.outcomes.map(\.address) == [address])
+        }
+    }
+
+    @Test func unknownSelectorsAreReportedNotIgnored() async throws {
+        try await FleetFixture.with(boards: 1) { fixture in
+            try await fixture.waitUntilReady(1)
+            let result = await fixture.fleet.setLED(try Selection(parsing: ["nano-01", "lab-*"]), on: false)
+            #expect(result.outcomes.count == 1)
+            #expect(result.unmatched.map(\.description) == ["lab-*"])
+            #expect(!result.allSucceeded)
+        }
+    }
+}
