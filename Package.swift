@@ -89,6 +89,25 @@ let package = Package(
         ),
 
         .target(
+            name: "FleetRPCClient",
+            dependencies: ["FleetRPC"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "BlectlCore",
+            dependencies: ["FleetRPCClient", "FleetRPC"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "blectl",
+            dependencies: [
+                "BlectlCore", "FleetRPCClient", "FleetRPC",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        .target(
             name: "BlefleetDaemon",
             dependencies: [
                 .product(name: "Yams", package: "Yams"),
@@ -148,6 +167,16 @@ let package = Package(
         .testTarget(
             name: "FleetRPCTests",
             dependencies: ["FleetRPC"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FleetRPCClientTests",
+            dependencies: ["FleetRPCClient", "FleetRPC"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "BlectlCoreTests",
+            dependencies: ["BlectlCore", "FleetRPCClient", "FleetRPC", "blectl"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
