@@ -171,12 +171,17 @@ let package = Package(
         ),
         .testTarget(
             name: "FleetRPCClientTests",
-            dependencies: ["FleetRPCClient", "FleetRPC"],
+            dependencies: ["FleetRPCClient", "FleetRPC", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "BlectlCoreTests",
-            dependencies: ["BlectlCore", "FleetRPCClient", "FleetRPC", "blectl"],
+            dependencies: ["BlectlCore", "FleetRPCClient", "FleetRPC"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "blectlTests",
+            dependencies: ["blectl", "FleetRPC", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -200,7 +200,10 @@ final class ClientCore: Sendable {
             return .malformedReply(detail: "a reply with the id \(response.id), which no call of this client used")
         }
         guard let method = method(of: id) else {
-            // A reply to a call that timed out or was cancelled: nothing waits for it.
+            if id < 1 || id >= state.withLock({ $0.nextID }) {
+                return .malformedReply(detail: "a reply with the id \(id), which no call of this client used")
+            }
+            // A late reply to a call that timed out or was cancelled: nothing waits for it.
             return nil
         }
         switch response.outcome {
