@@ -1,4 +1,5 @@
 public import FleetRPC
+import Synchronization
 
 /// A JSON-RPC 2.0 client of `blefleetd` on its Unix socket: one JSON text per line each
 /// way. Calls may run concurrently; replies are matched by id. Server notifications
@@ -48,6 +49,7 @@ public final class FleetRPCClient: Sendable {
         let core = self.core
         let id = core.makeID()
         let frame = RPCRequest(method: method, params: rpcParams, id: .int(id)).serialized()
+        let timer = CallTimer()
         let reply: ClientCore.Reply = await withTaskCancellationHandler {
             await withUnsafeContinuation { continuation in
                 core.register(id, method: method, continuation: continuation)
@@ -60,8 +62,8 @@ public final class FleetRPCClient: Sendable {
                     return
                 }
                 if let timeout {
-                    Task {
-                        try? await Task.sleep(for: timeout)
+                    timer.start {
+                        guard (try? await Task.sleep(for: timeout)) != nil else { return }
                         core.resolve(id, with: .failure(.timeout(method: method, seconds: timeout.seconds)))
                     }
                 }
@@ -69,6 +71,7 @@ public final class FleetRPCClient: Sendable {
         } onCancel: {
             core.resolve(id, with: .failure(.cancelled(method: method)))
         }
+        timer.cancel()
         return try reply.get()
     }
 
@@ -84,6 +87,20 @@ public final class FleetRPCClient: Sendable {
             }
         }
         return stream
+    }
+}
+
+/// The task that fails a call when its time is up; cancelled as soon as the reply is in,
+/// so no sleeping task outlives its call.
+final class CallTimer: Sendable {
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    func start(_ body: @escaping @Sendable () async -> Void) {
+        task.withLock { $0 = Task { await body() } }
+    }
+
+    func cancel() {
+        task.withLock { $0?.cancel() }
     }
 }
 
