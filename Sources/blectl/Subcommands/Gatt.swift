@@ -4,6 +4,8 @@ struct Gatt: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read, write or listen to any GATT characteristic by UUID.",
         subcommands: [GattRead.self, GattWrite.self, GattNotify.self])
+
+    @OptionGroup var options: GlobalOptions
 }
 
 /// The characteristic a `gatt` command addresses, and its boards.
