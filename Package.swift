@@ -92,6 +92,25 @@ let package = Package(
         ),
 
         .target(
+            name: "FleetRPCClient",
+            dependencies: ["FleetRPC"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "BlectlCore",
+            dependencies: ["FleetRPCClient", "FleetRPC"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "blectl",
+            dependencies: [
+                "BlectlCore", "FleetRPCClient", "FleetRPC",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        .target(
             name: "BlefleetDaemon",
             dependencies: [
                 .product(name: "Yams", package: "Yams"),
@@ -168,6 +187,21 @@ let package = Package(
         .testTarget(
             name: "FleetRPCTests",
             dependencies: ["FleetRPC"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FleetRPCClientTests",
+            dependencies: ["FleetRPCClient", "FleetRPC", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "BlectlCoreTests",
+            dependencies: ["BlectlCore", "FleetRPCClient", "FleetRPC"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "blectlTests",
+            dependencies: ["blectl", "FleetRPC", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

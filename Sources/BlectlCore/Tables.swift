@@ -1,0 +1,91 @@
+public import FleetRPC
+
+/// The tables blectl prints, built from the daemon's results. Pure: the current time is a
+/// parameter.
+public enum Tables {
+    /// `boards` and `scan`: NAME ADDRESS STATE RSSI LED TEMP SEEN.
+    public static func boards(_ boards: [BoardInfo], now: Double) -> TextTable {
+        TextTable(
+            columns: [
+                .init("NAME"), .init("ADDRESS"), .init("STATE"), .init("RSSI", .right), .init("LED"),
+                .init("TEMP", .right), .init("SEEN"),
+            ],
+            rows: boards.map { board in
+                [
+                    displayName(name: board.name, alias: board.alias),
+                    board.address,
+                    board.state.rawValue,
+                    board.rssi.map(String.init) ?? "-",
+                    board.led.map { $0 ? "on" : "off" } ?? "-",
+                    board.temperature.map { Units.celsius($0.celsius) } ?? "-",
+                    seen(board.lastSeen, now: now),
+                ]
+            })
+    }
+
+    /// `led`, `connect`, `disconnect`, `forget`: NAME ADDRESS RESULT TIME, the result being
+    /// `verb` or the error in words.
+    public static func outcomes(_ results: [BoardOutcome], verb: String) -> TextTable {
+        TextTable(
+            columns: [.init("NAME"), .init("ADDRESS"), .init("TIME", .right), .init("RESULT")],
+            rows: results.map { outcome in
+                [outcome.name, outcome.address, Units.latency(milliseconds: outcome.latencyMs),
+                 outcome.ok ? verb : failure(outcome.error)]
+            })
+    }
+
+    /// `temp`: NAME ADDRESS TEMP AGE, or the error in words in the AGE column.
+    public static func temperatures(_ results: [TemperatureOutcome]) -> TextTable {
+        TextTable(
+            columns: [.init("NAME"), .init("ADDRESS"), .init("TEMP", .right), .init("AGE")],
+            rows: results.map { outcome in
+                guard outcome.ok, let celsius = outcome.celsius else {
+                    return [outcome.name, outcome.address, "-", failure(outcome.error)]
+                }
+                return [outcome.name, outcome.address, Units.celsius(celsius), Units.age(milliseconds: outcome.ageMs ?? 0)]
+            })
+    }
+
+    /// `gatt read` and `gatt write`: NAME ADDRESS TIME VALUE/RESULT.
+    public static func gatt(_ results: [GattOutcome], verb: String?) -> TextTable {
+        TextTable(
+            columns: [.init("NAME"), .init("ADDRESS"), .init("TIME", .right), .init(verb == nil ? "VALUE" : "RESULT")],
+            rows: results.map { outcome in
+                let result = outcome.ok ? (verb ?? outcome.value ?? "") : failure(outcome.error)
+                return [outcome.name, outcome.address, Units.latency(milliseconds: outcome.latencyMs), result]
+            })
+    }
+
+    /// `status`: one `key: value` line each.
+    public static func status(_ status: DaemonStatus) -> [String] {
+        let rows: [(String, String)] = [
+            ("Version", status.version),
+            ("Uptime", Units.span(seconds: status.uptimeSeconds)),
+            ("BlueZ", status.bluez ? "reachable" : "not reachable"),
+            ("Adapter", status.adapter ?? "none"),
+            ("Powered", status.powered ? "yes" : "no"),
+            ("Scanning", status.discovering ? "yes" : "no"),
+            ("Boards", "\(status.boards.known) known, \(status.boards.connected) connected, \(status.boards.ready) ready"),
+            ("Clients", String(status.clients)),
+        ]
+        let width = rows.map(\.0.count).max() ?? 0
+        return rows.map { key, value in key + ":" + String(repeating: " ", count: width - key.count + 1) + value }
+    }
+
+    /// The alias when there is one, else the advertised name.
+    public static func displayName(name: String, alias: String?) -> String {
+        if let alias, !alias.isEmpty { return alias }
+        return name.isEmpty ? "-" : name
+    }
+
+    /// A board's error in words: `failed: <message>`.
+    public static func failure(_ error: BoardError?) -> String {
+        guard let error else { return "failed" }
+        return "failed: \(error.message)"
+    }
+
+    static func seen(_ lastSeen: String?, now: Double) -> String {
+        guard let lastSeen, let time = Timestamp.parse(lastSeen) else { return "-" }
+        return Units.age(milliseconds: Int((now - time) * 1000))
+    }
+}

@@ -1,0 +1,24 @@
+/// The params of a `gatt.value` server→client notification: one value a board notified on
+/// a characteristic this connection subscribed to with `gatt.notify`.
+public struct GattValueNotification: Sendable, Hashable, Codable {
+    /// The JSON-RPC method name of these notifications.
+    public static let method = "gatt.value"
+
+    public var address: String
+    public var name: String
+    public var service: String
+    public var characteristic: String
+    /// The bytes notified, as lowercase hex.
+    public var value: String
+    /// When it arrived, ISO 8601 UTC.
+    public var time: String
+
+    public init(address: String, name: String, service: String, characteristic: String, value: String, time: String) {
+        self.address = address
+        self.name = name
+        self.service = service
+        self.characteristic = characteristic
+        self.value = value
+        self.time = time
+    }
+}

@@ -1,0 +1,29 @@
+import ArgumentParser
+import BlectlCore
+import FleetRPC
+
+/// Prints the result of a fleet-wide call (a table and a summary line, or the JSON result)
+/// and ends with exit status 1 when any board failed.
+enum FleetOutput {
+    static func print<Entry: Sendable & Hashable & Codable>(
+        _ raw: JSONValue, method: String, session: Session, entry: Entry.Type, verb: String,
+        table: ([Entry]) -> TextTable
+    ) throws {
+        let result = try session.decode(raw, as: FleetResult<Entry>.self, method: method)
+        if session.options.json {
+            Output.line(JSONText.pretty(raw))
+        } else {
+            let style = Output.style
+            let rendered = table(result.results).render(legend: !session.options.noLegend) { row, column, cell in
+                guard row != nil else { return style.bold(cell) }
+                return column == 3 && cell.hasPrefix("failed") ? style.bad(cell) : cell
+            }
+            Output.lines(rendered)
+            if !session.options.noLegend {
+                let summary = Units.summary(ok: result.totals.ok, failed: result.totals.failed, verb: verb)
+                Output.line(result.totals.failed > 0 ? style.bad(summary) : summary)
+            }
+        }
+        try Session.finish(result.totals)
+    }
+}

@@ -1,0 +1,47 @@
+import ArgumentParser
+import BlectlCore
+import FleetRPC
+
+struct Boards: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the known boards: NAME ADDRESS STATE RSSI LED TEMP SEEN.")
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(help: "Only these boards (default: all).", completion: BoardCompletion.kind)
+    var selectors: [String] = []
+
+    func run() async throws {
+        let session = try Session(options)
+        let method = FleetMethods.boardsList.name
+        let raw = try await session.call(method, params: BoardsListParams(select: try Selectors.selection(selectors, all: false)))
+        try BoardListOutput.print(raw, method: method, session: session)
+    }
+}
+
+/// Prints a `boards.list` or `boards.scan` result.
+enum BoardListOutput {
+    static func print(_ raw: JSONValue, method: String, session: Session) throws {
+        let result = try session.decode(raw, as: BoardsListResult.self, method: method)
+        if session.options.json {
+            Output.line(JSONText.pretty(raw))
+            return
+        }
+        let style = Output.style
+        let table = Tables.boards(result.boards, now: Timestamp.now())
+        Output.lines(table.render(legend: !session.options.noLegend) { row, column, cell in
+            guard let row else { return style.bold(cell) }
+            guard column == 2 else { return cell }
+            switch result.boards[row].state {
+            case .ready: return style.good(cell)
+            case .absent: return style.dim(cell)
+            case .connecting, .disconnecting, .connected: return style.warn(cell)
+            case .disconnected: return cell
+            }
+        })
+        if !session.options.noLegend {
+            let count = result.boards.count
+            Output.line("\(count) \(count == 1 ? "board" : "boards")")
+        }
+    }
+}

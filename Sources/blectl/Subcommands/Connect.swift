@@ -1,0 +1,37 @@
+import ArgumentParser
+import BlectlCore
+import FleetRPC
+
+struct Connect: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Connect the selected boards and keep them connected.")
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(help: "The boards to connect.", completion: BoardCompletion.kind)
+    var selectors: [String] = []
+
+    @Flag(help: "Connect every board.")
+    var all = false
+
+    func validate() throws {
+        _ = try Selectors.required(selectors, all: all, example: "blectl connect nano-07")
+    }
+
+    func run() async throws {
+        try await SelectCommand.run(
+            FleetMethods.boardsConnect.name, selectors: selectors, all: all, options: options, verb: "connected")
+    }
+}
+
+/// The commands that take a selection and report one outcome per board.
+enum SelectCommand {
+    static func run(_ method: String, selectors: [String], all: Bool, options: GlobalOptions, verb: String) async throws {
+        let session = try Session(options)
+        let selection = try Selectors.required(selectors, all: all, example: "")
+        let raw = try await session.call(method, params: BoardSelectParams(select: selection))
+        try FleetOutput.print(raw, method: method, session: session, entry: BoardOutcome.self, verb: verb) {
+            Tables.outcomes($0, verb: verb)
+        }
+    }
+}

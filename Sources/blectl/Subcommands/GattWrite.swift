@@ -1,0 +1,36 @@
+import ArgumentParser
+import BlectlCore
+import FleetRPC
+
+struct GattWrite: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "write", abstract: "Write bytes (hex) to a characteristic of the selected boards.")
+
+    @OptionGroup var options: GlobalOptions
+    @OptionGroup var target: GattTarget
+
+    @Option(help: ArgumentHelp("The bytes to write, as hex (e.g. 01).", valueName: "hex"))
+    var value: String
+
+    @Flag(name: .customLong("without-response"), help: "Write without response.")
+    var withoutResponse = false
+
+    func validate() throws {
+        guard let bytes = HexBytes.decode(value), !bytes.isEmpty else {
+            throw ValidationError("--value needs an even number of hex digits, such as 01 or 0a1b, not \"\(value)\".")
+        }
+    }
+
+    func run() async throws {
+        let session = try Session(options)
+        let method = FleetMethods.gattWrite.name
+        let params = GattWriteParams(
+            select: try Selectors.required(target.selectors, all: target.all, example: ""),
+            service: target.service, characteristic: target.characteristic, value: value.lowercased(),
+            withResponse: withoutResponse ? false : nil)
+        let raw = try await session.call(method, params: params)
+        try FleetOutput.print(raw, method: method, session: session, entry: GattOutcome.self, verb: "written") {
+            Tables.gatt($0, verb: "written")
+        }
+    }
+}

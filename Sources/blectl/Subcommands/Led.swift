@@ -1,0 +1,39 @@
+import ArgumentParser
+import BlectlCore
+import FleetRPC
+
+struct Led: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Switch the LED of the selected boards on or off.",
+        discussion: "Naming no board is an error; pass --all to switch every board.")
+
+    enum State: String, ExpressibleByArgument, CaseIterable {
+        case on
+        case off
+    }
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(help: ArgumentHelp("on or off.", valueName: "on|off"))
+    var state: State
+
+    @Argument(help: "The boards to switch.", completion: BoardCompletion.kind)
+    var selectors: [String] = []
+
+    @Flag(help: "Switch every board.")
+    var all = false
+
+    func validate() throws {
+        _ = try Selectors.required(selectors, all: all, example: "blectl led \(state.rawValue) nano-07, blectl led \(state.rawValue) --all")
+    }
+
+    func run() async throws {
+        let session = try Session(options)
+        let selection = try Selectors.required(selectors, all: all, example: "")
+        let method = FleetMethods.ledSet.name
+        let raw = try await session.call(method, params: LedSetParams(select: selection, on: state == .on))
+        try FleetOutput.print(
+            raw, method: method, session: session, entry: BoardOutcome.self, verb: state.rawValue
+        ) { Tables.outcomes($0, verb: state.rawValue) }
+    }
+}

@@ -1,0 +1,129 @@
+import ArgumentParser
+import BlectlCore
+import FleetRPC
+import FleetRPCClient
+
+struct Temp: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the temperature of the selected boards (all when none is named).",
+        discussion: "Without --fresh a reading the daemon holds is shown if it is at most 60 s old.")
+
+    /// The age of a held reading that is shown without reading the board again.
+    static let heldReadingMaxAgeMs = 60_000
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(help: "The boards to read (default: all).", completion: BoardCompletion.kind)
+    var selectors: [String] = []
+
+    @Flag(help: "Read every board now instead of showing held readings.")
+    var fresh = false
+
+    @Flag(help: "Keep showing readings as they arrive (redrawn on a terminal, one line each otherwise).")
+    var watch = false
+
+    func run() async throws {
+        let session = try Session(options)
+        let selection = try Selectors.selection(selectors, all: false) ?? .all
+        let method = FleetMethods.temperatureRead.name
+        let params = TemperatureReadParams(select: selection, maxAgeMs: fresh ? 0 : Self.heldReadingMaxAgeMs)
+        if watch {
+            // Listen before the first read so no reading between the two is missed.
+            let notifications = session.client.notifications()
+            _ = try await session.call(
+                FleetMethods.eventsSubscribe.name, params: EventsSubscribeParams(topics: [.temperature]))
+            let raw = try await session.call(method, params: params)
+            let result = try session.decode(raw, as: FleetResult<TemperatureOutcome>.self, method: method)
+            var state = TemperatureWatch(initial: result.results, now: Timestamp.now(), acceptsNewBoards: selection == .all)
+            try await TemperatureWatcher(session: session).run(&state, notifications: notifications)
+            return
+        }
+        let raw = try await session.call(method, params: params)
+        try FleetOutput.print(raw, method: method, session: session, entry: TemperatureOutcome.self, verb: "read") {
+            Tables.temperatures($0)
+        }
+    }
+}
+
+/// Prints `temp --watch`: a table redrawn in place on a terminal, one line (or one JSON
+/// object) per reading otherwise. Runs until the connection ends.
+struct TemperatureWatcher {
+    let session: Session
+
+    enum Input: Sendable {
+        case notification(RPCRequest)
+        case tick
+        case ended(any Error)
+    }
+
+    func run(_ state: inout TemperatureWatch, notifications: AsyncThrowingStream<RPCRequest, any Error>) async throws {
+        let redraw = Output.isTerminal && !session.options.json
+        let (inputs, continuation) = AsyncStream<Input>.makeStream()
+        let reader = Task {
+            do {
+                for try await notification in notifications { continuation.yield(.notification(notification)) }
+                continuation.yield(.ended(FleetRPCClientError.connectionClosed(method: nil)))
+            } catch {
+                continuation.yield(.ended(error))
+            }
+        }
+        let ticker = Task {
+            while redraw && !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                continuation.yield(.tick)
+            }
+        }
+        defer {
+            reader.cancel()
+            ticker.cancel()
+        }
+        var drawnLines = 0
+        func draw(_ state: TemperatureWatch) {
+            var text = drawnLines > 0 ? "\u{1B}[\(drawnLines)A\u{1B}[J" : ""
+            let lines = state.table(now: Timestamp.now()).render(legend: !session.options.noLegend)
+            text += lines.joined(separator: "\n")
+            Output.line(text)
+            Output.flush()
+            drawnLines = lines.count
+        }
+        if redraw {
+            draw(state)
+        } else {
+            for row in state.rows { emit(row) }
+            Output.flush()
+        }
+        for await input in inputs {
+            switch input {
+            case .tick:
+                draw(state)
+            case .notification(let notification):
+                guard notification.method == EventNotification.method, let params = notification.params?.jsonValue,
+                    let row = state.apply(params, now: Timestamp.now())
+                else { continue }
+                if redraw {
+                    draw(state)
+                } else if session.options.json {
+                    Output.line(JSONText.compact(params))
+                    Output.flush()
+                } else {
+                    emit(row)
+                    Output.flush()
+                }
+            case .ended(let error):
+                throw Session.fail(error as? FleetRPCClientError ?? .connectionClosed(method: nil))
+            }
+        }
+    }
+
+    private func emit(_ row: TemperatureWatch.Row) {
+        if session.options.json {
+            if let event = TemperatureWatch.event(row) {
+                Output.line(JSONText.compact(event))
+            } else {
+                Output.error("blectl: \(row.name) (\(row.address)): \(row.error ?? "no reading")")
+            }
+        } else {
+            Output.line(TemperatureWatch.line(row))
+        }
+    }
+}

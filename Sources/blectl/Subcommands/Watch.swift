@@ -1,0 +1,57 @@
+import ArgumentParser
+import BlectlCore
+import FleetRPC
+import FleetRPCClient
+
+/// An event topic as a command line value.
+enum TopicArgument: String, ExpressibleByArgument, CaseIterable {
+    case boards, temperature, led, adapter
+
+    var topic: EventTopic { EventTopic(rawValue: rawValue)! }
+}
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the daemon's events as they happen, one line each, until interrupted.")
+
+    @OptionGroup var options: GlobalOptions
+
+    @Option(
+        name: .customLong("topic"),
+        help: ArgumentHelp("Only events of this topic (boards, temperature, led, adapter); repeatable.", valueName: "topic"))
+    var topics: [TopicArgument] = []
+
+    func run() async throws {
+        let session = try Session(options)
+        var names: [String: String] = [:]
+        if !options.json {
+            let method = FleetMethods.boardsList.name
+            let raw = try await session.call(method, params: BoardsListParams())
+            for board in try session.decode(raw, as: BoardsListResult.self, method: method).boards {
+                names[board.address] = Tables.displayName(name: board.name, alias: board.alias)
+            }
+        }
+        let notifications = session.client.notifications()
+        _ = try await session.call(
+            FleetMethods.eventsSubscribe.name, params: EventsSubscribeParams(topics: topics.isEmpty ? nil : topics.map(\.topic)))
+        do {
+            for try await notification in notifications where notification.method == EventNotification.method {
+                guard let params = notification.params?.jsonValue else { continue }
+                if options.json {
+                    Output.line(JSONText.compact(params))
+                } else {
+                    if params["topic"] == .string(EventTopic.boards.rawValue), let address = params["address"]?.stringValue,
+                        let name = params["data"]?["name"]?.stringValue
+                    {
+                        names[address] = Tables.displayName(name: name, alias: params["data"]?["alias"]?.stringValue)
+                    }
+                    Output.line(EventText.line(params, names: names) ?? JSONText.compact(params))
+                }
+                Output.flush()
+            }
+            throw Session.fail(.connectionClosed(method: nil))
+        } catch let error as FleetRPCClientError {
+            throw Session.fail(error)
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import BlectlCore
+import FleetRPC
+import Testing
+
+@Suite struct TablesTests {
+    let now = Timestamp.parse("2024-05-01T12:00:10Z")!
+
+    @Test("boards: NAME ADDRESS STATE RSSI LED TEMP SEEN, alias before name, dashes for unknowns")
+    func boards() {
+        let boards = [
+            BoardInfo(
+                address: "AA:BB:CC:DD:EE:01", name: "nano-01", state: .ready, rssi: -61, led: true,
+                temperature: TemperatureReading(celsius: 21, ageMs: 3000), lastSeen: "2024-05-01T12:00:07Z"),
+            BoardInfo(
+                address: "AA:BB:CC:DD:EE:02", name: "nano-02", alias: "freezer", state: .absent,
+                temperature: TemperatureReading(celsius: -5, ageMs: 0), lastSeen: "2024-05-01T11:58:10Z"),
+            BoardInfo(address: "AA:BB:CC:DD:EE:03", name: "", state: .disconnected, led: false),
+        ]
+        #expect(Tables.boards(boards, now: now).render() == [
+            "NAME     ADDRESS            STATE         RSSI  LED   TEMP  SEEN",
+            "nano-01  AA:BB:CC:DD:EE:01  ready          -61  on   21 °C  3 s ago",
+            "freezer  AA:BB:CC:DD:EE:02  absent           -  -    -5 °C  2 min ago",
+            "-        AA:BB:CC:DD:EE:03  disconnected     -  off      -  -",
+        ])
+    }
+
+    @Test("Fleet outcomes: one row per board, the error in words")
+    func outcomes() {
+        let results = [
+            BoardOutcome(address: "AA:BB:CC:DD:EE:01", name: "nano-01", ok: true, latencyMs: 83),
+            BoardOutcome(
+                address: "AA:BB:CC:DD:EE:02", name: "nano-02", ok: false,
+                error: BoardError(code: .absent, message: "The board is not in range.", retryable: true), latencyMs: 1500),
+        ]
+        #expect(Tables.outcomes(results, verb: "on").render() == [
+            "NAME     ADDRESS             TIME  RESULT",
+            "nano-01  AA:BB:CC:DD:EE:01  83 ms  on",
+            "nano-02  AA:BB:CC:DD:EE:02  1.5 s  failed: The board is not in range.",
+        ])
+    }
+
+    @Test("Temperatures: signed, aligned, with the age of each reading")
+    func temperatures() {
+        let results = [
+            TemperatureOutcome(address: "AA:BB:CC:DD:EE:01", name: "nano-01", ok: true, celsius: 21, ageMs: 3000, latencyMs: 0),
+            TemperatureOutcome(address: "AA:BB:CC:DD:EE:02", name: "nano-02", ok: true, celsius: -5, ageMs: 0, latencyMs: 40),
+            TemperatureOutcome(address: "AA:BB:CC:DD:EE:03", name: "nano-03", ok: true, celsius: -15, ageMs: 125_000, latencyMs: 0),
+            TemperatureOutcome(
+                address: "AA:BB:CC:DD:EE:04", name: "nano-04", ok: false,
+                error: BoardError(code: .timeout, message: "The board did not answer within 5 s.", retryable: true), latencyMs: 5000),
+        ]
+        #expect(Tables.temperatures(results).render() == [
+            "NAME     ADDRESS              TEMP  AGE",
+            "nano-01  AA:BB:CC:DD:EE:01   21 °C  3 s ago",
+            "nano-02  AA:BB:CC:DD:EE:02   -5 °C  0 s ago",
+            "nano-03  AA:BB:CC:DD:EE:03  -15 °C  2 min ago",
+            "nano-04  AA:BB:CC:DD:EE:04       -  failed: The board did not answer within 5 s.",
+        ])
+    }
+
+    @Test("GATT reads show the value as hex; writes say written")
+    func gatt() {
+        let results = [GattOutcome(address: "AA:BB:CC:DD:EE:01", name: "nano-01", ok: true, value: "fb", latencyMs: 20)]
+        #expect(Tables.gatt(results, verb: nil).render(legend: false) == ["nano-01  AA:BB:CC:DD:EE:01  20 ms  fb"])
+        #expect(Tables.gatt(results, verb: "written").render()[0].hasSuffix("RESULT"))
+    }
+
+    @Test("status prints aligned key: value lines")
+    func status() {
+        let status = DaemonStatus(
+            version: "1.0.0", uptimeSeconds: 3723.5, bluez: true, adapter: "hci0", powered: false, discovering: false,
+            boards: .init(known: 12, connected: 11, ready: 10), clients: 2)
+        let lines = Tables.status(status)
+        #expect(lines.contains("Uptime:   1 h 2 min"))
+        #expect(lines.contains("Powered:  no"))
+        #expect(lines.contains("Boards:   12 known, 11 connected, 10 ready"))
+    }
+}
