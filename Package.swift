@@ -217,7 +217,7 @@ let package = Package(
         ),
         .testTarget(
             name: "blectlTests",
-            dependencies: ["blectl", "FleetRPC", "TestSupport"],
+            dependencies: ["blectl", "blefleetd", "FleetRPC", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,6 +1,7 @@
 import BlueZ
 import DBus
 import FleetCore
+import FleetRPC
 import FleetRPCServer
 import Foundation
 import Synchronization
@@ -13,7 +14,7 @@ import Systemd
 /// bus, registry, fleet, socket, then services; `READY=1` only once clients can be served;
 /// reverse order on SIGTERM.
 public struct Daemon: Sendable {
-    public static let version = "0.1.0"
+    public static let version = BlefleetVersion.current
 
     public let configuration: DaemonConfiguration
     /// Reads the configuration again (SIGHUP).
@@ -81,7 +82,7 @@ public struct Daemon: Sendable {
                 return true
             }),
             FleetService(fleet: fleet),
-            server,
+            ServeWhenLoaded(server: server, fleet: fleet, logger: logger),
             ReloadService(fleet: fleet, running: config, reread: reread, notifier: notifier, logger: logger),
             NotifyService(fleet: fleet, notifier: notifier, logger: logger),
         ]
@@ -120,7 +121,11 @@ public struct Daemon: Sendable {
             environment: .init(version: Self.version, clientCount: { clients.count }))
         let server = RPCServer(
             configuration: RPCServerConfiguration(
-                listener: listener, socketMode: 0o660, socketGroup: config.controlGroup,
+                // 0660 for the control group; with a read-only group the socket must be
+                // reachable by its members too, so it is 0666 and every call is authorized
+                // from the caller's credentials alone (strangers get a clear refusal).
+                listener: listener, socketMode: config.readOnlyGroup == nil ? 0o660 : 0o666,
+                socketGroup: config.controlGroup,
                 maxFrameBytes: config.maxFrameBytes, maxCallsInFlightPerConnection: config.maxCallsPerClient,
                 maxQueuedFramesPerConnection: config.maxQueuedNotifications),
             dispatcher: dispatcher, logger: logger)
@@ -155,4 +160,19 @@ final class ClientCounter: Sendable {
     }
 
     var count: Int { server?.connectionCount ?? 0 }
+}
+
+/// Accepts calls only once the BlueZ objects are loaded (or BlueZ is known to be absent
+/// after a grace period): a call that arrives first — e.g. the one that socket-activated the
+/// daemon — waits in the listen backlog instead of being told BlueZ is not running.
+struct ServeWhenLoaded: Service {
+    let server: RPCServer
+    let fleet: Fleet
+    let logger: Logger
+    var grace: Duration = .seconds(5)
+
+    func run() async throws {
+        _ = await fleet.waitUntilLoaded(timeout: grace)
+        try await server.run()
+    }
 }

@@ -15,20 +15,19 @@ struct ReloadService: Service {
     let logger: Logger
 
     func run() async throws {
-        var current = running
         for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
             _ = try? notifier.reloading()
             do {
                 let next = try reread()
                 try await fleet.reconfigure(next.fleetTunables())
-                let needRestart = Self.restartOnlyChanges(from: current, to: next)
+                // Compared with what is running: restart-only keys keep their start-up values.
+                let needRestart = Self.restartOnlyChanges(from: running, to: next)
                 if needRestart.isEmpty {
                     logger.notice("configuration reloaded")
                 } else {
                     logger.warning(
                         "configuration reloaded; these settings take effect at the next restart: \(needRestart.joined(separator: ", "))")
                 }
-                current = next
             } catch {
                 logger.error("configuration not reloaded, keeping the running one: \(error)")
             }

@@ -10,7 +10,7 @@ public struct BoardInfo: Sendable, Hashable, Codable {
     public var state: BoardState
     /// Last received signal strength in dBm, if known.
     public var rssi: Int?
-    /// The LED state last written successfully (the board cannot report it), if any.
+    /// The LED state last asked for (re-applied whenever the board comes back); nil if never set.
     public var led: Bool?
     /// The latest temperature, if any.
     public var temperature: TemperatureReading?

@@ -4,7 +4,7 @@ public enum OpenRPCDocument {
     public static let version = "1.2.6"
 
     /// The document for `methods`, titled `title` at API version `apiVersion`.
-    public static func make(methods: [RPCMethodDescriptor], title: String = "blefleet", apiVersion: String = "1.0.0")
+    public static func make(methods: [RPCMethodDescriptor], title: String = "blefleet", apiVersion: String = BlefleetVersion.current)
         -> JSONValue
     {
         let usedCodes = Set(methods.flatMap(\.errors))

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BlectlCore
+import FleetRPC
 
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +17,7 @@ struct Blectl: AsyncParsableCommand {
             Exit status: 0 all ok, 1 some boards or the call failed, 2 usage error, \
             69 blefleetd unreachable, 77 permission denied.
             """,
-        version: "1.0.0",
+        version: BlefleetVersion.current,
         subcommands: [
             Status.self, Boards.self, Scan.self, Led.self, Temp.self, Watch.self, Connect.self,
             Disconnect.self, Alias.self, Forget.self, Gatt.self, Rpc.self,

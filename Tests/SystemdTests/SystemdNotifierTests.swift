@@ -1,4 +1,5 @@
 import Systemd
+import TestSupport
 import Testing
 
 /// `sd_notify` for real: the probe sends through libsystemd to a socket the test bound.

@@ -1,6 +1,7 @@
 import Logging
 import ServiceLifecycle
 import Systemd
+import TestSupport
 import Testing
 
 /// The watchdog service for real: the probe reads WATCHDOG_USEC through `sd_watchdog_enabled`,

@@ -15,7 +15,6 @@ public final class PrivateBus: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
-        unblockSignalsOnThisThread()
         try process.run()
         var line = Data()
         let handle = out.fileHandleForReading

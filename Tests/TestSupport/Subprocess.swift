@@ -14,7 +14,6 @@ public func runCommand(
     process.standardOutput = out
     process.standardError = err
     process.standardInput = FileHandle.nullDevice
-    unblockSignalsOnThisThread()
     try process.run()
     // Read both pipes before waiting so a chatty child cannot block on a full pipe.
     let errData = ErrorCollector(err.fileHandleForReading)
@@ -77,12 +76,4 @@ public func runProcess(
             continuation.resume(with: Result { try runCommand(executable, arguments, environment: environment) })
         }
     }
-}
-
-/// Foundation's threads block every signal, and a process spawned from such a thread
-/// inherits that mask: its SIGTERM would then never arrive. Fixtures call this before spawning.
-public func unblockSignalsOnThisThread() {
-    var all = sigset_t()
-    sigfillset(&all)
-    pthread_sigmask(SIG_UNBLOCK, &all, nil)
 }

@@ -37,32 +37,12 @@ enum Blectl {
         _ arguments: [String], environment: [String: String] = Blectl.environment(), prefix: [String] = [],
         timeout: Duration = .seconds(20)
     ) throws -> BlectlOutput {
-        let process = Process()
         let blectl = try path()
-        if prefix.isEmpty {
-            process.executableURL = URL(fileURLWithPath: blectl)
-            process.arguments = arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: prefix[0])
-            process.arguments = Array(prefix.dropFirst()) + [blectl] + arguments
-        }
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        try process.run()
-        let stdout = OutputCollector(out.fileHandleForReading)
-        let stderr = OutputCollector(err.fileHandleForReading)
-        let seconds = Double(timeout.components.seconds)
-        if exited.wait(timeout: .now() + seconds) == .timedOut {
-            process.terminate()
-            _ = exited.wait(timeout: .now() + 5)
-        }
-        return BlectlOutput(status: process.terminationStatus, stdout: stdout.finish(), stderr: stderr.finish())
+        let command = prefix.isEmpty ? [blectl] + arguments : prefix + [blectl] + arguments
+        let result = try ChildProcess.run(
+            command[0], Array(command.dropFirst()), environment: environment,
+            timeout: Double(timeout.components.seconds))
+        return BlectlOutput(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 }
 
@@ -105,24 +85,5 @@ final class Requests: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return items
-    }
-}
-
-/// Drains a pipe on a background thread.
-final class OutputCollector: @unchecked Sendable {
-    // Safe: `data` is written by the reader thread only, and read after `done` is signalled.
-    private var data = Data()
-    private let done = DispatchSemaphore(value: 0)
-
-    init(_ handle: FileHandle) {
-        Thread.detachNewThread { [self] in
-            data = handle.readDataToEndOfFile()
-            done.signal()
-        }
-    }
-
-    func finish() -> String {
-        done.wait()
-        return String(decoding: data, as: UTF8.self)
     }
 }

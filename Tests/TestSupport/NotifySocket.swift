@@ -1,16 +1,16 @@
-import Foundation
-import TestSupport
+public import Foundation
 
 /// A bound `AF_UNIX`/`SOCK_DGRAM` socket standing in for systemd's notification socket.
 /// A reader thread collects datagrams as they arrive (the kernel queues only a few, see
 /// `net.unix.max_dgram_qlen`; a full queue blocks the sender inside `sd_notify`, exactly as a
 /// stuck service manager would).
-final class NotifySocket {
-    let path: String
+public final class NotifySocket: @unchecked Sendable {
+    // Safe: the fields are immutable; the reader owns the mutable state behind its lock.
+    public let path: String
     private let directory: URL
     private let reader: Reader
 
-    init() throws {
+    public init() throws {
         directory = try makeTemporaryDirectory(prefix: "notify")
         path = directory.appendingPathComponent("notify.sock").path
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -40,9 +40,17 @@ final class NotifySocket {
 
     /// Every datagram received, in order. Call once the sender has finished: the reader
     /// empties the queue, stops, and closes the socket.
-    func drain() -> [String] {
+    public func drain() -> [String] {
         reader.stop()
     }
+
+    /// Waits until a datagram containing `text` has arrived (true), or `timeout` passes.
+    public func wait(for text: String, timeout: TimeInterval) -> Bool {
+        reader.wait(for: text, until: Date().addingTimeInterval(timeout))
+    }
+
+    /// The datagrams received so far, without stopping.
+    public var received: [String] { reader.snapshot() }
 
     deinit {
         _ = reader.stop()
@@ -66,7 +74,10 @@ final class NotifySocket {
             while true {
                 let count = recv(fd, &buffer, buffer.count, 0)
                 lock.lock()
-                if count >= 0 { messages.append(String(decoding: buffer.prefix(count), as: UTF8.self)) }
+                if count >= 0 {
+                    messages.append(String(decoding: buffer.prefix(count), as: UTF8.self))
+                    lock.broadcast()
+                }
                 if stopping && count < 0 {
                     close(fd)
                     done = true
@@ -76,6 +87,21 @@ final class NotifySocket {
                 }
                 lock.unlock()
             }
+        }
+
+        func wait(for text: String, until deadline: Date) -> Bool {
+            lock.lock()
+            defer { lock.unlock() }
+            while !messages.contains(where: { $0.contains(text) }) {
+                if done || !lock.wait(until: deadline) { return messages.contains(where: { $0.contains(text) }) }
+            }
+            return true
+        }
+
+        func snapshot() -> [String] {
+            lock.lock()
+            defer { lock.unlock() }
+            return messages
         }
 
         /// Stops after the queue is empty (a receive times out) and returns all messages.

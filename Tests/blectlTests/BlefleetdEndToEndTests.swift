@@ -1,0 +1,164 @@
+import FleetRPC
+import Foundation
+import TestSupport
+import Testing
+
+/// The real daemon binary, the real socket, blectl, on the testbed.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct BlefleetdEndToEndTests {
+    /// Waits (bounded) until the daemon reports `count` ready boards.
+    static func waitForReadyBoards(_ count: Int, socket: String, timeout: TimeInterval = 20) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        var last = ""
+        while Date() < deadline {
+            let output = try Blectl.run(["--socket", socket, "--json", "status"], timeout: .seconds(5))
+            last = output.description
+            if output.status == 0, let status = try? JSONValue(parsing: output.stdout),
+                status["boards"]?["ready"]?.int64Value == Int64(count)
+            {
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        throw FixtureError("the daemon did not report \(count) ready boards within \(timeout) s; last: \(last)")
+    }
+
+    @Test func ledOnAllAndTemperatureTableThroughTheDaemon() async throws {
+        try await RunningDaemon.with(boards: 5) { testbed, daemon in
+            try await testbed.run(["board", "temp", "nano-03", "-5"])
+            try Self.waitForReadyBoards(5, socket: daemon.socket)
+
+            let led = try Blectl.run(["--socket", daemon.socket, "led", "on", "--all"])
+            #expect(led.status == 0, "\(led)")
+            #expect(led.stdout.contains("5/5 boards on"), "\(led)")
+            #expect(try await testbed.state().allSatisfy { $0.led == 1 })
+
+            let temp = try Blectl.run(["--socket", daemon.socket, "temp"])
+            #expect(temp.status == 0, "\(temp)")
+            #expect(temp.stdout.contains("-5 °C"), "\(temp)")
+
+            let json = try Blectl.run(["--socket", daemon.socket, "--json", "temp", "--fresh"])
+            let readings = try JSONValue(parsing: json.stdout)
+            let state = try await testbed.state()
+            for entry in readings["results"]?.arrayValue ?? [] {
+                let board = try #require(state.first { $0.address == entry["address"]?.stringValue })
+                #expect(entry["celsius"]?.int64Value == Int64(board.temperature))
+            }
+            #expect(readings["totals"]?["ok"]?.int64Value == 5)
+        }
+    }
+
+    @Test func fixedMethodAndParameterNamesOverRawJSONRPC() async throws {
+        try await RunningDaemon.with(boards: 3) { testbed, daemon in
+            try Self.waitForReadyBoards(3, socket: daemon.socket)
+            let set = try Blectl.run([
+                "--socket", daemon.socket, "rpc", "led.set", #"{"select": ["nano-0*"], "on": true, "timeoutMs": 4000}"#,
+            ])
+            #expect(set.status == 0, "\(set)")
+            let reply = try JSONValue(parsing: set.stdout)
+            let result = reply["result"] ?? reply
+            #expect(result["totals"]?["ok"]?.int64Value == 3, "\(set)")
+            #expect(try await testbed.state().allSatisfy { $0.led == 1 })
+
+            let list = try Blectl.run(["--socket", daemon.socket, "rpc", "boards.list", #"{"select": "all"}"#])
+            let boards = (try JSONValue(parsing: list.stdout))
+            let entries = (boards["result"] ?? boards)["boards"]?.arrayValue ?? []
+            #expect(entries.count == 3)
+            #expect(entries.allSatisfy { $0["state"]?.stringValue == "ready" && $0["name"]?.stringValue?.hasPrefix("nano-") == true })
+
+            let read = try Blectl.run([
+                "--socket", daemon.socket, "rpc", "temperature.read", #"{"select": "all", "maxAgeMs": 0}"#,
+            ])
+            let readings = (try JSONValue(parsing: read.stdout))
+            let results = (readings["result"] ?? readings)["results"]?.arrayValue ?? []
+            #expect(results.count == 3 && results.allSatisfy { $0["celsius"]?.int64Value == 21 && $0["address"] != nil })
+
+            let unknown = try Blectl.run(["--socket", daemon.socket, "led", "on", "lab-*"])
+            #expect(unknown.status == 1, "\(unknown)")
+            #expect(unknown.stderr.contains("lab-*"), "\(unknown)")
+        }
+    }
+
+    @Test func readyOnlyWhenServingWatchdogPingsAndStoppingOnSIGTERM() async throws {
+        let notify = try NotifySocket()
+        try await Testbed.with(boards: 2) { testbed in
+            let daemon = try RunningDaemon(
+                busAddress: testbed.busAddress,
+                environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"])
+            defer { daemon.terminate() }
+            #expect(notify.wait(for: "READY=1", timeout: 15), "no READY=1; log:\n\(daemon.log)")
+            // At the moment READY=1 arrives, the socket already accepts calls.
+            #expect(RunningDaemon.accepts(daemon.socket))
+            let status = try Blectl.run(["--socket", daemon.socket, "status"])
+            #expect(status.status == 0, "\(status)")
+            #expect(notify.received.contains { $0.contains("STATUS=") && $0.contains("adapter hci0 on") })
+            try await Task.sleep(for: .seconds(1))
+            let pings = notify.received.filter { $0.contains("WATCHDOG=1") }.count
+            #expect(pings >= 3, "expected pings every 200 ms, got \(pings)")
+
+            #expect(daemon.terminate() == 0, "log:\n\(daemon.log)")
+            #expect(notify.wait(for: "STOPPING=1", timeout: 1))
+            #expect(!FileManager.default.fileExists(atPath: daemon.socket), "the socket file was left behind")
+            // Boards were disconnected on the way out.
+            #expect(try await testbed.state().allSatisfy { !$0.notifying })
+        }
+    }
+
+    @Test func socketActivationServesOnThePassedSocket() async throws {
+        try await Testbed.with(boards: 2) { testbed in
+            let directory = try makeTemporaryDirectory(prefix: "activate")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let socket = directory.appendingPathComponent("activated.sock").path
+            let daemon = try RunningDaemon(
+                busAddress: testbed.busAddress, launcher: ["/usr/bin/systemd-socket-activate", "-l", socket])
+            defer { daemon.terminate() }
+            // systemd-socket-activate listens at once and starts the daemon on the first connection.
+            try Self.waitForReadyBoards(2, socket: socket)
+            let led = try Blectl.run(["--socket", socket, "led", "on", "--all"])
+            #expect(led.status == 0, "\(led)")
+            #expect(try await testbed.state().allSatisfy { $0.led == 1 })
+            #expect(daemon.log.contains("using the socket passed by systemd"), "\(daemon.log)")
+            #expect(!FileManager.default.fileExists(atPath: daemon.socket), "it also bound its own socket")
+        }
+    }
+
+    @Test func badConfigurationExitsWith78NamingTheKey() async throws {
+        try await Testbed.with(boards: 1) { testbed in
+            let daemon = try RunningDaemon(busAddress: testbed.busAddress, configuration: "connection-limit: lots\n")
+            #expect(daemon.process.wait(timeout: 15) == 78)
+            #expect(daemon.log.contains("connection-limit: got \"lots\"; allowed: a whole number from 1 to 32"), "\(daemon.log)")
+        }
+    }
+
+    @Test func unreachableBusExitsWith69() throws {
+        let daemon = try RunningDaemon(busAddress: "unix:path=/nonexistent/bus")
+        #expect(daemon.process.wait(timeout: 15) == 69)
+        #expect(daemon.log.contains("cannot connect to unix:path=/nonexistent/bus"), "\(daemon.log)")
+    }
+
+    @Test func strangersAreRefusedAndGroupMembersServed() async throws {
+        let suffix = String(UUID().uuidString.prefix(6)).lowercased()
+        let group = "bfg\(suffix)"
+        let member = "bfm\(suffix)"
+        _ = try runCommand("/usr/sbin/groupadd", [group])
+        defer { _ = try? runCommand("/usr/sbin/groupdel", [group]) }
+        _ = try runCommand("/usr/sbin/useradd", ["-M", "-N", "-g", "nogroup", "-G", group, member])
+        defer { _ = try? runCommand("/usr/sbin/userdel", [member]) }
+        try await RunningDaemon.with(boards: 2, configuration: "socket-group: \(group)\n") { testbed, daemon in
+            try Self.waitForReadyBoards(2, socket: daemon.socket)
+            let stranger = try Blectl.run(
+                ["--socket", daemon.socket, "led", "on", "--all"],
+                prefix: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+            #expect(stranger.status == 77, "\(stranger)")
+            #expect(stranger.stderr.contains("blefleet") || stranger.stderr.contains("group"), "\(stranger)")
+            #expect(try await testbed.state().allSatisfy { $0.led == nil })
+
+            let allowed = try Blectl.run(
+                ["--socket", daemon.socket, "led", "on", "--all"],
+                prefix: ["/usr/bin/setpriv", "--reuid=\(member)", "--regid=nogroup", "--init-groups"])
+            #expect(allowed.status == 0, "\(allowed)")
+            #expect(try await testbed.state().allSatisfy { $0.led == 1 })
+            #expect(daemon.log.contains("rpc.method=led.set"), "state-changing calls are logged")
+        }
+    }
+}

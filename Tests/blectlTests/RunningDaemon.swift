@@ -1,0 +1,108 @@
+import Foundation
+import TestSupport
+
+/// A real `blefleetd` (built next to the test bundle) on a testbed's bus, with its socket,
+/// state directory and log in a temporary directory. Always stopped by `with`.
+final class RunningDaemon: @unchecked Sendable {
+    // Safe: every stored property is immutable after init.
+    let process: ChildProcess
+    let directory: URL
+    let socket: String
+    let logFile: URL
+
+    static func binary() throws -> String {
+        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let candidate = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("blefleetd").path
+        guard FileManager.default.isExecutableFile(atPath: candidate) else {
+            throw FixtureError("blefleetd not found at \(candidate); run `swift build --build-tests` first")
+        }
+        return candidate
+    }
+
+    /// Starts the daemon; `launcher` (e.g. systemd-socket-activate …) runs it when given.
+    init(
+        busAddress: String, configuration: String = "socket-group: root\n", arguments: [String] = [],
+        environment extra: [String: String] = [:], launcher: [String] = []
+    ) throws {
+        directory = try makeTemporaryDirectory(prefix: "blefleetd")
+        socket = directory.appendingPathComponent("blefleetd.sock").path
+        logFile = directory.appendingPathComponent("blefleetd.log")
+        let config = directory.appendingPathComponent("blefleetd.conf")
+        try configuration.write(to: config, atomically: true, encoding: .utf8)
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        let daemonArguments = [
+            "--config", config.path, "--socket", socket, "--state-dir", directory.appendingPathComponent("state").path,
+            "--bus", busAddress, "--log-target", "stderr",
+        ] + arguments
+        let command = launcher + [try Self.binary()] + daemonArguments
+        var environment = ProcessInfo.processInfo.environment
+        for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "JOURNAL_STREAM"] {
+            environment[key] = nil
+        }
+        environment.merge(extra) { _, new in new }
+        let log = try FileHandle(forWritingTo: logFile)
+        defer { try? log.close() }
+        process = try ChildProcess(
+            command[0], Array(command.dropFirst()), environment: environment,
+            stdout: log.fileDescriptor, stderr: log.fileDescriptor)
+    }
+
+    /// Waits (bounded) until the socket accepts a connection.
+    func waitUntilServing(timeout: TimeInterval = 15) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let status = process.status {
+                throw FixtureError("blefleetd exited (\(status)) before serving:\n\(log)")
+            }
+            if Self.accepts(socket) { return }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw FixtureError("blefleetd did not serve \(socket) within \(timeout) s:\n\(log)")
+    }
+
+    static func accepts(_ path: String) -> Bool {
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+            }
+        }
+    }
+
+    var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    /// SIGTERM, then waits
+    /// (bounded; SIGKILL after) and returns the exit status.
+    @discardableResult
+    func terminate(timeout: TimeInterval = 15) -> Int32 {
+        if let status = process.status { return status }
+        process.signal(SIGTERM)
+        if let status = process.wait(timeout: timeout) { return status }
+        process.signal(SIGKILL)
+        return process.wait(timeout: 10) ?? -1
+    }
+
+    deinit {
+        terminate()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A testbed, and a daemon serving it, for the duration of `body`.
+    static func with<T>(
+        boards: Int = 5, testbedArguments: [String] = [], configuration: String = "socket-group: root\n",
+        environment: [String: String] = [:],
+        _ body: (Testbed, RunningDaemon) async throws -> T
+    ) async throws -> T {
+        try await Testbed.with(boards: boards, extraArguments: testbedArguments) { testbed in
+            let daemon = try RunningDaemon(busAddress: testbed.busAddress, configuration: configuration, environment: environment)
+            defer { daemon.terminate() }
+            try daemon.waitUntilServing()
+            return try await body(testbed, daemon)
+        }
+    }
+}
