@@ -205,6 +205,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "ManPageTests",
+            dependencies: ["FleetRPC", "BlefleetDaemon", "Systemd", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "FleetRPCServerTests",
             dependencies: [
                 "FleetRPCServer", "FleetRPC", "TestSupport",
