@@ -82,6 +82,7 @@ let package = Package(
             dependencies: [
                 "FleetRPC",
                 "FleetCore",
+                "BlueZ",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -113,7 +114,11 @@ let package = Package(
         .target(
             name: "BlefleetDaemon",
             dependencies: [
+                "FleetRPCServer", "FleetCore", "BlueZ", "DBus", "Systemd",
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -123,6 +128,17 @@ let package = Package(
             name: "dbus-bench",
             dependencies: ["DBus", "CDBus"],
             path: "Benchmarks/DBusBench",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Executables
+        .executableTarget(
+            name: "blefleetd",
+            dependencies: [
+                "BlefleetDaemon", "Systemd",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
 

@@ -88,7 +88,7 @@ extension Fleet {
             return
         }
         let identity = BoardIdentity(address: address, name: device.name, alias: nil)
-        guard configuration.adoption.shouldAdopt(identity, advertisesLEDService: device.advertises(NanoProfile.ledService))
+        guard tunables.adoption.shouldAdopt(identity, advertisesLEDService: device.advertises(NanoProfile.ledService))
         else { return }
         await adopt(device, address: address)
     }

@@ -24,7 +24,7 @@ extension Fleet {
     }
 
     private func deadline(_ timeout: Duration?) -> ContinuousClock.Instant {
-        .now + (timeout ?? configuration.defaultCommandTimeout)
+        .now + (timeout ?? tunables.defaultCommandTimeout)
     }
 
     /// Runs `operation` on every selected board at once under one deadline.
@@ -62,7 +62,7 @@ extension Fleet {
     public func readTemperature(_ selection: Selection, maxAge: Duration? = nil, timeout: Duration? = nil) async
         -> FleetResult<TemperatureCache.Entry>
     {
-        let maxAge = maxAge ?? configuration.temperatureMaxAge
+        let maxAge = maxAge ?? tunables.temperatureMaxAge
         return await fanOut(selection, timeout: timeout) { try await $0.readTemperature(maxAge: maxAge) }
     }
 

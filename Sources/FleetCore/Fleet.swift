@@ -25,6 +25,8 @@ public actor Fleet {
     var discovering = false
     /// Last known board counts, kept for `status` without awaiting every board.
     var readyBoards: Set<BoardAddress> = []
+    /// The settings that can change while running (`reconfigure`).
+    public private(set) var tunables: Tunables
 
     public init(
         client: BlueZClient, adapter: String, configuration: FleetConfiguration, registry: Registry, logger: Logger
@@ -34,6 +36,9 @@ public actor Fleet {
         self.configuration = configuration
         self.registry = registry
         self.logger = logger
+        self.tunables = Tunables(
+            defaultCommandTimeout: configuration.defaultCommandTimeout,
+            temperatureMaxAge: configuration.temperatureMaxAge, adoption: configuration.adoption)
         let events = EventBroadcaster<FleetEvent>(defaultBufferSize: configuration.eventBufferSize)
         self.events = events
         // Boards ask the fleet for a connection slot; the fleet owns the boards, so the way
@@ -75,6 +80,42 @@ public actor Fleet {
             }
             try await group.next()
         }
+    }
+
+    /// Settings that apply to the next command or advertisement without a restart.
+    public struct Tunables: Sendable, Hashable {
+        public var defaultCommandTimeout: Duration
+        public var temperatureMaxAge: Duration
+        public var adoption: AdoptionPolicy
+
+        public init(defaultCommandTimeout: Duration, temperatureMaxAge: Duration, adoption: AdoptionPolicy) {
+            self.defaultCommandTimeout = defaultCommandTimeout
+            self.temperatureMaxAge = temperatureMaxAge
+            self.adoption = adoption
+        }
+    }
+
+    /// Waits until BlueZ's objects are loaded; false if BlueZ did not appear within `timeout`.
+    public func waitUntilLoaded(timeout: Duration) async -> Bool {
+        (try? await client.mirror.waitUntilLoaded(timeout: timeout)) != nil
+    }
+
+    /// Applies new tunables (e.g. after SIGHUP).
+    public func reconfigure(_ tunables: Tunables) {
+        self.tunables = tunables
+    }
+
+    /// Disconnects every board (bounded) and saves the registry: the clean end of a run.
+    /// Call while `run()` is still running, so disconnects are observed.
+    public func shutdown(timeout: Duration = .seconds(5)) async {
+        let boards = Array(self.boards.values)
+        await withTaskGroup(of: Void.self) { group in
+            for board in boards {
+                group.addTask { await board.disconnect(timeout: timeout) }
+            }
+        }
+        await flush()
+        logger.info("fleet stopped; boards disconnected", metadata: ["fleet.known": "\(boards.count)"])
     }
 
     /// Saves what the registry has not saved yet (call at shutdown).

@@ -20,4 +20,12 @@ public enum BoardErrorCode: String, Sendable, Hashable, Codable, CaseIterable {
     case connectFailed = "connect-failed"
     /// An unexpected failure; the daemon's log has details.
     case internalError = "internal"
+    /// The board was forgotten while the call ran.
+    case notFound = "not-found"
+    /// The operation was cancelled (a disconnect was requested meanwhile, or the daemon stops).
+    case cancelled
+    /// The request made no sense for this board (e.g. a malformed value).
+    case invalidArgument = "invalid-argument"
+    /// The board refused the connection for good (pairing or permission); a new command retries.
+    case failed
 }

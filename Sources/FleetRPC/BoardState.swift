@@ -1,15 +1,21 @@
-/// Where a board is in its life as the daemon sees it.
+/// Where a board is in its life as the daemon sees it (the daemon's board phases).
 public enum BoardState: String, Sendable, Hashable, Codable, CaseIterable {
-    /// Seen by a scan (or remembered), not connected.
-    case disconnected
-    /// A connection is being made.
+    /// Seen by a scan (or remembered), not connected, nothing pending.
+    case discovered
+    /// A connection is being made (or queued behind another board's).
     case connecting
     /// Connected, GATT services still being resolved.
-    case connected
-    /// Connected with the LED and temperature characteristics found: usable.
+    case resolving
+    /// Connected with services resolved: usable.
     case ready
     /// A disconnection is in progress.
     case disconnecting
-    /// Remembered but not seen recently: out of range or powered off.
+    /// Waiting before the next connection attempt after a failure or a lost link.
+    case backingOff = "backing-off"
+    /// Remembered but not advertising: out of range or powered off.
     case absent
+    /// The adapter is powered off or missing (or BlueZ is not running).
+    case waitingForAdapter = "waiting-for-adapter"
+    /// Gave up after a permanent error; a command tries again.
+    case failed
 }

@@ -3,10 +3,13 @@
 public struct FleetResult<Entry: Sendable & Hashable & Codable>: Sendable, Hashable, Codable {
     public var results: [Entry]
     public var totals: FleetTotals
+    /// Selectors of the call that matched no board (absent when every selector matched).
+    public var unmatched: [String]?
 
-    public init(results: [Entry], totals: FleetTotals) {
+    public init(results: [Entry], totals: FleetTotals, unmatched: [String]? = nil) {
         self.results = results
         self.totals = totals
+        self.unmatched = unmatched
     }
 }
 

@@ -14,13 +14,13 @@ import Testing
             BoardInfo(
                 address: "AA:BB:CC:DD:EE:02", name: "nano-02", alias: "freezer", state: .absent,
                 temperature: TemperatureReading(celsius: -5, ageMs: 0), lastSeen: "2024-05-01T11:58:10Z"),
-            BoardInfo(address: "AA:BB:CC:DD:EE:03", name: "", state: .disconnected, led: false),
+            BoardInfo(address: "AA:BB:CC:DD:EE:03", name: "", state: .discovered, led: false),
         ]
         #expect(Tables.boards(boards, now: now).render() == [
-            "NAME     ADDRESS            STATE         RSSI  LED   TEMP  SEEN",
-            "nano-01  AA:BB:CC:DD:EE:01  ready          -61  on   21 °C  3 s ago",
-            "freezer  AA:BB:CC:DD:EE:02  absent           -  -    -5 °C  2 min ago",
-            "-        AA:BB:CC:DD:EE:03  disconnected     -  off      -  -",
+            "NAME     ADDRESS            STATE       RSSI  LED   TEMP  SEEN",
+            "nano-01  AA:BB:CC:DD:EE:01  ready        -61  on   21 °C  3 s ago",
+            "freezer  AA:BB:CC:DD:EE:02  absent         -  -    -5 °C  2 min ago",
+            "-        AA:BB:CC:DD:EE:03  discovered     -  off      -  -",
         ])
     }
 

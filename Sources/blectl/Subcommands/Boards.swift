@@ -35,8 +35,9 @@ enum BoardListOutput {
             switch result.boards[row].state {
             case .ready: return style.good(cell)
             case .absent: return style.dim(cell)
-            case .connecting, .disconnecting, .connected: return style.warn(cell)
-            case .disconnected: return cell
+            case .connecting, .resolving, .disconnecting, .backingOff, .waitingForAdapter: return style.warn(cell)
+            case .failed: return style.bad(cell)
+            case .discovered: return cell
             }
         })
         if !session.options.noLegend {

@@ -1,0 +1,158 @@
+import BlueZ
+import DBus
+import FleetCore
+import FleetRPCServer
+import Foundation
+import Synchronization
+public import Logging
+import ServiceLifecycle
+import Systemd
+
+/// The daemon: owns the adapter through BlueZ, runs the fleet, serves JSON-RPC on the
+/// socket, and lives under systemd. Start order (as bluetoothd's own main does): logging,
+/// bus, registry, fleet, socket, then services; `READY=1` only once clients can be served;
+/// reverse order on SIGTERM.
+public struct Daemon: Sendable {
+    public static let version = "0.1.0"
+
+    public let configuration: DaemonConfiguration
+    /// Reads the configuration again (SIGHUP).
+    public let reread: @Sendable () throws -> DaemonConfiguration
+    let logger: Logger
+
+    public init(
+        configuration: DaemonConfiguration, logger: Logger,
+        reread: @escaping @Sendable () throws -> DaemonConfiguration
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.reread = reread
+    }
+
+    /// Runs until SIGTERM/SIGINT (returns) or a fatal error (throws `DaemonExit`).
+    public func run() async throws {
+        let config = configuration
+        let fleetConfiguration: FleetConfiguration
+        do {
+            fleetConfiguration = try config.fleetConfiguration()
+        } catch {
+            throw DaemonExit(status: DaemonExit.configuration, "\(error)")
+        }
+
+        let connection: DBusConnection
+        do {
+            connection = try await DBusConnection.connect(
+                to: config.bus == "system" ? .system : .address(config.bus), logger: logger)
+        } catch {
+            let bus = config.bus == "system"
+                ? "the system bus (\(ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"] ?? "unix:path=/run/dbus/system_bus_socket"))"
+                : config.bus
+            throw DaemonExit(status: DaemonExit.unavailable, "cannot connect to \(bus): \(error). Is dbus running?")
+        }
+        defer { connection.close() }
+
+        try Self.makeDirectory(config.stateDirectory, what: "state directory (--state-dir)")
+        let registry = Registry(directory: config.stateDirectory, logger: logger)
+        let client = BlueZClient(connection: connection, logger: logger)
+        let fleet = Fleet(
+            client: client, adapter: config.adapter, configuration: fleetConfiguration, registry: registry, logger: logger)
+
+        let server = try makeServer(fleet: fleet)
+        do {
+            try await server.bind()
+        } catch {
+            throw DaemonExit(status: DaemonExit.cannotCreate, "cannot listen on \(config.socketPath): \(error)")
+        }
+        logger.info(
+            "listening", metadata: ["socket": "\(config.socketPath)", "ble.adapter": "\(config.adapter)", "version": "\(Self.version)"])
+
+        let notifier = SystemdNotifier()
+        let watchdog: Watchdog?
+        do {
+            watchdog = try Watchdog.fromEnvironment()
+        } catch {
+            logger.warning("watchdog disabled: \(error)")
+            watchdog = nil
+        }
+        let services: [any Service] = [
+            WatchdogService(watchdog: watchdog, notifier: notifier, logger: logger, isHealthy: {
+                // The fleet actor answers: the daemon's core is not wedged.
+                _ = await fleet.status
+                return true
+            }),
+            FleetService(fleet: fleet),
+            server,
+            ReloadService(fleet: fleet, running: config, reread: reread, notifier: notifier, logger: logger),
+            NotifyService(fleet: fleet, notifier: notifier, logger: logger),
+        ]
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            throw DaemonExit(status: DaemonExit.unavailable, "stopped: \(error)")
+        }
+        logger.info("stopped")
+    }
+
+    private func makeServer(fleet: Fleet) throws -> RPCServer {
+        let config = configuration
+        let activated = (try? ActivatedSocket.fromEnvironment()) ?? []
+        let listener: RPCServerConfiguration.Listener
+        if let socket = activated.first {
+            logger.info("using the socket passed by systemd", metadata: ["fd": "\(socket.fileDescriptor)"])
+            listener = .fileDescriptor(socket.fileDescriptor)
+        } else {
+            let directory = (config.socketPath as NSString).deletingLastPathComponent
+            try Self.makeDirectory(directory, what: "socket directory")
+            listener = .path(config.socketPath)
+        }
+        var dispatcher = JSONRPCDispatcher(
+            policy: AccessPolicy(configuration: .init(controlGroup: config.controlGroup, readOnlyGroup: config.readOnlyGroup)),
+            logger: logger)
+        let subscriptions = EventSubscriptions(events: fleet.events, bufferSize: config.maxQueuedNotifications)
+        let clients = ClientCounter()
+        FleetMethodBindings.register(
+            on: &dispatcher, fleet: fleet, events: subscriptions,
+            environment: .init(version: Self.version, clientCount: { clients.count }))
+        let server = RPCServer(
+            configuration: RPCServerConfiguration(
+                listener: listener, socketMode: 0o660, socketGroup: config.controlGroup,
+                maxFrameBytes: config.maxFrameBytes, maxCallsInFlightPerConnection: config.maxCallsPerClient,
+                maxQueuedFramesPerConnection: config.maxQueuedNotifications),
+            dispatcher: dispatcher, logger: logger)
+        clients.server = server
+        return server
+    }
+
+    static func makeDirectory(_ path: String, what: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw DaemonExit(status: DaemonExit.cannotCreate, "the \(what) \(path) is not a directory")
+            }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o750])
+        } catch {
+            throw DaemonExit(status: DaemonExit.cannotCreate, "cannot create the \(what) \(path): \(error.localizedDescription)")
+        }
+    }
+}
+
+/// The server's client count for `daemon.status`, set once the server exists.
+final class ClientCounter: Sendable {
+    private let box = Mutex<RPCServer?>(nil)
+
+    var server: RPCServer? {
+        get { box.withLock { $0 } }
+        set { box.withLock { $0 = newValue } }
+    }
+
+    var count: Int { server?.connectionCount ?? 0 }
+}

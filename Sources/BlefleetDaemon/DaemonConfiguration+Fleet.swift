@@ -1,0 +1,29 @@
+public import FleetCore
+
+extension DaemonConfiguration {
+    /// The fleet's part of the configuration.
+    public func fleetConfiguration() throws -> FleetConfiguration {
+        FleetConfiguration(
+            connectionLimit: connectionLimit,
+            defaultCommandTimeout: .milliseconds(defaultTimeoutMilliseconds),
+            temperatureMaxAge: .milliseconds(temperatureMaxAgeMilliseconds),
+            adoption: try adoptionPolicy(),
+            stateDirectory: stateDirectory)
+    }
+
+    /// The settings a running fleet takes on SIGHUP.
+    public func fleetTunables() throws -> Fleet.Tunables {
+        Fleet.Tunables(
+            defaultCommandTimeout: .milliseconds(defaultTimeoutMilliseconds),
+            temperatureMaxAge: .milliseconds(temperatureMaxAgeMilliseconds),
+            adoption: try adoptionPolicy())
+    }
+
+    func adoptionPolicy() throws -> AdoptionPolicy {
+        do {
+            return try AdoptionPolicy(autoAdopt: autoAdopt, allowing: allow)
+        } catch {
+            throw ConfigurationError(source: "configuration", key: "allow", problem: error.message)
+        }
+    }
+}

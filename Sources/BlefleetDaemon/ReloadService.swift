@@ -1,0 +1,55 @@
+import FleetCore
+import Logging
+import ServiceLifecycle
+import Systemd
+import UnixSignals
+
+/// SIGHUP: reads the configuration file again. The fleet takes the settings that can change
+/// while running (`default-timeout-ms`, `temperature-max-age-ms`, `auto-adopt`, `allow`);
+/// any other change is logged as needing a restart. A bad file changes nothing.
+struct ReloadService: Service {
+    let fleet: Fleet
+    let running: DaemonConfiguration
+    let reread: @Sendable () throws -> DaemonConfiguration
+    let notifier: SystemdNotifier
+    let logger: Logger
+
+    func run() async throws {
+        var current = running
+        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+            _ = try? notifier.reloading()
+            do {
+                let next = try reread()
+                try await fleet.reconfigure(next.fleetTunables())
+                let needRestart = Self.restartOnlyChanges(from: current, to: next)
+                if needRestart.isEmpty {
+                    logger.notice("configuration reloaded")
+                } else {
+                    logger.warning(
+                        "configuration reloaded; these settings take effect at the next restart: \(needRestart.joined(separator: ", "))")
+                }
+                current = next
+            } catch {
+                logger.error("configuration not reloaded, keeping the running one: \(error)")
+            }
+            _ = try? notifier.ready()
+        }
+    }
+
+    static func restartOnlyChanges(from old: DaemonConfiguration, to new: DaemonConfiguration) -> [String] {
+        var changed: [String] = []
+        if old.socketPath != new.socketPath { changed.append("socket") }
+        if old.controlGroup != new.controlGroup { changed.append("socket-group") }
+        if old.readOnlyGroup != new.readOnlyGroup { changed.append("read-only-group") }
+        if old.stateDirectory != new.stateDirectory { changed.append("state-dir") }
+        if old.adapter != new.adapter { changed.append("adapter") }
+        if old.bus != new.bus { changed.append("bus") }
+        if old.logTarget != new.logTarget { changed.append("log-target") }
+        if old.logLevel != new.logLevel { changed.append("log-level") }
+        if old.connectionLimit != new.connectionLimit { changed.append("connection-limit") }
+        if old.maxFrameBytes != new.maxFrameBytes { changed.append("max-frame-bytes") }
+        if old.maxCallsPerClient != new.maxCallsPerClient { changed.append("max-calls-per-client") }
+        if old.maxQueuedNotifications != new.maxQueuedNotifications { changed.append("max-queued-notifications") }
+        return changed
+    }
+}

@@ -1,0 +1,107 @@
+public import FleetCore
+public import FleetRPC
+import Foundation
+import Synchronization
+
+/// `events.subscribe`: forwards fleet events to each subscribed connection as
+/// `events.event` notifications. Each connection has its own bounded buffer (the fleet never
+/// waits for a client); when a client falls behind it gets `events.dropped {count}` and then
+/// the next events; a client that stops reading altogether is disconnected by the server.
+public final class EventSubscriptions: Sendable {
+    public static let droppedMethod = "events.dropped"
+
+    private struct Subscriber {
+        var topics: Set<EventTopic>
+        let task: Task<Void, Never>
+    }
+
+    private let events: EventBroadcaster<FleetEvent>
+    private let bufferSize: Int
+    private let subscribers = Mutex<[UInt64: Subscriber]>([:])
+
+    public init(events: EventBroadcaster<FleetEvent>, bufferSize: Int) {
+        self.events = events
+        self.bufferSize = bufferSize
+    }
+
+    public var subscriberCount: Int { subscribers.withLock { $0.count } }
+
+    /// Adds `topics` to what `connection` receives; returns all its topics now.
+    public func subscribe(_ connection: RPCConnection, to topics: Set<EventTopic>) -> [EventTopic] {
+        let id = connection.id
+        let (current, isNew): (Set<EventTopic>, Bool) = subscribers.withLock { subscribers in
+            if var existing = subscribers[id] {
+                existing.topics.formUnion(topics)
+                subscribers[id] = existing
+                return (existing.topics, false)
+            }
+            let subscription = events.subscribe(bufferSize: bufferSize)
+            let task = Task { [weak self] in
+                for await delivery in subscription {
+                    guard let self, self.forward(delivery, to: connection) else { break }
+                }
+                self?.remove(id)
+            }
+            subscribers[id] = Subscriber(topics: topics, task: task)
+            return (topics, true)
+        }
+        if isNew { connection.onClose { [weak self] in self?.remove(id) } }
+        return current.sorted { $0.rawValue < $1.rawValue }
+    }
+
+    /// Removes `topics` (all when nil) from what `connection` receives; returns what is left.
+    public func unsubscribe(_ connection: RPCConnection, from topics: Set<EventTopic>?) -> [EventTopic] {
+        let left: Set<EventTopic> = subscribers.withLock { subscribers in
+            guard var existing = subscribers[connection.id] else { return [] }
+            existing.topics.subtract(topics ?? existing.topics)
+            if existing.topics.isEmpty {
+                existing.task.cancel()
+                subscribers[connection.id] = nil
+            } else {
+                subscribers[connection.id] = existing
+            }
+            return existing.topics
+        }
+        return left.sorted { $0.rawValue < $1.rawValue }
+    }
+
+    private func remove(_ id: UInt64) {
+        subscribers.withLock { $0.removeValue(forKey: id) }?.task.cancel()
+    }
+
+    /// Sends one delivery; false when the connection is gone or too slow (stop forwarding).
+    private func forward(_ delivery: EventBroadcaster<FleetEvent>.Delivery, to connection: RPCConnection) -> Bool {
+        switch delivery {
+        case .dropped(let count):
+            return connection.notify(method: Self.droppedMethod, params: ["count": count])
+        case .event(let event):
+            let notification = Self.notification(for: event)
+            let wanted = subscribers.withLock { $0[connection.id]?.topics.contains(notification.topic) ?? false }
+            guard wanted else { return !connection.isClosed }
+            return connection.notify(method: EventNotification.method, params: notification)
+        }
+    }
+
+    static func notification(for event: FleetEvent) -> EventNotification {
+        let time = Date().formatted(.iso8601)
+        switch event {
+        case .boardPhaseChanged(let address, let from, let to):
+            return EventNotification(
+                topic: .boards, address: address.rawValue, time: time,
+                data: ["event": "state", "from": .string(BoardState(from).rawValue), "state": .string(BoardState(to).rawValue)])
+        case .boardAdded(let address, let name):
+            return EventNotification(
+                topic: .boards, address: address.rawValue, time: time,
+                data: ["event": "added", "name": name.map(JSONValue.string) ?? .null])
+        case .boardRemoved(let address):
+            return EventNotification(topic: .boards, address: address.rawValue, time: time, data: ["event": "removed"])
+        case .temperature(let address, let celsius):
+            return EventNotification(
+                topic: .temperature, address: address.rawValue, time: time, data: ["celsius": .int(Int64(celsius.degrees))])
+        case .ledApplied(let address, let on):
+            return EventNotification(topic: .led, address: address.rawValue, time: time, data: ["on": .bool(on)])
+        case .adapterPowered(let powered):
+            return EventNotification(topic: .adapter, time: time, data: ["powered": .bool(powered)])
+        }
+    }
+}

@@ -1,0 +1,214 @@
+public import FleetCore
+import FleetRPC
+import BlueZ
+import Foundation
+
+/// Binds the fleet's operations to the method catalogue (`FleetMethods`): the one place
+/// where wire types become FleetCore calls and FleetCore results become wire types.
+public enum FleetMethodBindings {
+    /// Everything the bindings need besides the fleet.
+    public struct Environment: Sendable {
+        public var version: String
+        public var startedAt: ContinuousClock.Instant
+        /// How many clients are connected now.
+        public var clientCount: @Sendable () -> Int
+
+        public init(version: String, startedAt: ContinuousClock.Instant = .now, clientCount: @escaping @Sendable () -> Int) {
+            self.version = version
+            self.startedAt = startedAt
+            self.clientCount = clientCount
+        }
+    }
+
+    /// Registers every method of `FleetMethods.all` on `dispatcher`.
+    public static func register(
+        on dispatcher: inout JSONRPCDispatcher, fleet: Fleet, events: EventSubscriptions, environment: Environment
+    ) {
+        dispatcher.register(FleetMethods.ledSet, params: LedSetParams.self) { params, _ in
+            let selection = try coreSelection(params.select)
+            let result = await fleet.setLED(selection, on: params.on, timeout: params.timeoutMs.map { .milliseconds($0) })
+            return try outcomes(result, selection: params.select)
+        }
+        dispatcher.register(FleetMethods.temperatureRead, params: TemperatureReadParams.self) { params, _ in
+            let selection = try coreSelection(params.select)
+            let result = await fleet.readTemperature(
+                selection, maxAge: params.maxAgeMs.map { .milliseconds($0) },
+                timeout: params.timeoutMs.map { .milliseconds($0) })
+            try requireMatch(result.outcomes.isEmpty, result.unmatched, params.select)
+            let now = ContinuousClock.now
+            let entries = result.outcomes.map { outcome in
+                TemperatureOutcome(
+                    address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
+                    celsius: outcome.value?.value.degrees,
+                    ageMs: outcome.value.map { milliseconds($0.age(at: now)) },
+                    error: outcome.error.map(BoardError.init), latencyMs: milliseconds(outcome.latency))
+            }
+            return FleetRPC.FleetResult(results: entries).unmatched(result.unmatched)
+        }
+        dispatcher.register(FleetMethods.boardsList, params: BoardsListParams.self) { params, _ in
+            let selection = try params.select.map(coreSelection) ?? .all
+            return BoardsListResult(boards: await fleet.snapshots(selection).map(boardInfo))
+        }
+        dispatcher.register(FleetMethods.boardsScan, params: BoardsScanParams.self) { params, _ in
+            let seen = try await fleet.scan(for: .milliseconds(Int(params.seconds * 1000)))
+            return BoardsListResult(boards: seen.map(boardInfo))
+        }
+        dispatcher.register(FleetMethods.boardsConnect, params: BoardSelectParams.self) { params, _ in
+            let selection = try coreSelection(params.select)
+            return try outcomes(await fleet.connect(selection), selection: params.select)
+        }
+        dispatcher.register(FleetMethods.boardsDisconnect, params: BoardSelectParams.self) { params, _ in
+            let selection = try coreSelection(params.select)
+            return try outcomes(await fleet.disconnect(selection), selection: params.select)
+        }
+        dispatcher.register(FleetMethods.boardsForget, params: BoardSelectParams.self) { params, _ in
+            let selection = try coreSelection(params.select)
+            return try outcomes(await fleet.forget(selection), selection: params.select)
+        }
+        dispatcher.register(FleetMethods.boardsAlias, params: BoardsAliasParams.self) { params, _ in
+            guard let address = FleetCore.BoardAddress(params.address) else {
+                throw RPCError(.invalidParams, "\"\(params.address)\" is not a Bluetooth address like AA:BB:CC:DD:EE:FF.")
+            }
+            try await fleet.setAlias(params.alias.isEmpty ? nil : params.alias, for: address)
+            guard let board = await fleet.snapshots(FleetCore.Selection([.address(address)])).first else {
+                throw RPCError(.boardNotFound, "\(address) was forgotten meanwhile.")
+            }
+            return boardInfo(board)
+        }
+        dispatcher.register(FleetMethods.gattRead, params: GattReadParams.self) { params, _ in
+            let (selection, wire) = try gattSelection(params.select, params.address)
+            let (service, characteristic) = try uuids(params.service, params.characteristic)
+            let result = await fleet.readCharacteristic(selection, service: service, characteristic: characteristic)
+            try requireMatch(result.outcomes.isEmpty, result.unmatched, wire)
+            return FleetRPC.FleetResult(results: result.outcomes.map { outcome in
+                GattOutcome(
+                    address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
+                    value: outcome.value.map(HexBytes.encode), error: outcome.error.map(BoardError.init),
+                    latencyMs: milliseconds(outcome.latency))
+            }).unmatched(result.unmatched)
+        }
+        dispatcher.register(FleetMethods.gattWrite, params: GattWriteParams.self) { params, _ in
+            let (selection, wire) = try gattSelection(params.select, params.address)
+            let (service, characteristic) = try uuids(params.service, params.characteristic)
+            guard let value = HexBytes.decode(params.value) else {
+                throw RPCError(.invalidParams, "value: \"\(params.value)\" is not hex bytes like \"01\" or \"0a ff\".")
+            }
+            let result = await fleet.writeCharacteristic(
+                selection, service: service, characteristic: characteristic, value: value,
+                withResponse: params.withResponse ?? true)
+            try requireMatch(result.outcomes.isEmpty, result.unmatched, wire)
+            return FleetRPC.FleetResult(results: result.outcomes.map { outcome in
+                GattOutcome(
+                    address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
+                    error: outcome.error.map(BoardError.init), latencyMs: milliseconds(outcome.latency))
+            }).unmatched(result.unmatched)
+        }
+        dispatcher.register(FleetMethods.eventsSubscribe, params: EventsSubscribeParams.self) { params, context in
+            EventsSubscriptionResult(topics: events.subscribe(context.connection, to: Set(params.topics ?? EventTopic.allCases)))
+        }
+        dispatcher.register(FleetMethods.eventsUnsubscribe, params: EventsSubscribeParams.self) { params, context in
+            EventsSubscriptionResult(topics: events.unsubscribe(context.connection, from: params.topics.map(Set.init)))
+        }
+        dispatcher.register(FleetMethods.daemonStatus) { _ in
+            let status = await fleet.status
+            let boards = await fleet.snapshots()
+            let connected = boards.count { [.resolving, .ready, .disconnecting].contains($0.phase) }
+            return DaemonStatus(
+                version: environment.version,
+                uptimeSeconds: Double(milliseconds(environment.startedAt.duration(to: .now))) / 1000,
+                bluez: status.bluezAvailable,
+                adapter: status.adapterPresent ? "\(status.adapterName) (\(status.adapterAddress ?? "?"))" : nil,
+                powered: status.adapterPowered, discovering: status.discovering,
+                boards: .init(known: boards.count, connected: connected, ready: status.readyCount),
+                clients: environment.clientCount())
+        }
+    }
+
+    // MARK: Conversions
+
+    static func coreSelection(_ selection: FleetRPC.Selection) throws -> FleetCore.Selection {
+        switch selection {
+        case .all:
+            return .all
+        case .patterns(let patterns):
+            do {
+                return try FleetCore.Selection(parsing: patterns)
+            } catch {
+                throw RPCError(.invalidParams, "select: \(error.message)")
+            }
+        }
+    }
+
+    static func gattSelection(_ select: FleetRPC.Selection?, _ address: String?) throws
+        -> (FleetCore.Selection, FleetRPC.Selection)
+    {
+        if let select { return (try coreSelection(select), select) }
+        let wire = FleetRPC.Selection(address ?? "")
+        return (try coreSelection(wire), wire)
+    }
+
+    static func uuids(_ service: String, _ characteristic: String) throws -> (BluetoothUUID, BluetoothUUID) {
+        guard let serviceUUID = BluetoothUUID(service) else {
+            throw RPCError(.invalidParams, "service: \"\(service)\" is not a UUID (like FFE0 or 0000ffe0-0000-1000-8000-00805f9b34fb).")
+        }
+        guard let characteristicUUID = BluetoothUUID(characteristic) else {
+            throw RPCError(.invalidParams, "characteristic: \"\(characteristic)\" is not a UUID (like FFE1).")
+        }
+        return (serviceUUID, characteristicUUID)
+    }
+
+    /// A call whose selection matched no board at all fails as a whole (-32001).
+    static func requireMatch(
+        _ noBoards: Bool, _ unmatched: [FleetCore.Selection.Selector], _ selection: FleetRPC.Selection
+    ) throws {
+        guard noBoards else { return }
+        let named = unmatched.isEmpty ? "\(selection)" : unmatched.map { "\"\($0)\"" }.joined(separator: ", ")
+        throw RPCError(.boardNotFound, "No board matches \(named); `blectl boards` lists the known boards.")
+    }
+
+    static func outcomes(_ result: FleetCore.FleetResult<Void>, selection: FleetRPC.Selection) throws
+        -> FleetRPC.FleetResult<FleetRPC.BoardOutcome>
+    {
+        try requireMatch(result.outcomes.isEmpty, result.unmatched, selection)
+        return FleetRPC.FleetResult(results: result.outcomes.map { outcome in
+            FleetRPC.BoardOutcome(
+                address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
+                error: outcome.error.map(BoardError.init), latencyMs: milliseconds(outcome.latency))
+        }).unmatched(result.unmatched)
+    }
+
+    static func boardInfo(_ board: BoardSnapshot) -> BoardInfo {
+        let now = ContinuousClock.now
+        let led: Bool? =
+            switch board.desiredLED {
+            case .on: true
+            case .off: false
+            case .unknown: nil
+            }
+        return BoardInfo(
+            address: board.address.rawValue, name: board.name ?? "", alias: board.alias, state: BoardState(board.phase),
+            rssi: board.rssi, led: led,
+            temperature: board.temperature.map { TemperatureReading(celsius: $0.value.degrees, ageMs: milliseconds($0.age(at: now))) },
+            lastSeen: board.lastSeen.map { wallClock($0, now: now) })
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// A monotonic instant as an ISO 8601 wall-clock time.
+    static func wallClock(_ instant: ContinuousClock.Instant, now: ContinuousClock.Instant) -> String {
+        let age = instant.duration(to: now)
+        let date = Date().addingTimeInterval(-Double(milliseconds(age)) / 1000)
+        return date.formatted(.iso8601)
+    }
+}
+
+extension FleetRPC.FleetResult {
+    func unmatched(_ selectors: [FleetCore.Selection.Selector]) -> Self {
+        var copy = self
+        copy.unmatched = selectors.isEmpty ? nil : selectors.map(\.description)
+        return copy
+    }
+}
