@@ -112,8 +112,9 @@ struct BlefleetdManPageTests {
         let page = try ManPage("blefleetd.8")
         let text = page.rendered
         #expect(text.contains("Restricting BlueZ to the daemon"))
-        #expect(text.contains("It protects:"))
-        #expect(text.contains("It breaks:"))
+        #expect(text.contains("What it protects:"))
+        #expect(text.contains("What it breaks:"))
+        #expect(text.contains("ln -s /usr/share/blefleet/dbus/zz-blefleet-restrict-bluez.conf"))
         #expect(text.contains("bluetoothctl(1)"))
     }
 
