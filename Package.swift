@@ -221,6 +221,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "ManPageTests",
+            dependencies: ["FleetRPC", "BlefleetDaemon", "Systemd", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "FleetRPCServerTests",
             dependencies: [
                 "FleetRPCServer", "FleetRPC", "TestSupport",
