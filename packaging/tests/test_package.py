@@ -14,13 +14,13 @@ import grp
 import json
 import os
 import re
-import select
 import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -428,6 +428,47 @@ def blectl(tree: Path, sock: Path, *args: str) -> subprocess.CompletedProcess:
     return run(tree / "usr/bin/blectl", "--socket", sock, *args, check=False, timeout=60)
 
 
+def scan_finds_every_board(tree: Path, sock: Path) -> None:
+    result = blectl(tree, sock, "--no-legend", "scan", "--seconds", "3")
+    assert result.returncode == 0, result.stderr
+    assert len([line for line in result.stdout.splitlines() if line.strip()]) == 5, result.stdout
+
+
+class Logged:
+    """A child process whose stderr is drained by a thread (so a chatty daemon never
+    blocks on a full pipe) and kept for failure messages."""
+
+    def __init__(self, argv: list[str], env: dict | None = None):
+        self.process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.changed = threading.Condition()
+        self.reader = threading.Thread(target=self._drain, daemon=True)
+        self.reader.start()
+
+    def _drain(self) -> None:
+        for line in self.process.stderr:
+            with self.changed:
+                self.lines.append(line.rstrip("\n"))
+                self.changed.notify_all()
+        with self.changed:
+            self.changed.notify_all()
+
+    def wait_for_line(self, text: str, seconds: float) -> None:
+        with self.changed:
+            found = self.changed.wait_for(
+                lambda: any(text in line for line in self.lines) or not self.reader.is_alive(), timeout=seconds)
+            assert found and any(text in line for line in self.lines), f"no \"{text}\" within {seconds} s: {self.log}"
+
+    @property
+    def log(self) -> str:
+        return "\n".join(self.lines)
+
+    def stop(self) -> int:
+        status = stop(self.process)
+        self.reader.join(timeout=10)
+        return status
+
+
 def stop(process: subprocess.Popen) -> int:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
@@ -440,11 +481,11 @@ def stop(process: subprocess.Popen) -> int:
     return process.returncode
 
 
-def wait_for_notify(notify: socket.socket, message: str, process: subprocess.Popen, seconds: float) -> list[str]:
+def wait_for_notify(notify: socket.socket, message: str, daemon: "Logged", seconds: float) -> list[str]:
     received: list[str] = []
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        assert process.poll() is None, f"blefleetd exited {process.returncode}: {process.stderr.read()}"
+        assert daemon.process.poll() is None, f"blefleetd exited {daemon.process.returncode}: {daemon.log}"
         notify.settimeout(0.5)
         try:
             received += notify.recv(4096).decode().split("\n")
@@ -462,19 +503,19 @@ def test_daemon_started_alone_with_its_unit_command_line_serves_led_on_all(tree,
         notify.bind(str(work / "notify"))
         env = dict(os.environ, NOTIFY_SOCKET=str(work / "notify"))
         env.pop("JOURNAL_STREAM", None)
-        daemon = subprocess.Popen(daemon_command(tree, work, testbed), env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        daemon = Logged(daemon_command(tree, work, testbed), env=env)
         try:
             wait_for_notify(notify, "READY=1", daemon, 60)
             sock = work / "blefleetd.sock"
             assert oct(sock.stat().st_mode & 0o777) == oct(0o660)
+            scan_finds_every_board(tree, sock)
             result = blectl(tree, sock, "led", "on", "--all")
             assert result.returncode == 0, result.stderr
             assert board_leds(testbed) == [True] * 5
         finally:
-            status = stop(daemon)
+            status = daemon.stop()
             notify.close()
-        assert status == 0, daemon.stderr.read()
+        assert status == 0, daemon.log
 
 
 def test_daemon_socket_activated_with_its_unit_command_line_serves_led_off_all(tree, testbed):
@@ -483,16 +524,84 @@ def test_daemon_socket_activated_with_its_unit_command_line_serves_led_off_all(t
         sock = work / "blefleetd.sock"
         # systemd-socket-activate stands in for blefleetd.socket: it listens, and on the
         # first connection runs the daemon with the listening socket as fd 3.
-        activator = subprocess.Popen(
-            ["systemd-socket-activate", "--listen", str(sock), *daemon_command(tree, work, testbed)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        activator = Logged(["systemd-socket-activate", "--listen", str(sock), *daemon_command(tree, work, testbed)])
         try:
-            # It says "Listening on …" once the socket is bound.
-            ready, _, _ = select.select([activator.stderr], [], [], 10)
-            assert ready and "Listening on" in activator.stderr.readline(), "systemd-socket-activate did not listen"
+            activator.wait_for_line("Listening on", 10)  # the socket is bound
+            scan_finds_every_board(tree, sock)  # the first connection starts the daemon
             result = blectl(tree, sock, "led", "off", "--all")
             assert result.returncode == 0, result.stderr
             assert board_leds(testbed) == [False] * 5
         finally:
-            status = stop(activator)
-        assert status == 0, activator.stderr.read()
+            status = activator.stop()
+        assert status == 0, activator.log
+
+
+def syscall_group(names: list[str], seen: dict[str, set[str]] | None = None) -> set[str]:
+    """System call names in systemd's groups (@system-service…) and plain names, expanded."""
+    seen = {} if seen is None else seen
+    result: set[str] = set()
+    for name in names:
+        if not name.startswith("@"):
+            result.add(name)
+            continue
+        if name not in seen:
+            seen[name] = set()
+            lines = run("systemd-analyze", "syscall-filter", name).stdout.splitlines()
+            members = [line.strip() for line in lines[1:] if line.strip() and not line.strip().startswith("#")]
+            seen[name] = syscall_group(members, seen)
+        result |= seen[name]
+    return result
+
+
+def stop_traced(traced: Logged) -> int:
+    """SIGTERM to the daemon under strace (strace itself would detach and leave it running)."""
+    pid = traced.process.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    daemons = [int(child) for child in children.read_text().split()] if children.exists() else []
+    for child in daemons:
+        os.kill(child, signal.SIGTERM)
+    try:
+        return traced.process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        for child in daemons:
+            os.kill(child, signal.SIGKILL)
+        traced.process.kill()
+        traced.process.wait(timeout=10)
+        raise
+    finally:
+        traced.reader.join(timeout=10)
+
+
+def test_daemon_makes_only_the_system_calls_and_sockets_its_unit_allows(tree, testbed):
+    # The seccomp filter and RestrictAddressFamilies= only bite under systemd; here the
+    # daemon runs under strace through a scan and an LED switch, and every system call it
+    # made must pass the unit's SystemCallFilter=, every socket it opened be AF_UNIX.
+    if not shutil.which("strace"):
+        pytest.fail("strace is not installed (apt-get install strace)")
+    allowed: set[str] = set()
+    for entry in unit_settings(tree / SERVICE)["SystemCallFilter"]:
+        names = entry.removeprefix("~").split()
+        allowed = allowed - syscall_group(names) if entry.startswith("~") else allowed | syscall_group(names)
+    assert "read" in allowed and "reboot" not in allowed
+    with tempfile.TemporaryDirectory(prefix="blefleet-pkg-") as tmp:
+        work = Path(tmp)
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(str(work / "notify"))
+        env = dict(os.environ, NOTIFY_SOCKET=str(work / "notify"))
+        trace = work / "trace"
+        # strace traces from the exec on: what systemd would already have set up is not counted.
+        traced = Logged(["strace", "-f", "-qq", "-o", str(trace), *daemon_command(tree, work, testbed)], env=env)
+        try:
+            wait_for_notify(notify, "READY=1", traced, 120)
+            scan_finds_every_board(tree, work / "blefleetd.sock")
+            result = blectl(tree, work / "blefleetd.sock", "led", "on", "--all")
+            assert result.returncode == 0, result.stderr
+        finally:
+            status = stop_traced(traced)
+            notify.close()
+        assert status == 0, traced.log
+        text = trace.read_text()
+        used = set(re.findall(r"^\d+ +(\w+)\(", text, re.MULTILINE))
+        assert used and used - allowed == set()
+        families = set(re.findall(r"^\d+ +socket\((AF_\w+)", text, re.MULTILINE))
+        assert families == {"AF_UNIX"}
