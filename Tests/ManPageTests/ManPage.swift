@@ -92,17 +92,8 @@ struct ManPage: Sendable {
     /// What `mandoc -Tlint` says about the page, minus the notes about referenced pages that
     /// are siblings or ``externalReferences`` (not installed or not indexed here).
     func lintProblems() throws -> [String] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/mandoc")
-        process.arguments = ["-Tlint", path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        unblockSignalsOnThisThread()
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let result = try ChildProcess.run("/usr/bin/mandoc", ["-Tlint", path])
+        let text = result.stdout + result.stderr
         let allowed = Set(Self.siblings.map(Self.reference(ofFile:))).union(Self.externalReferences)
         return text.split(separator: "\n").map(String.init).filter { line in
             guard let cited = Self.citedPage(inLintLine: line) else { return true }
