@@ -145,6 +145,7 @@ let package = Package(
         // MARK: Test support (starts a testbed; used by integration tests only)
         .target(
             name: "TestSupport",
+            dependencies: ["FleetRPC"],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),

@@ -84,6 +84,16 @@ extension Board {
         }
     }
 
+    /// Subscribes to any characteristic's notifications; the stream ends when the link drops.
+    func notifications(service: BluetoothUUID, characteristic: BluetoothUUID) async throws
+        -> AsyncThrowingStream<[UInt8], any Error>
+    {
+        try await whenReady {
+            let found = try await lookUp(service: service, characteristic: characteristic)
+            return try await gatt { try await context.client.notifications(found) }
+        }
+    }
+
     private func lookUp(service: BluetoothUUID, characteristic: BluetoothUUID) async throws -> BlueZCharacteristic {
         guard let device else { throw FleetError(.notConnected, "\(address) is no longer known to BlueZ.") }
         do {

@@ -96,6 +96,16 @@ extension Fleet {
         }
     }
 
+    /// Subscribes to any characteristic of the selected boards: one stream of values per
+    /// board, each ending when that board's link drops.
+    public func notifications(
+        _ selection: Selection, service: BluetoothUUID, characteristic: BluetoothUUID, timeout: Duration? = nil
+    ) async -> FleetResult<AsyncThrowingStream<[UInt8], any Error>> {
+        await fanOut(selection, timeout: timeout) {
+            try await $0.notifications(service: service, characteristic: characteristic)
+        }
+    }
+
     /// Names a board (an alias is unique, and usable wherever a selector is).
     public func setAlias(_ alias: String?, for address: BoardAddress) async throws {
         guard let board = boards[address] else {

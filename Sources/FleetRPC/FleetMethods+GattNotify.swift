@@ -1,8 +1,7 @@
 extension FleetMethods {
-    /// Proposed by the client (not yet in ``all``, so the daemon does not have to serve it):
-    /// subscribe this connection to notifications of any characteristic. Each value the
+    /// Subscribe this connection to notifications of any characteristic. Each value the
     /// board notifies arrives as a ``GattValueNotification`` (method `gatt.value`) until the
-    /// connection closes.
+    /// connection closes or the board's link drops.
     public static let gattNotify = RPCMethodDescriptor(
         name: "gatt.notify",
         summary: "Receive the notifications of any GATT characteristic of the selected boards as \(GattValueNotification.method) notifications on this connection.",

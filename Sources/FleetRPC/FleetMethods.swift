@@ -142,7 +142,7 @@ public enum FleetMethods {
     /// Every fleet method, in the order `rpc.discover` lists them.
     public static let all: [RPCMethodDescriptor] = [
         boardsList, boardsScan, boardsConnect, boardsDisconnect, boardsForget, boardsAlias,
-        ledSet, temperatureRead, gattRead, gattWrite, eventsSubscribe, eventsUnsubscribe, daemonStatus,
+        ledSet, temperatureRead, gattRead, gattWrite, gattNotify, eventsSubscribe, eventsUnsubscribe, daemonStatus,
     ]
 
     /// The built-in `rpc.discover`: the OpenRPC document of the methods served.

@@ -38,56 +38,12 @@ public enum Selection: Sendable, Hashable {
         }
     }
 
-    /// Whether a board with this address, name and alias is selected. Addresses compare
-    /// without regard to case; names and aliases exactly; globs use `*` and `?`.
-    public func matches(address: String, name: String?, alias: String?) -> Bool {
-        switch self {
-        case .all: return true
-        case .patterns(let patterns):
-            return patterns.contains { pattern in
-                if BoardAddress.isValid(pattern) { return pattern.uppercased() == address.uppercased() }
-                if Selection.glob(pattern, matches: address.uppercased()) { return true }
-                if let name, Selection.glob(pattern, matches: name) { return true }
-                if let alias, Selection.glob(pattern, matches: alias) { return true }
-                return false
-            }
-        }
-    }
-
     /// Whether this selection can match at most one board by address (one address pattern).
     public var singleAddress: String? {
         if case .patterns(let patterns) = self, patterns.count == 1, let address = BoardAddress.normalized(patterns[0]) {
             return address
         }
         return nil
-    }
-
-    /// Glob matching with `*` (any run) and `?` (any one character); everything else literal.
-    static func glob(_ pattern: String, matches text: String) -> Bool {
-        let pattern = Array(pattern)
-        let text = Array(text)
-        var p = 0
-        var t = 0
-        var starP = -1
-        var starT = 0
-        while t < text.count {
-            if p < pattern.count, pattern[p] == "?" || pattern[p] == text[t] {
-                p += 1
-                t += 1
-            } else if p < pattern.count, pattern[p] == "*" {
-                starP = p
-                starT = t
-                p += 1
-            } else if starP >= 0 {
-                p = starP + 1
-                starT += 1
-                t = starT
-            } else {
-                return false
-            }
-        }
-        while p < pattern.count, pattern[p] == "*" { p += 1 }
-        return p == pattern.count
     }
 }
 

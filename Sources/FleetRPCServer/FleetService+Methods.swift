@@ -103,6 +103,36 @@ public enum FleetMethodBindings {
                     error: outcome.error.map(BoardError.init), latencyMs: milliseconds(outcome.latency))
             }).unmatched(result.unmatched)
         }
+        dispatcher.register(FleetMethods.gattNotify, params: GattNotifyParams.self) { params, context in
+            let (selection, wire) = try gattSelection(params.select, params.address)
+            let (service, characteristic) = try uuids(params.service, params.characteristic)
+            let result = await fleet.notifications(selection, service: service, characteristic: characteristic)
+            try requireMatch(result.outcomes.isEmpty, result.unmatched, wire)
+            let connection = context.connection
+            for outcome in result.outcomes {
+                guard let values = outcome.value else { continue }
+                let (address, name) = (outcome.address.rawValue, outcome.name ?? "")
+                let forwarding = Task {
+                    do {
+                        for try await value in values {
+                            let sent = connection.notify(
+                                method: GattValueNotification.method,
+                                params: GattValueNotification(
+                                    address: address, name: name, service: service.uuidString,
+                                    characteristic: characteristic.uuidString, value: HexBytes.encode(value),
+                                    time: Date().formatted(.iso8601)))
+                            if !sent { return }
+                        }
+                    } catch {}
+                }
+                connection.onClose { forwarding.cancel() }
+            }
+            return FleetRPC.FleetResult(results: result.outcomes.map { outcome in
+                GattOutcome(
+                    address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
+                    error: outcome.error.map(BoardError.init), latencyMs: milliseconds(outcome.latency))
+            }).unmatched(result.unmatched)
+        }
         dispatcher.register(FleetMethods.eventsSubscribe, params: EventsSubscribeParams.self) { params, context in
             EventsSubscriptionResult(topics: events.subscribe(context.connection, to: Set(params.topics ?? EventTopic.allCases)))
         }

@@ -1,3 +1,4 @@
+import BlueZ
 import FleetCore
 import Foundation
 import TestSupport
@@ -125,6 +126,36 @@ struct FleetTests {
             #expect(record.alias == "bench-left")
             let byAlias = await fixture.fleet.readTemperature(try Selection(parsing: ["bench-left"]))
             #expect(byAlias.outcomes.map(\.address) == [address])
+        }
+    }
+
+    @Test func anyCharacteristicCanBeReadWrittenAndFollowed() async throws {
+        try await FleetFixture.with(boards: 2, testbedArguments: ["--notify-interval", "0.2"]) { fixture in
+            try await fixture.waitUntilReady(2)
+            try await fixture.testbed.run(["board", "temp", "all", "-7"])
+            let fleet = fixture.fleet
+            let read = await fleet.readCharacteristic(.all, service: NanoProfile.sensorService, characteristic: NanoProfile.temperature)
+            #expect(read.allSucceeded && read.outcomes.count == 2)
+            #expect(read.outcomes.allSatisfy { $0.value == [0xF9] }, "-7 °C is the byte 0xF9")
+
+            let write = await fleet.writeCharacteristic(
+                .all, service: NanoProfile.ledService, characteristic: NanoProfile.ledStatus, value: [0x01])
+            #expect(write.allSucceeded)
+            #expect(try await fixture.testbed.state().allSatisfy { $0.led == 1 })
+
+            let followed = await fleet.notifications(
+                try Selection(parsing: ["nano-01"]), service: NanoProfile.sensorService, characteristic: NanoProfile.temperature)
+            let values = try #require(followed.outcomes.first?.value)
+            var received: [[UInt8]] = []
+            for try await value in values {
+                received.append(value)
+                if received.count == 2 { break }
+            }
+            #expect(received == [[0xF9], [0xF9]])
+
+            let missing = await fleet.readCharacteristic(
+                .all, service: BluetoothUUID("FFE0")!, characteristic: BluetoothUUID("FFE1")!)
+            #expect(missing.outcomes.allSatisfy { $0.error?.code == .notFound })
         }
     }
 

@@ -46,28 +46,6 @@ enum Blectl {
     }
 }
 
-/// A request as the test server received it.
-struct Received: Sendable {
-    let id: JSONValue
-    let method: String
-    let params: JSONValue?
-
-    init?(_ line: String) {
-        guard let value = try? JSONValue(parsing: line), let method = value["method"]?.stringValue else { return nil }
-        id = value["id"] ?? .null
-        self.method = method
-        params = value["params"]
-    }
-
-    func result(_ result: JSONValue) -> String {
-        JSONValue.object(["jsonrpc": "2.0", "id": id, "result": result]).description + "\n"
-    }
-
-    func error(_ code: Int, _ message: String) -> String {
-        JSONValue.object(["jsonrpc": "2.0", "id": id, "error": ["code": .int(Int64(code)), "message": .string(message)]])
-            .description + "\n"
-    }
-}
 
 /// Requests the test server received, in order.
 final class Requests: @unchecked Sendable {
