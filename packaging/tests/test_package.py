@@ -225,6 +225,9 @@ def test_units_pass_systemd_analyze_verify_as_installed(tree, tmp_path):
     root = tmp_path / "root"
     shutil.copytree(tree, root, symlinks=True, ignore=shutil.ignore_patterns("DEBIAN"))
     shutil.copytree("/lib/systemd/system", root / "lib/systemd/system", symlinks=True, dirs_exist_ok=True)
+    # ExecReload= runs the host's kill (procps/util-linux), which every system has.
+    (root / "bin").mkdir(exist_ok=True)
+    shutil.copy2(os.path.realpath("/bin/kill"), root / "bin/kill")
     env = dict(os.environ, MANPATH=str(tree / "usr/share/man"))
     result = run("systemd-analyze", "verify", f"--root={root}", SERVICE, SOCKET_UNIT, cwd=root, env=env, check=False)
     report = [line for line in (result.stdout + result.stderr).splitlines()
