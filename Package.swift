@@ -218,7 +218,7 @@ let package = Package(
         ),
         .testTarget(
             name: "blectlTests",
-            dependencies: ["blectl", "blefleetd", "FleetRPC", "TestSupport"],
+            dependencies: ["blectl", "blefleetd", "FleetRPC", "FleetRPCClient", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

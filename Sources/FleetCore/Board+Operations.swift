@@ -23,6 +23,8 @@ extension Board {
     }
 
     private func gatt<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        try await gattQueue.acquire()
+        defer { gattQueue.release() }
         do {
             return try await body()
         } catch let error as CancellationError {

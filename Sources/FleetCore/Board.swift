@@ -37,6 +37,9 @@ actor Board {
     var notifyTask: Task<Void, Never>?
     var busyCount = 0
     var lastUsed: ContinuousClock.Instant
+    /// One GATT operation at a time on this board: actor methods interleave at every await,
+    /// so the actor alone would let a second write start while the first waits for its answer.
+    let gattQueue = ConnectScheduler(limit: 1)
 
     init(record: BoardRecord, device: BlueZDevice?, adapterPowered: Bool, context: FleetContext) {
         self.address = record.address
@@ -226,6 +229,8 @@ actor Board {
         guard desiredLED != .unknown, let led = ledCharacteristic else { return }
         let on = desiredLED == .on
         do {
+            try await gattQueue.acquire()
+            defer { gattQueue.release() }
             try await context.client.writeValue([on ? 1 : 0], to: led, type: .request)
             guard generation == linkGeneration else { return }
             appliedLED = on

@@ -4,7 +4,8 @@ import TestSupport
 import Testing
 
 /// End to end on the testbed: real libdbus, real dbus-daemon, BlueZoo with fidelity fixes.
-@Suite(.timeLimit(.minutes(2)))
+/// Serialized: each test runs its own testbed, and 2 cores are shared.
+@Suite(.serialized, .timeLimit(.minutes(2)))
 struct BlueZClientTests {
     @Test func discoversEveryBoardWithTheLEDServiceFilter() async throws {
         try await BlueZFixture.with(boards: 5) { fixture in

@@ -1,4 +1,5 @@
 import FleetRPC
+import FleetRPCClient
 import Foundation
 import TestSupport
 import Testing
@@ -159,6 +160,93 @@ struct BlefleetdEndToEndTests {
             #expect(allowed.status == 0, "\(allowed)")
             #expect(try await testbed.state().allSatisfy { $0.led == 1 })
             #expect(daemon.log.contains("rpc.method=led.set"), "state-changing calls are logged")
+        }
+    }
+}
+
+extension BlefleetdEndToEndTests {
+    @Test func twoHundredFiftySixClientsAtOnceAreAllAnsweredWithoutLeaks() async throws {
+        try await RunningDaemon.with(boards: 5) { testbed, daemon in
+            try Self.waitForReadyBoards(5, socket: daemon.socket)
+            let fdDirectory = "/proc/\(daemon.process.pid)/fd"
+            let fdsBefore = try FileManager.default.contentsOfDirectory(atPath: fdDirectory).count
+            let socket = daemon.socket
+            let answered = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<256 {
+                    group.addTask {
+                        let client = try FleetRPCClient(socketPath: socket)
+                        defer { client.close() }
+                        let reply: JSONValue =
+                            index % 4 == 0
+                            ? try await client.call("led.set", params: ["select": "all", "on": .bool(index % 8 == 0)])
+                            : try await client.call("temperature.read", params: ["select": "all"])
+                        return reply["totals"]?["ok"]?.int64Value == 5
+                    }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(answered == 256)
+            // Once the clients are gone, the daemon holds no more descriptors than before.
+            let deadline = ContinuousClock.now + .seconds(10)
+            var fdsAfter = try FileManager.default.contentsOfDirectory(atPath: fdDirectory).count
+            while fdsAfter > fdsBefore, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                fdsAfter = try FileManager.default.contentsOfDirectory(atPath: fdDirectory).count
+            }
+            #expect(fdsAfter <= fdsBefore, "descriptors before \(fdsBefore), after \(fdsAfter)")
+            #expect(try await testbed.state().allSatisfy { $0.present })
+        }
+    }
+
+    /// The daemon's own log entries in a real systemd-journald, run in private user, mount and
+    /// PID namespaces (a tmpfs over /run; the host journal is never touched).
+    @Test func journaldEntriesCarryStructuredFields() async throws {
+        let script = #"""
+            set -eu
+            journal="$1"; daemon="$2"; blectl="$3"; bus="$4"; work="$5"
+            mount -t tmpfs tmpfs /run
+            if [ ! -d /var/log/journal ]; then mount -t tmpfs tmpfs /var/log; mkdir /var/log/journal; fi
+            mount --bind "$journal" /var/log/journal
+            mkdir -p /run/systemd/journal /run/log
+            /lib/systemd/systemd-journald &
+            i=0
+            until [ -S /run/systemd/journal/socket ]; do i=$((i + 1)); [ $i -le 500 ] || exit 3; sleep 0.02; done
+            "$daemon" --config "$work/conf" --socket "$work/s.sock" --state-dir "$work/state" --bus "$bus" \
+                --log-target journal &
+            d=$!
+            i=0
+            until "$blectl" --socket "$work/s.sock" led on --all >/dev/null 2>&1; do
+                i=$((i + 1)); [ $i -le 150 ] || exit 4; sleep 0.1
+            done
+            kill -TERM $d
+            wait $d
+            journalctl --flush
+            """#
+        try await Testbed.with(boards: 2) { testbed in
+            let work = try makeTemporaryDirectory(prefix: "journal-work")
+            let journal = try makeTemporaryDirectory(prefix: "journal")
+            defer {
+                try? FileManager.default.removeItem(at: work)
+                try? FileManager.default.removeItem(at: journal)
+            }
+            try "socket-group: root\n".write(to: work.appendingPathComponent("conf"), atomically: true, encoding: .utf8)
+            let run = try ChildProcess.run(
+                "/usr/bin/unshare",
+                ["-Urm", "--pid", "--fork", "--kill-child", "--mount-proc", "/bin/sh", "-c", script, "sh",
+                 journal.path, try RunningDaemon.binary(), try Blectl.path(), testbed.busAddress, work.path],
+                timeout: 60)
+            #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
+            let json = try runCommand("/usr/bin/journalctl", ["-D", journal.path, "-o", "json", "--all", "--no-pager"])
+            let entries = json.split(separator: "\n").compactMap { try? JSONValue(parsing: String($0)) }
+            let ours = entries.filter { $0["SYSLOG_IDENTIFIER"]?.stringValue == "blefleetd" }
+            #expect(!ours.isEmpty, "no blefleetd entries among \(entries.count)")
+            let call = ours.first { $0["RPC_METHOD"]?.stringValue == "led.set" }
+            #expect(call?["CLIENT_UID"]?.stringValue == "0")
+            #expect(call?["PRIORITY"]?.stringValue == "6")
+            #expect(call?["CODE_FILE"]?.stringValue?.hasSuffix(".swift") == true)
+            #expect(call?["CODE_LINE"] != nil && call?["CODE_FUNC"] != nil)
+            let ready = ours.filter { $0["MESSAGE"]?.stringValue == "board ready" }
+            #expect(Set(ready.compactMap { $0["BLE_ADDRESS"]?.stringValue }) == ["CA:FE:00:00:00:01", "CA:FE:00:00:00:02"])
         }
     }
 }
