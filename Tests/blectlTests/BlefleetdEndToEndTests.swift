@@ -250,3 +250,32 @@ extension BlefleetdEndToEndTests {
         }
     }
 }
+
+extension BlefleetdEndToEndTests {
+    @Test func sighupReloadsWhatItCanAndKeepsServing() async throws {
+        try await RunningDaemon.with(boards: 1) { _, daemon in
+            try Self.waitForReadyBoards(1, socket: daemon.socket)
+            let config = daemon.directory.appendingPathComponent("blefleetd.conf")
+            /// Rewrites the file, sends SIGHUP, and waits for a new log line ending with `message`.
+            func reload(_ text: String, expecting message: String) throws {
+                let matching = { daemon.log.split(separator: "\n").count { $0.hasSuffix(message) } }
+                let before = matching()
+                try text.write(to: config, atomically: true, encoding: .utf8)
+                daemon.process.signal(SIGHUP)
+                let deadline = Date().addingTimeInterval(10)
+                while matching() == before, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+                #expect(matching() == before + 1, "no new line ending with \"\(message)\":\n\(daemon.log)")
+            }
+            try reload(
+                "socket-group: root\nconnection-limit: lots\n",
+                expecting: "connection-limit: got \"lots\"; allowed: a whole number from 1 to 32")
+            try reload(
+                "socket-group: root\ndefault-timeout-ms: 2000\nconnection-limit: 3\n",
+                expecting: "these settings take effect at the next restart: connection-limit")
+            try reload("socket-group: root\ndefault-timeout-ms: 3000\n", expecting: "configuration reloaded")
+            #expect(daemon.process.isRunning)
+            let led = try Blectl.run(["--socket", daemon.socket, "led", "on", "--all"])
+            #expect(led.status == 0, "\(led)")
+        }
+    }
+}
