@@ -115,7 +115,8 @@ struct FleetRPCClientTests {
             await #expect(throws: FleetRPCClientError.timeout(method: "silent", seconds: 0.2)) {
                 try await client.call("silent", timeout: .milliseconds(200))
             }
-            #expect(ContinuousClock.now - started < .seconds(5))
+            // It returned (a hang would not); generous, as the machine may be loaded.
+            #expect(ContinuousClock.now - started < .seconds(15))
             #expect(try await client.call("answered") == "late but fine")
         }
     }

@@ -137,7 +137,7 @@ extension SocketTests {
 
         @Test func answersManyClientsAtOnceWithoutLeakingDescriptors() async throws {
             try await withServer(dispatcher: TestCatalogue.makeServerDispatcher(gate: gate)) { path, server in
-                let before = openDescriptorCount()
+                let before = socketCount(boundTo: path)
                 let replies = try await offPool {
                     let clients = try (0..<256).map { _ in try UnixSocketClient(path: path) }
                     for (index, client) in clients.enumerated() {
@@ -151,7 +151,7 @@ extension SocketTests {
                     #expect(reply["result"] == .int(Int64(index + 1)))
                 }
                 try await eventually("every connection closed") { server.connectionCount == 0 }
-                try await eventually("descriptors went back to \(before)") { openDescriptorCount() == before }
+                try await eventually("sockets went back to \(before)") { socketCount(boundTo: path) == before }
             }
         }
 

@@ -97,7 +97,10 @@ func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thro
     }
 }
 
-/// Open file descriptors of this process.
-func openDescriptorCount() -> Int {
-    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+/// Sockets bound to `path`: the listener plus every connection it accepted and still holds
+/// (Linux lists accepted sockets with their listener's path in /proc/net/unix). Unlike a
+/// count of this process's descriptors, other tests running meanwhile do not change it.
+func socketCount(boundTo path: String) -> Int {
+    guard let table = try? String(contentsOfFile: "/proc/net/unix", encoding: .utf8) else { return -1 }
+    return table.split(separator: "\n").count { $0.hasSuffix(" " + path) }
 }

@@ -63,7 +63,8 @@ import Testing
         #expect(
             Set(FleetMethods.all.map(\.name)) == [
                 "led.set", "temperature.read", "boards.list", "boards.scan", "boards.connect", "boards.disconnect",
-                "boards.forget", "boards.alias", "gatt.read", "gatt.write", "events.subscribe", "events.unsubscribe",
+                "boards.forget", "boards.alias", "gatt.read", "gatt.write", "gatt.notify", "events.subscribe",
+                "events.unsubscribe",
                 "daemon.status",
             ])
         #expect(FleetMethods.ledSet.access == .write)

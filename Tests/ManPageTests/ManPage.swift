@@ -92,7 +92,7 @@ struct ManPage: Sendable {
     /// What `mandoc -Tlint` says about the page, minus the notes about referenced pages that
     /// are siblings or ``externalReferences`` (not installed or not indexed here).
     func lintProblems() throws -> [String] {
-        let result = try ChildProcess.run("/usr/bin/mandoc", ["-Tlint", path])
+        let result = try ChildProcess.runBlocking("/usr/bin/mandoc", ["-Tlint", path])
         let text = result.stdout + result.stderr
         let allowed = Set(Self.siblings.map(Self.reference(ofFile:))).union(Self.externalReferences)
         return text.split(separator: "\n").map(String.init).filter { line in

@@ -74,8 +74,32 @@ public final class ChildProcess: @unchecked Sendable {
         if isRunning { kill(pid, signal) }
     }
 
-    /// Runs a command to completion (SIGKILL after `timeout`) and returns its status and output.
+    /// Waits up to `timeout` for the child to exit without holding a thread; nil if still running.
+    public func exit(timeout: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let status { return status }
+            if ContinuousClock.now >= deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// `runBlocking` on a dedicated thread, so awaiting it never blocks Swift's cooperative
+    /// pool (one thread per core: blocking it stalls every other test in the process).
     public static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, timeout: TimeInterval = 30
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result {
+                    try runBlocking(executable, arguments, environment: environment, timeout: timeout)
+                })
+            }
+        }
+    }
+
+    /// Runs a command to completion (SIGKILL after `timeout`) and returns its status and output.
+    public static func runBlocking(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, timeout: TimeInterval = 30
     ) throws -> (status: Int32, stdout: String, stderr: String) {
         let out = Pipe()

@@ -47,7 +47,7 @@ struct BlectlDaemonReplyTests {
     func ledTable() async throws {
         let requests = Requests()
         try await LineJSONServer.with(handler: Self.serve(["led.set": Self.ledResult], requests: requests)) { server in
-            let output = try Blectl.run(["led", "on", "--all", "--socket", server.path])
+            let output = try await Blectl.run(["led", "on", "--all", "--socket", server.path])
             #expect(output.status == 1, "\(output)")
             #expect(output.stdout == """
                 NAME     ADDRESS             TIME  RESULT
@@ -65,11 +65,11 @@ struct BlectlDaemonReplyTests {
     func jsonAndNoLegend() async throws {
         let requests = Requests()
         try await LineJSONServer.with(handler: Self.serve(["led.set": Self.ledResult], requests: requests)) { server in
-            let json = try Blectl.run(["--json", "led", "off", "nano-0?", "AA:BB:CC:DD:EE:02", "--socket", server.path])
+            let json = try await Blectl.run(["--json", "led", "off", "nano-0?", "AA:BB:CC:DD:EE:02", "--socket", server.path])
             #expect(json.status == 1)
             #expect(try JSONValue(parsing: json.stdout) == Self.ledResult)
             #expect(requests.all.first?.params == ["select": ["nano-0?", "AA:BB:CC:DD:EE:02"], "on": false])
-            let bare = try Blectl.run(["led", "on", "--all", "--no-legend", "--socket", server.path])
+            let bare = try await Blectl.run(["led", "on", "--all", "--no-legend", "--socket", server.path])
             #expect(bare.stdout.split(separator: "\n").count == 2)
             #expect(!bare.stdout.contains("NAME"))
             #expect(!bare.stdout.contains("boards on"))
@@ -80,7 +80,7 @@ struct BlectlDaemonReplyTests {
     func temp() async throws {
         let requests = Requests()
         try await LineJSONServer.with(handler: Self.serve(["temperature.read": Self.temperatureResult], requests: requests)) { server in
-            let output = try Blectl.run(["temp", "--socket", server.path])
+            let output = try await Blectl.run(["temp", "--socket", server.path])
             #expect(output.status == 0, "\(output)")
             #expect(output.stdout == """
                 NAME     ADDRESS             TEMP  AGE
@@ -89,7 +89,7 @@ struct BlectlDaemonReplyTests {
                 2/2 boards read
 
                 """)
-            _ = try Blectl.run(["temp", "--fresh", "nano-02", "--socket", server.path])
+            _ = try await Blectl.run(["temp", "--fresh", "nano-02", "--socket", server.path])
             #expect(requests.all.map(\.params) == [["select": "all", "maxAgeMs": 60000], ["select": "nano-02", "maxAgeMs": 0]])
         }
     }
@@ -97,7 +97,7 @@ struct BlectlDaemonReplyTests {
     @Test("Permission denied by the daemon: 77 and the group hint")
     func deniedByDaemon() async throws {
         try await LineJSONServer.with(handler: Self.serve([:], requests: Requests(), denyWrites: true)) { server in
-            let output = try Blectl.run(["led", "on", "--all", "--socket", server.path])
+            let output = try await Blectl.run(["led", "on", "--all", "--socket", server.path])
             #expect(output.status == 77, "\(output)")
             #expect(output.stderr.contains("sudo usermod -aG blefleet $USER"))
         }
@@ -106,11 +106,11 @@ struct BlectlDaemonReplyTests {
     @Test("An RPC error is said in words and exits 1; rpc prints the error object")
     func rpcError() async throws {
         try await LineJSONServer.with(handler: Self.serve(["daemon.status": ["version": "1"]], requests: Requests())) { server in
-            let output = try Blectl.run(["rpc", "no.such", "{}", "--socket", server.path])
+            let output = try await Blectl.run(["rpc", "no.such", "{}", "--socket", server.path])
             #expect(output.status == 1)
             #expect(try JSONValue(parsing: output.stdout)["error"]?["code"] == -32601)
             #expect(output.stderr.contains("no.such failed: Method not found"))
-            let ok = try Blectl.run(["rpc", "daemon.status", "--socket", server.path])
+            let ok = try await Blectl.run(["rpc", "daemon.status", "--socket", server.path])
             #expect(ok.status == 0)
             #expect(try JSONValue(parsing: ok.stdout) == ["version": "1"])
         }
@@ -138,13 +138,13 @@ struct BlectlDaemonReplyTests {
             }
         }
         try await LineJSONServer.with(handler: handler) { server in
-            let text = try Blectl.run(["watch", "--topic", "led", "--socket", server.path])
+            let text = try await Blectl.run(["watch", "--topic", "led", "--socket", server.path])
             #expect(text.status == 69, "\(text)")
             let lines = text.stdout.split(separator: "\n")
             #expect(lines.count == 2)
             #expect(lines.allSatisfy { $0.hasSuffix("led          nano-01 (AA:BB:CC:DD:EE:01)  LED on") }, "\(text)")
             #expect(requests.all.last?.params == ["topics": ["led"]])
-            let json = try Blectl.run(["watch", "--json", "--socket", server.path])
+            let json = try await Blectl.run(["watch", "--json", "--socket", server.path])
             let objects = try json.stdout.split(separator: "\n").map { try JSONValue(parsing: String($0)) }
             #expect(objects == [event["params"]!, event["params"]!])
         }

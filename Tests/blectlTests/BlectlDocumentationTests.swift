@@ -8,8 +8,8 @@ struct BlectlDocumentationTests {
     static let manPage = repositoryRoot.appendingPathComponent("man/blectl.1").path
 
     /// Every command path (`gatt read`…) and every long option, from the parser itself.
-    static func commandsAndOptions() throws -> (commands: [String], options: Set<String>) {
-        let output = try Blectl.run(["--experimental-dump-help"])
+    static func commandsAndOptions() async throws -> (commands: [String], options: Set<String>) {
+        let output = try await Blectl.run(["--experimental-dump-help"])
         let root = try #require(try JSONValue(parsing: output.stdout)["command"])
         var commands: [String] = []
         var options: Set<String> = []
@@ -30,12 +30,12 @@ struct BlectlDocumentationTests {
     }
 
     @Test("Every subcommand and every option is in man/blectl.1")
-    func manPageCoversEverything() throws {
+    func manPageCoversEverything() async throws {
         let man = try String(contentsOfFile: Self.manPage, encoding: .utf8)
         // Render to text so roff markup (`.Cm`, `Fl -`) does not hide the words.
         let rendered = try runCommand("/usr/bin/mandoc", ["-Tascii", "-Owidth=200", Self.manPage])
             .replacingOccurrences(of: "\u{8}.", with: "", options: .regularExpression)
-        let (commands, options) = try Self.commandsAndOptions()
+        let (commands, options) = try await Self.commandsAndOptions()
         #expect(commands.count >= 14)
         for command in commands {
             let words = command.split(separator: " ")
@@ -52,7 +52,7 @@ struct BlectlDocumentationTests {
     }
 
     @Test("mandoc -Tlint finds nothing but the cross references to pages not installed yet")
-    func manPageLints() throws {
+    func manPageLints() async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/mandoc")
         process.arguments = ["-Tlint", Self.manPage]
@@ -71,10 +71,10 @@ struct BlectlDocumentationTests {
     }
 
     @Test("Completion scripts for bash, zsh and fish name every subcommand", arguments: ["bash", "zsh", "fish"])
-    func completion(shell: String) throws {
-        let output = try Blectl.run(["--generate-completion-script", shell])
+    func completion(shell: String) async throws {
+        let output = try await Blectl.run(["--generate-completion-script", shell])
         #expect(output.status == 0, "\(output)")
-        for command in try Self.commandsAndOptions().commands {
+        for command in try await Self.commandsAndOptions().commands {
             #expect(output.stdout.contains(String(command.split(separator: " ").last!)), "\(command) missing for \(shell)")
         }
     }
@@ -88,13 +88,13 @@ struct BlectlDocumentationTests {
                 ["address": "AA:BB:CC:DD:EE:02", "name": "nano-02", "alias": "freezer", "state": "absent"],
             ]]], requests: requests)
         try await LineJSONServer.with(handler: handler) { server in
-            let output = try Blectl.run(
+            let output = try await Blectl.run(
                 ["---completion", "led", "--", "positional@1", "3", "0", "blectl", "led", "on", ""],
                 environment: Blectl.environment(["BLEFLEET_SOCKET": server.path]))
             let candidates = Set(output.stdout.split(separator: "\n").map(String.init))
             #expect(candidates.isSuperset(of: ["nano-01", "nano-02", "freezer", "AA:BB:CC:DD:EE:01"]), "\(output)")
         }
-        let none = try Blectl.run(
+        let none = try await Blectl.run(
             ["---completion", "led", "--", "positional@1", "3", "0", "blectl", "led", "on", ""],
             environment: Blectl.environment(["BLEFLEET_SOCKET": "/nonexistent/blefleetd.sock"]))
         #expect(none.status == 0, "\(none)")

@@ -6,7 +6,7 @@ import Testing
 @Suite("blectl exit codes and messages without a daemon")
 struct BlectlExitTests {
     @Test("No socket at the path: 69, the path tried, and how to check the daemon")
-    func missingSocket() throws {
+    func missingSocket() async throws {
         let directory = try makeTemporaryDirectory(prefix: "blectl")
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("blefleetd.sock").path
@@ -15,7 +15,7 @@ struct BlectlExitTests {
             (["--socket", path, "boards"], Blectl.environment()),
             (["led", "on", "--all"], Blectl.environment(["BLEFLEET_SOCKET": path])),
         ] {
-            let output = try Blectl.run(arguments, environment: environment)
+            let output = try await Blectl.run(arguments, environment: environment)
             #expect(output.status == 69, "\(output)")
             #expect(output.stdout.isEmpty)
             #expect(output.stderr.contains("Cannot connect to blefleetd at \(path): the socket does not exist."), "\(output)")
@@ -25,13 +25,13 @@ struct BlectlExitTests {
     }
 
     @Test("A socket nobody listens on: 69 and says nothing listens")
-    func deadSocket() throws {
+    func deadSocket() async throws {
         let directory = try makeTemporaryDirectory(prefix: "blectl")
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("blefleetd.sock").path
         let fd = try LineJSONServer.listen(at: path, listening: false)
         defer { close(fd) }
-        let output = try Blectl.run(["temp", "--socket", path])
+        let output = try await Blectl.run(["temp", "--socket", path])
         #expect(output.status == 69, "\(output)")
         #expect(output.stderr.contains("Cannot connect to blefleetd at \(path): nothing is listening on it."), "\(output)")
     }
@@ -50,8 +50,8 @@ struct BlectlExitTests {
         (["rpc", "daemon.status", "42"], "object or array"),
         (["frobnicate"], "frobnicate"),
     ])
-    func usage(arguments: [String], hint: String) throws {
-        let output = try Blectl.run(arguments + ["--socket", "/nonexistent/blefleetd.sock"])
+    func usage(arguments: [String], hint: String) async throws {
+        let output = try await Blectl.run(arguments + ["--socket", "/nonexistent/blefleetd.sock"])
         #expect(output.status == 2, "\(output)")
         #expect(output.stderr.contains(hint), "\(output)")
         #expect(output.stdout.isEmpty)
@@ -63,7 +63,7 @@ struct BlectlExitTests {
         try await LineJSONServer.with(handler: { _, _ in }) { server in
             // The socket is root's with mode 0755 (umask): nobody else may connect.
             #expect(chmod(server.path, 0o700) == 0)
-            let output = try Blectl.run(
+            let output = try await Blectl.run(
                 ["status", "--socket", server.path],
                 prefix: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
             #expect(output.status == 77, "\(output)")

@@ -36,10 +36,10 @@ enum Blectl {
     static func run(
         _ arguments: [String], environment: [String: String] = Blectl.environment(), prefix: [String] = [],
         timeout: Duration = .seconds(20)
-    ) throws -> BlectlOutput {
+    ) async throws -> BlectlOutput {
         let blectl = try path()
         let command = prefix.isEmpty ? [blectl] + arguments : prefix + [blectl] + arguments
-        let result = try ChildProcess.run(
+        let result = try await ChildProcess.run(
             command[0], Array(command.dropFirst()), environment: environment,
             timeout: Double(timeout.components.seconds))
         return BlectlOutput(status: result.status, stdout: result.stdout, stderr: result.stderr)

@@ -8,18 +8,18 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct BlefleetdEndToEndTests {
     /// Waits (bounded) until the daemon reports `count` ready boards.
-    static func waitForReadyBoards(_ count: Int, socket: String, timeout: TimeInterval = 20) throws {
+    static func waitForReadyBoards(_ count: Int, socket: String, timeout: TimeInterval = 20) async throws {
         let deadline = Date().addingTimeInterval(timeout)
         var last = ""
         while Date() < deadline {
-            let output = try Blectl.run(["--socket", socket, "--json", "status"], timeout: .seconds(5))
+            let output = try await Blectl.run(["--socket", socket, "--json", "status"], timeout: .seconds(5))
             last = output.description
             if output.status == 0, let status = try? JSONValue(parsing: output.stdout),
                 status["boards"]?["ready"]?.int64Value == Int64(count)
             {
                 return
             }
-            Thread.sleep(forTimeInterval: 0.1)
+            try await Task.sleep(for: .milliseconds(100))
         }
         throw FixtureError("the daemon did not report \(count) ready boards within \(timeout) s; last: \(last)")
     }
@@ -27,18 +27,18 @@ struct BlefleetdEndToEndTests {
     @Test func ledOnAllAndTemperatureTableThroughTheDaemon() async throws {
         try await RunningDaemon.with(boards: 5) { testbed, daemon in
             try await testbed.run(["board", "temp", "nano-03", "-5"])
-            try Self.waitForReadyBoards(5, socket: daemon.socket)
+            try await Self.waitForReadyBoards(5, socket: daemon.socket)
 
-            let led = try Blectl.run(["--socket", daemon.socket, "led", "on", "--all"])
+            let led = try await Blectl.run(["--socket", daemon.socket, "led", "on", "--all"])
             #expect(led.status == 0, "\(led)")
             #expect(led.stdout.contains("5/5 boards on"), "\(led)")
             #expect(try await testbed.state().allSatisfy { $0.led == 1 })
 
-            let temp = try Blectl.run(["--socket", daemon.socket, "temp"])
+            let temp = try await Blectl.run(["--socket", daemon.socket, "temp"])
             #expect(temp.status == 0, "\(temp)")
             #expect(temp.stdout.contains("-5 °C"), "\(temp)")
 
-            let json = try Blectl.run(["--socket", daemon.socket, "--json", "temp", "--fresh"])
+            let json = try await Blectl.run(["--socket", daemon.socket, "--json", "temp", "--fresh"])
             let readings = try JSONValue(parsing: json.stdout)
             let state = try await testbed.state()
             for entry in readings["results"]?.arrayValue ?? [] {
@@ -51,8 +51,8 @@ struct BlefleetdEndToEndTests {
 
     @Test func fixedMethodAndParameterNamesOverRawJSONRPC() async throws {
         try await RunningDaemon.with(boards: 3) { testbed, daemon in
-            try Self.waitForReadyBoards(3, socket: daemon.socket)
-            let set = try Blectl.run([
+            try await Self.waitForReadyBoards(3, socket: daemon.socket)
+            let set = try await Blectl.run([
                 "--socket", daemon.socket, "rpc", "led.set", #"{"select": ["nano-0*"], "on": true, "timeoutMs": 4000}"#,
             ])
             #expect(set.status == 0, "\(set)")
@@ -61,20 +61,20 @@ struct BlefleetdEndToEndTests {
             #expect(result["totals"]?["ok"]?.int64Value == 3, "\(set)")
             #expect(try await testbed.state().allSatisfy { $0.led == 1 })
 
-            let list = try Blectl.run(["--socket", daemon.socket, "rpc", "boards.list", #"{"select": "all"}"#])
+            let list = try await Blectl.run(["--socket", daemon.socket, "rpc", "boards.list", #"{"select": "all"}"#])
             let boards = (try JSONValue(parsing: list.stdout))
             let entries = (boards["result"] ?? boards)["boards"]?.arrayValue ?? []
             #expect(entries.count == 3)
             #expect(entries.allSatisfy { $0["state"]?.stringValue == "ready" && $0["name"]?.stringValue?.hasPrefix("nano-") == true })
 
-            let read = try Blectl.run([
+            let read = try await Blectl.run([
                 "--socket", daemon.socket, "rpc", "temperature.read", #"{"select": "all", "maxAgeMs": 0}"#,
             ])
             let readings = (try JSONValue(parsing: read.stdout))
             let results = (readings["result"] ?? readings)["results"]?.arrayValue ?? []
             #expect(results.count == 3 && results.allSatisfy { $0["celsius"]?.int64Value == 21 && $0["address"] != nil })
 
-            let unknown = try Blectl.run(["--socket", daemon.socket, "led", "on", "lab-*"])
+            let unknown = try await Blectl.run(["--socket", daemon.socket, "led", "on", "lab-*"])
             #expect(unknown.status == 1, "\(unknown)")
             #expect(unknown.stderr.contains("lab-*"), "\(unknown)")
         }
@@ -90,7 +90,7 @@ struct BlefleetdEndToEndTests {
             #expect(notify.wait(for: "READY=1", timeout: 15), "no READY=1; log:\n\(daemon.log)")
             // At the moment READY=1 arrives, the socket already accepts calls.
             #expect(RunningDaemon.accepts(daemon.socket))
-            let status = try Blectl.run(["--socket", daemon.socket, "status"])
+            let status = try await Blectl.run(["--socket", daemon.socket, "status"])
             #expect(status.status == 0, "\(status)")
             #expect(notify.received.contains { $0.contains("STATUS=") && $0.contains("adapter hci0 on") })
             try await Task.sleep(for: .seconds(1))
@@ -114,8 +114,8 @@ struct BlefleetdEndToEndTests {
                 busAddress: testbed.busAddress, launcher: ["/usr/bin/systemd-socket-activate", "-l", socket])
             defer { daemon.terminate() }
             // systemd-socket-activate listens at once and starts the daemon on the first connection.
-            try Self.waitForReadyBoards(2, socket: socket)
-            let led = try Blectl.run(["--socket", socket, "led", "on", "--all"])
+            try await Self.waitForReadyBoards(2, socket: socket)
+            let led = try await Blectl.run(["--socket", socket, "led", "on", "--all"])
             #expect(led.status == 0, "\(led)")
             #expect(try await testbed.state().allSatisfy { $0.led == 1 })
             #expect(daemon.log.contains("using the socket passed by systemd"), "\(daemon.log)")
@@ -126,14 +126,14 @@ struct BlefleetdEndToEndTests {
     @Test func badConfigurationExitsWith78NamingTheKey() async throws {
         try await Testbed.with(boards: 1) { testbed in
             let daemon = try RunningDaemon(busAddress: testbed.busAddress, configuration: "connection-limit: lots\n")
-            #expect(daemon.process.wait(timeout: 15) == 78)
+            #expect(await daemon.process.exit(timeout: .seconds(15)) == 78)
             #expect(daemon.log.contains("connection-limit: got \"lots\"; allowed: a whole number from 1 to 32"), "\(daemon.log)")
         }
     }
 
-    @Test func unreachableBusExitsWith69() throws {
+    @Test func unreachableBusExitsWith69() async throws {
         let daemon = try RunningDaemon(busAddress: "unix:path=/nonexistent/bus")
-        #expect(daemon.process.wait(timeout: 15) == 69)
+        #expect(await daemon.process.exit(timeout: .seconds(15)) == 69)
         #expect(daemon.log.contains("cannot connect to unix:path=/nonexistent/bus"), "\(daemon.log)")
     }
 
@@ -146,15 +146,15 @@ struct BlefleetdEndToEndTests {
         _ = try runCommand("/usr/sbin/useradd", ["-M", "-N", "-g", "nogroup", "-G", group, member])
         defer { _ = try? runCommand("/usr/sbin/userdel", [member]) }
         try await RunningDaemon.with(boards: 2, configuration: "socket-group: \(group)\n") { testbed, daemon in
-            try Self.waitForReadyBoards(2, socket: daemon.socket)
-            let stranger = try Blectl.run(
+            try await Self.waitForReadyBoards(2, socket: daemon.socket)
+            let stranger = try await Blectl.run(
                 ["--socket", daemon.socket, "led", "on", "--all"],
                 prefix: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
             #expect(stranger.status == 77, "\(stranger)")
             #expect(stranger.stderr.contains("blefleet") || stranger.stderr.contains("group"), "\(stranger)")
             #expect(try await testbed.state().allSatisfy { $0.led == nil })
 
-            let allowed = try Blectl.run(
+            let allowed = try await Blectl.run(
                 ["--socket", daemon.socket, "led", "on", "--all"],
                 prefix: ["/usr/bin/setpriv", "--reuid=\(member)", "--regid=nogroup", "--init-groups"])
             #expect(allowed.status == 0, "\(allowed)")
@@ -167,7 +167,7 @@ struct BlefleetdEndToEndTests {
 extension BlefleetdEndToEndTests {
     @Test func twoHundredFiftySixClientsAtOnceAreAllAnsweredWithoutLeaks() async throws {
         try await RunningDaemon.with(boards: 5) { testbed, daemon in
-            try Self.waitForReadyBoards(5, socket: daemon.socket)
+            try await Self.waitForReadyBoards(5, socket: daemon.socket)
             let fdDirectory = "/proc/\(daemon.process.pid)/fd"
             let fdsBefore = try FileManager.default.contentsOfDirectory(atPath: fdDirectory).count
             let socket = daemon.socket
@@ -230,7 +230,7 @@ extension BlefleetdEndToEndTests {
                 try? FileManager.default.removeItem(at: journal)
             }
             try "socket-group: root\n".write(to: work.appendingPathComponent("conf"), atomically: true, encoding: .utf8)
-            let run = try ChildProcess.run(
+            let run = try await ChildProcess.run(
                 "/usr/bin/unshare",
                 ["-Urm", "--pid", "--fork", "--kill-child", "--mount-proc", "/bin/sh", "-c", script, "sh",
                  journal.path, try RunningDaemon.binary(), try Blectl.path(), testbed.busAddress, work.path],
@@ -254,27 +254,27 @@ extension BlefleetdEndToEndTests {
 extension BlefleetdEndToEndTests {
     @Test func sighupReloadsWhatItCanAndKeepsServing() async throws {
         try await RunningDaemon.with(boards: 1) { _, daemon in
-            try Self.waitForReadyBoards(1, socket: daemon.socket)
+            try await Self.waitForReadyBoards(1, socket: daemon.socket)
             let config = daemon.directory.appendingPathComponent("blefleetd.conf")
             /// Rewrites the file, sends SIGHUP, and waits for a new log line ending with `message`.
-            func reload(_ text: String, expecting message: String) throws {
+            func reload(_ text: String, expecting message: String) async throws {
                 let matching = { daemon.log.split(separator: "\n").count { $0.hasSuffix(message) } }
                 let before = matching()
                 try text.write(to: config, atomically: true, encoding: .utf8)
                 daemon.process.signal(SIGHUP)
                 let deadline = Date().addingTimeInterval(10)
-                while matching() == before, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+                while matching() == before, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
                 #expect(matching() == before + 1, "no new line ending with \"\(message)\":\n\(daemon.log)")
             }
-            try reload(
+            try await reload(
                 "socket-group: root\nconnection-limit: lots\n",
                 expecting: "connection-limit: got \"lots\"; allowed: a whole number from 1 to 32")
-            try reload(
+            try await reload(
                 "socket-group: root\ndefault-timeout-ms: 2000\nconnection-limit: 3\n",
                 expecting: "these settings take effect at the next restart: connection-limit")
-            try reload("socket-group: root\ndefault-timeout-ms: 3000\n", expecting: "configuration reloaded")
+            try await reload("socket-group: root\ndefault-timeout-ms: 3000\n", expecting: "configuration reloaded")
             #expect(daemon.process.isRunning)
-            let led = try Blectl.run(["--socket", daemon.socket, "led", "on", "--all"])
+            let led = try await Blectl.run(["--socket", daemon.socket, "led", "on", "--all"])
             #expect(led.status == 0, "\(led)")
         }
     }

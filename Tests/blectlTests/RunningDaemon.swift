@@ -48,14 +48,14 @@ final class RunningDaemon: @unchecked Sendable {
     }
 
     /// Waits (bounded) until the socket accepts a connection.
-    func waitUntilServing(timeout: TimeInterval = 15) throws {
+    func waitUntilServing(timeout: TimeInterval = 15) async throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let status = process.status {
                 throw FixtureError("blefleetd exited (\(status)) before serving:\n\(log)")
             }
             if Self.accepts(socket) { return }
-            Thread.sleep(forTimeInterval: 0.05)
+            try await Task.sleep(for: .milliseconds(50))
         }
         throw FixtureError("blefleetd did not serve \(socket) within \(timeout) s:\n\(log)")
     }
@@ -101,7 +101,7 @@ final class RunningDaemon: @unchecked Sendable {
         try await Testbed.with(boards: boards, extraArguments: testbedArguments) { testbed in
             let daemon = try RunningDaemon(busAddress: testbed.busAddress, configuration: configuration, environment: environment)
             defer { daemon.terminate() }
-            try daemon.waitUntilServing()
+            try await daemon.waitUntilServing()
             return try await body(testbed, daemon)
         }
     }
