@@ -15,6 +15,10 @@ public final class ChildProcess: @unchecked Sendable {
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
         stdout: Int32, stderr: Int32
     ) throws {
+        // Only 0, 1 and 2 reach the child: the descriptors given for its output are marked
+        // close-on-exec (dup2 clears the flag on the copies at 1 and 2), so a child that
+        // daemonizes cannot keep a caller's pipe open.
+        for fd in [stdout, stderr] { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -104,6 +108,9 @@ public final class ChildProcess: @unchecked Sendable {
     ) throws -> (status: Int32, stdout: String, stderr: String) {
         let out = Pipe()
         let err = Pipe()
+        for handle in [out.fileHandleForReading, err.fileHandleForReading] {
+            _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        }
         let child = try ChildProcess(
             executable, arguments, environment: environment,
             stdout: out.fileHandleForWriting.fileDescriptor, stderr: err.fileHandleForWriting.fileDescriptor)

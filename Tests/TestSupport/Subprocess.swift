@@ -5,26 +5,11 @@ public import Foundation
 public func runCommand(
     _ executable: String, _ arguments: [String], environment: [String: String]? = nil
 ) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    // Read both pipes before waiting so a chatty child cannot block on a full pipe.
-    let errData = ErrorCollector(err.fileHandleForReading)
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let stderr = errData.finish()
-    guard process.terminationStatus == 0 else {
-        throw FixtureError(
-            "\(executable) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(stderr)")
+    let result = try ChildProcess.runBlocking(executable, arguments, environment: environment, timeout: 120)
+    guard result.status == 0 else {
+        throw FixtureError("\(executable) \(arguments.joined(separator: " ")) exited \(result.status): \(result.stderr)")
     }
-    return String(decoding: data, as: UTF8.self)
+    return result.stdout
 }
 
 /// Drains a pipe on a background thread.
