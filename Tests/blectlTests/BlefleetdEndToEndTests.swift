@@ -34,7 +34,8 @@ struct BlefleetdEndToEndTests {
             #expect(led.stdout.contains("5/5 boards on"), "\(led)")
             #expect(try await testbed.state().allSatisfy { $0.led == 1 })
 
-            let temp = try await Blectl.run(["--socket", daemon.socket, "temp"])
+            // --fresh: the change to -5 °C was made after the daemon cached a notification.
+            let temp = try await Blectl.run(["--socket", daemon.socket, "temp", "--fresh"])
             #expect(temp.status == 0, "\(temp)")
             #expect(temp.stdout.contains("-5 °C"), "\(temp)")
 
