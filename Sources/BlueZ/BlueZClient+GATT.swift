@@ -57,7 +57,7 @@ extension BlueZClient {
     public func notifications(
         _ characteristic: BlueZCharacteristic, timeout: Duration = .seconds(10)
     ) async throws -> AsyncThrowingStream<[UInt8], any Error> {
-        let events = await mirror.events()
+        let events = await mirror.events(path: characteristic.path)
         try await call(characteristic.path, BlueZInterfaces.gattCharacteristic, "StartNotify", timeout: timeout)
         let path = characteristic.path
         return AsyncThrowingStream { continuation in

@@ -19,7 +19,7 @@ public actor BlueZObjectMirror {
     let logger: Logger
     private var loadingOwner: String?
     private var bufferedSignals: [DBusSignal] = []
-    private var subscribers: [UInt64: AsyncStream<BlueZMirrorEvent>.Continuation] = [:]
+    private var subscribers: [UInt64: (path: String?, continuation: AsyncStream<BlueZMirrorEvent>.Continuation)] = [:]
     var waiters: [UInt64: any MirrorWaiter] = [:]
     var nextID: UInt64 = 0
 
@@ -48,11 +48,13 @@ public actor BlueZObjectMirror {
         }
     }
 
-    /// Events from now on, in BlueZ's order, until the consumer stops iterating.
-    public func events() -> AsyncStream<BlueZMirrorEvent> {
+    /// Events from now on, in BlueZ's order, until the consumer stops iterating. With `path`,
+    /// only that object's events (and `serviceLost`/`serviceLoaded`): a characteristic's
+    /// notification stream is not woken by every other board's values.
+    public func events(path: String? = nil) -> AsyncStream<BlueZMirrorEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: BlueZMirrorEvent.self)
         let id = takeID()
-        subscribers[id] = continuation
+        subscribers[id] = (path, continuation)
         continuation.onTermination = { _ in Task { await self.unsubscribe(id) } }
         return stream
     }
@@ -74,7 +76,14 @@ public actor BlueZObjectMirror {
     }
 
     private func broadcast(_ event: BlueZMirrorEvent) {
-        for continuation in subscribers.values { continuation.yield(event) }
+        let path: String?
+        switch event {
+        case .interfacesAdded(let p, _), .interfacesRemoved(let p, _), .propertiesChanged(let p, _, _, _): path = p
+        case .serviceLost, .serviceLoaded: path = nil
+        }
+        for subscriber in subscribers.values where subscriber.path == nil || path == nil || subscriber.path == path {
+            subscriber.continuation.yield(event)
+        }
         evaluateWaiters()
     }
 

@@ -128,6 +128,7 @@ extension Fleet {
             let start = ContinuousClock.now
             guard let board = boards.removeValue(forKey: target.address) else { continue }
             readyBoards.remove(target.address)
+            linkedBoards.remove(target.address)
             let device = await board.forget()
             var result: Result<Void, FleetError> = .success(())
             do {

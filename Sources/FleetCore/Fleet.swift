@@ -25,6 +25,7 @@ public actor Fleet {
     var discovering = false
     /// Last known board counts, kept for `status` without awaiting every board.
     var readyBoards: Set<BoardAddress> = []
+    var linkedBoards: Set<BoardAddress> = []
     /// The settings that can change while running (`reconfigure`).
     public private(set) var tunables: Tunables
 
@@ -131,14 +132,16 @@ public actor Fleet {
         FleetStatus(
             adapterName: adapterName, adapterAddress: adapter?.address, adapterPresent: adapter != nil,
             adapterPowered: adapter?.powered ?? false, bluezAvailable: bluezAvailable, discovering: discovering,
-            boardCount: boards.count, readyCount: readyBoards.count)
+            boardCount: boards.count, readyCount: readyBoards.count, connectedCount: linkedBoards.count)
     }
 
     private func notePhase(_ address: BoardAddress, _ phase: BoardPhase) {
-        if phase == .ready, boards[address] != nil {
-            readyBoards.insert(address)
+        let known = boards[address] != nil
+        if phase == .ready, known { readyBoards.insert(address) } else { readyBoards.remove(address) }
+        if [.resolving, .ready, .disconnecting].contains(phase), known {
+            linkedBoards.insert(address)
         } else {
-            readyBoards.remove(address)
+            linkedBoards.remove(address)
         }
     }
 

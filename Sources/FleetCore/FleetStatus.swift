@@ -10,6 +10,8 @@ public struct FleetStatus: Sendable, Hashable {
     public var discovering: Bool
     public var boardCount: Int
     public var readyCount: Int
+    /// Boards holding a link (resolving, ready or disconnecting).
+    public var connectedCount: Int
 
     /// One line: "4/5 boards ready, adapter hci0 on".
     public var summary: String {

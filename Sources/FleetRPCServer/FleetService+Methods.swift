@@ -141,15 +141,13 @@ public enum FleetMethodBindings {
         }
         dispatcher.register(FleetMethods.daemonStatus) { _ in
             let status = await fleet.status
-            let boards = await fleet.snapshots()
-            let connected = boards.count { [.resolving, .ready, .disconnecting].contains($0.phase) }
             return DaemonStatus(
                 version: environment.version,
                 uptimeSeconds: Double(milliseconds(environment.startedAt.duration(to: .now))) / 1000,
                 bluez: status.bluezAvailable,
                 adapter: status.adapterPresent ? "\(status.adapterName) (\(status.adapterAddress ?? "?"))" : nil,
                 powered: status.adapterPowered, discovering: status.discovering,
-                boards: .init(known: boards.count, connected: connected, ready: status.readyCount),
+                boards: .init(known: status.boardCount, connected: status.connectedCount, ready: status.readyCount),
                 clients: environment.clientCount())
         }
     }
