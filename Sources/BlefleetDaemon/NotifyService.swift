@@ -22,7 +22,11 @@ struct NotifyService: Service {
         send { try notifier.status(summary) }
         send { try notifier.ready() }
         logger.info("ready", metadata: ["status": "\(summary)"])
-        for await _ in events.cancelOnGracefulShutdown() {
+        for await delivery in events.cancelOnGracefulShutdown() {
+            // Temperatures and LED writes (the steady traffic of a connected fleet) never
+            // change the summary; only board, adapter and dropped-event deliveries can.
+            if case .event(.temperature) = delivery { continue }
+            if case .event(.ledApplied) = delivery { continue }
             let now = await fleet.status.summary
             if now != summary {
                 summary = now
