@@ -86,13 +86,27 @@ struct FleetTests {
         ) { fixture in
             try await fixture.waitForFleet(timeout: .seconds(15), "10 boards adopted") { $0.boardCount == 10 }
             try await fixture.waitUntilReady(3)
-            let result = await fixture.fleet.setLED(.all, on: true, timeout: .seconds(20))
+            // Never more than three links at once: sample the links after every fleet event
+            // (every phase change) for the whole rotation.
+            let fleet = fixture.fleet
+            let events = fleet.events.subscribe(bufferSize: 4096)
+            let most = Task {
+                var most = 0
+                for await _ in events {
+                    most = max(most, await fleet.status.connectedCount)
+                }
+                return most
+            }
+            let result = await fleet.setLED(.all, on: true, timeout: .seconds(20))
+            most.cancel()
             #expect(result.outcomes.count == 10)
             #expect(result.allSucceeded, "failures: \(result.outcomes.compactMap(\.error))")
             let state = try await fixture.testbed.state()
             #expect(state.allSatisfy { $0.led == 1 })
-            // Never more than three links at once: the fleet's ready count stays within the limit.
-            #expect(await fixture.fleet.status.readyCount <= 3)
+            let peak = await most.value
+            #expect(peak <= 3, "\(peak) boards held a link at once")
+            #expect(peak >= 1)
+            #expect(await fleet.status.connectedCount <= 3)
         }
     }
 
