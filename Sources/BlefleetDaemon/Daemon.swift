@@ -64,8 +64,13 @@ public struct Daemon: Sendable {
         } catch {
             throw DaemonExit(status: DaemonExit.cannotCreate, "cannot listen on \(config.socketPath): \(error)")
         }
+        let listening: String =
+            switch server.configuration.listener {
+            case .path(let path): path
+            case .fileDescriptor(let fd): "fd \(fd) from systemd"
+            }
         logger.info(
-            "listening", metadata: ["socket": "\(config.socketPath)", "ble.adapter": "\(config.adapter)", "version": "\(Self.version)"])
+            "listening", metadata: ["socket": "\(listening)", "ble.adapter": "\(config.adapter)", "version": "\(Self.version)"])
 
         let notifier = SystemdNotifier()
         let watchdog: Watchdog?
