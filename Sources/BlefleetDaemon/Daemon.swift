@@ -83,7 +83,7 @@ public struct Daemon: Sendable {
         let services: [any Service] = [
             WatchdogService(watchdog: watchdog, notifier: notifier, logger: logger, isHealthy: {
                 // The fleet actor answers: the daemon's core is not wedged.
-                _ = await fleet.status
+                await fleet.ping()
                 return true
             }),
             FleetService(fleet: fleet),

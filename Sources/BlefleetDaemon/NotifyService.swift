@@ -14,20 +14,23 @@ struct NotifyService: Service {
     var bluezGrace: Duration = .seconds(5)
 
     func run() async throws {
-        let events = fleet.events.subscribe(bufferSize: 64)
+        // Temperatures and LED writes (the steady traffic of a connected fleet) never
+        // change the summary; only board, adapter and dropped-event deliveries can.
+        let events = fleet.events.subscribe(bufferSize: 64) { event in
+            switch event {
+            case .temperature, .ledApplied: false
+            default: true
+            }
+        }
         if !(await fleet.waitUntilLoaded(timeout: bluezGrace)) {
             logger.warning("BlueZ (org.bluez) is not on the bus; serving anyway and waiting for it")
         }
-        var summary = await fleet.status.summary
+        var summary = fleet.status.summary
         send { try notifier.status(summary) }
         send { try notifier.ready() }
         logger.info("ready", metadata: ["status": "\(summary)"])
-        for await delivery in events.cancelOnGracefulShutdown() {
-            // Temperatures and LED writes (the steady traffic of a connected fleet) never
-            // change the summary; only board, adapter and dropped-event deliveries can.
-            if case .event(.temperature) = delivery { continue }
-            if case .event(.ledApplied) = delivery { continue }
-            let now = await fleet.status.summary
+        for await _ in events.cancelOnGracefulShutdown() {
+            let now = fleet.status.summary
             if now != summary {
                 summary = now
                 send { try notifier.status(summary) }

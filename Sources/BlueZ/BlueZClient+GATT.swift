@@ -1,3 +1,4 @@
+import Synchronization
 import DBus
 
 /// How a characteristic value is written (`WriteValue` option `type`).
@@ -52,39 +53,97 @@ extension BlueZClient {
 
     /// Subscribes (`StartNotify`) and streams every new `Value` of the characteristic
     /// (notifications; BlueZ also updates `Value` on reads). `StopNotify` is sent when the
-    /// consumer stops. The stream throws `.objectVanished` when the characteristic goes away
-    /// (disconnect) and `.serviceUnavailable` when `org.bluez` does.
+    /// consumer is done with the stream. The stream throws `.objectVanished` when the
+    /// characteristic goes away (disconnect) and `.serviceUnavailable` when `org.bluez` does.
     public func notifications(
         _ characteristic: BlueZCharacteristic, timeout: Duration = .seconds(10)
-    ) async throws -> AsyncThrowingStream<[UInt8], any Error> {
-        let events = await mirror.events(path: characteristic.path)
-        try await call(characteristic.path, BlueZInterfaces.gattCharacteristic, "StartNotify", timeout: timeout)
+    ) async throws -> BlueZValueStream {
         let path = characteristic.path
-        return AsyncThrowingStream { continuation in
-            let task = Task {
-                for await event in events {
-                    switch event {
-                    case .propertiesChanged(path, BlueZInterfaces.gattCharacteristic, let changed, _):
-                        if let value = changed["Value"]?.bytes { continuation.yield(value) }
-                    case .interfacesRemoved(path, let interfaces)
-                    where interfaces.contains(BlueZInterfaces.gattCharacteristic):
-                        continuation.finish(throwing: BlueZError.objectVanished("characteristic \(path) went away"))
-                        return
-                    case .serviceLost:
-                        continuation.finish(throwing: BlueZError.serviceUnavailable("org.bluez left the bus"))
-                        return
-                    default:
-                        continue
-                    }
-                }
-                continuation.finish()
+        let events = await mirror.events(path: path, interfaces: [BlueZInterfaces.gattCharacteristic])
+        try await call(path, BlueZInterfaces.gattCharacteristic, "StartNotify", timeout: timeout)
+        let session = BlueZValueStream.Session { [self] in
+            Task {
+                try? await call(path, BlueZInterfaces.gattCharacteristic, "StopNotify", timeout: .seconds(5))
             }
-            continuation.onTermination = { [self] _ in
-                task.cancel()
-                Task {
-                    try? await call(path, BlueZInterfaces.gattCharacteristic, "StopNotify", timeout: .seconds(5))
-                }
+        }
+        return BlueZValueStream(events: events, path: path, session: session)
+    }
+
+    /// Subscribes (`StartNotify`) and calls `onValue` with every new `Value` of the
+    /// characteristic, right on the mirror as the signal is applied (no hand-off per value:
+    /// for steady traffic such as a sensor's notifications). `onEnd` is called once if the
+    /// characteristic goes away (`.objectVanished`) or `org.bluez` does
+    /// (`.serviceUnavailable`). Both must be quick and must not block.
+    /// ``BlueZNotificationSession/cancel()`` ends the session and sends `StopNotify`.
+    public func notifications(
+        _ characteristic: BlueZCharacteristic, timeout: Duration = .seconds(10),
+        onValue: @escaping @Sendable ([UInt8]) -> Void, onEnd: @escaping @Sendable (BlueZError) -> Void
+    ) async throws -> BlueZNotificationSession {
+        let path = characteristic.path
+        let ended = BlueZNotificationSession.Flag()
+        let observation = await mirror.observe(path: path, interfaces: [BlueZInterfaces.gattCharacteristic]) { event in
+            let end: BlueZError
+            switch event {
+            case .propertiesChanged(path, BlueZInterfaces.gattCharacteristic, let changed, _):
+                if let value = changed["Value"]?.bytes, !ended.isSet { onValue(value) }
+                return
+            case .interfacesRemoved(path, let interfaces) where interfaces.contains(BlueZInterfaces.gattCharacteristic):
+                end = .objectVanished("characteristic \(path) went away")
+            case .serviceLost:
+                end = .serviceUnavailable("org.bluez left the bus")
+            default:
+                return
+            }
+            if ended.set() { onEnd(end) }
+        }
+        do {
+            try await call(path, BlueZInterfaces.gattCharacteristic, "StartNotify", timeout: timeout)
+        } catch {
+            await mirror.stopObserving(observation)
+            throw error
+        }
+        return BlueZNotificationSession(observation: observation, ended: ended) { [self] in
+            Task { try? await call(path, BlueZInterfaces.gattCharacteristic, "StopNotify", timeout: .seconds(5)) }
+        }
+    }
+}
+
+/// A notification subscription from ``BlueZClient/notifications(_:timeout:onValue:onEnd:)``.
+public final class BlueZNotificationSession: Sendable {
+    private let observation: BlueZMirrorObservation
+    private let ended: Flag
+    private let stopNotify: @Sendable () -> Void
+    private let cancelled = Flag()
+
+    /// A flag set once.
+    final class Flag: Sendable {
+        private let value = Mutex(false)
+
+        var isSet: Bool { value.withLock { $0 } }
+
+        /// Sets the flag; true if it was not set before.
+        func set() -> Bool {
+            value.withLock { value in
+                defer { value = true }
+                return !value
             }
         }
     }
+
+    init(observation: BlueZMirrorObservation, ended: Flag, stopNotify: @escaping @Sendable () -> Void) {
+        self.observation = observation
+        self.ended = ended
+        self.stopNotify = stopNotify
+    }
+
+    /// Stops the values (none is delivered after this returns) and sends `StopNotify`
+    /// unless the session already ended. Idempotent.
+    public func cancel() {
+        guard cancelled.set() else { return }
+        let wasRunning = ended.set()
+        observation.cancel()
+        if wasRunning { stopNotify() }
+    }
+
+    deinit { cancel() }
 }

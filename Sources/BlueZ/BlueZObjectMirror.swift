@@ -19,7 +19,30 @@ public actor BlueZObjectMirror {
     let logger: Logger
     private var loadingOwner: String?
     private var bufferedSignals: [DBusSignal] = []
-    private var subscribers: [UInt64: (path: String?, continuation: AsyncStream<BlueZMirrorEvent>.Continuation)] = [:]
+    private struct Subscriber {
+        var path: String?
+        var interfaces: Set<String>?
+        /// Where its events go: a stream (a hand-off to its consumer per event), or a
+        /// handler run right here on the mirror, in order.
+        var deliver: @Sendable (BlueZMirrorEvent) -> Void
+
+        func wants(_ event: BlueZMirrorEvent) -> Bool {
+            switch event {
+            case .serviceLost, .serviceLoaded:
+                return true
+            case .interfacesAdded(let eventPath, let added):
+                return (path == nil || path == eventPath)
+                    && (interfaces.map { wanted in added.keys.contains(where: wanted.contains) } ?? true)
+            case .interfacesRemoved(let eventPath, let removed):
+                return (path == nil || path == eventPath)
+                    && (interfaces.map { wanted in removed.contains(where: wanted.contains) } ?? true)
+            case .propertiesChanged(let eventPath, let interface, _, _):
+                return (path == nil || path == eventPath) && (interfaces?.contains(interface) ?? true)
+            }
+        }
+    }
+
+    private var subscribers: [UInt64: Subscriber] = [:]
     var waiters: [UInt64: any MirrorWaiter] = [:]
     var nextID: UInt64 = 0
 
@@ -34,7 +57,7 @@ public actor BlueZObjectMirror {
         let owners = try await connection.nameOwnerChanges(of: BlueZInterfaces.service)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                for try await signal in signals { await self.handle(signal) }
+                try await self.consume(signals)
                 throw BlueZError.busDisconnected("the signal stream from the bus ended")
             }
             group.addTask {
@@ -48,15 +71,39 @@ public actor BlueZObjectMirror {
         }
     }
 
+    /// Applies the bus's signals on this actor as they arrive (one hand-off per signal).
+    private func consume(_ signals: DBusSignalStream) async throws {
+        for try await signal in signals { handle(signal) }
+    }
+
     /// Events from now on, in BlueZ's order, until the consumer stops iterating. With `path`,
-    /// only that object's events (and `serviceLost`/`serviceLoaded`): a characteristic's
-    /// notification stream is not woken by every other board's values.
-    public func events(path: String? = nil) -> AsyncStream<BlueZMirrorEvent> {
+    /// only that object's events; with `interfaces`, only events about those interfaces
+    /// (`serviceLost`/`serviceLoaded` always come). A characteristic's notification stream
+    /// is not woken by every other board's values, nor the fleet by any of them.
+    public func events(path: String? = nil, interfaces: Set<String>? = nil) -> AsyncStream<BlueZMirrorEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: BlueZMirrorEvent.self)
         let id = takeID()
-        subscribers[id] = (path, continuation)
+        subscribers[id] = Subscriber(path: path, interfaces: interfaces) { continuation.yield($0) }
         continuation.onTermination = { _ in Task { await self.unsubscribe(id) } }
         return stream
+    }
+
+    /// Runs `handler` on this actor for each event from now on (filtered as by ``events(path:interfaces:)``),
+    /// in BlueZ's order, until ``stopObserving(_:)``. For steady traffic that needs no
+    /// actor of its own (a notified value, an RSSI update): no hand-off per event. The
+    /// handler must be quick and must not block.
+    public func observe(
+        path: String? = nil, interfaces: Set<String>? = nil,
+        _ handler: @escaping @Sendable (BlueZMirrorEvent) -> Void
+    ) -> BlueZMirrorObservation {
+        let id = takeID()
+        subscribers[id] = Subscriber(path: path, interfaces: interfaces, deliver: handler)
+        return BlueZMirrorObservation(id: id, mirror: self)
+    }
+
+    /// Ends an observation (idempotent); its handler is not called after this returns.
+    public func stopObserving(_ observation: BlueZMirrorObservation) {
+        unsubscribe(observation.id)
     }
 
     /// Waits until a snapshot is loaded (BlueZ present), or throws `.timeout`.
@@ -76,13 +123,8 @@ public actor BlueZObjectMirror {
     }
 
     private func broadcast(_ event: BlueZMirrorEvent) {
-        let path: String?
-        switch event {
-        case .interfacesAdded(let p, _), .interfacesRemoved(let p, _), .propertiesChanged(let p, _, _, _): path = p
-        case .serviceLost, .serviceLoaded: path = nil
-        }
-        for subscriber in subscribers.values where subscriber.path == nil || path == nil || subscriber.path == path {
-            subscriber.continuation.yield(event)
+        for subscriber in subscribers.values where subscriber.wants(event) {
+            subscriber.deliver(event)
         }
         evaluateWaiters()
     }
@@ -205,5 +247,20 @@ public actor BlueZObjectMirror {
         default:
             break
         }
+    }
+}
+
+/// One ``BlueZObjectMirror/observe(path:interfaces:_:)`` registration.
+public struct BlueZMirrorObservation: Sendable, Hashable {
+    let id: UInt64
+    let mirror: BlueZObjectMirror
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.id == rhs.id && lhs.mirror === rhs.mirror }
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+
+    /// Ends the observation without waiting (its handler may run a few more times).
+    public func cancel() {
+        let mirror = self.mirror
+        Task { await mirror.stopObserving(self) }
     }
 }

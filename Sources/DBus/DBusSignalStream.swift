@@ -24,6 +24,11 @@ public struct DBusSignalStream: AsyncSequence, Sendable {
         public mutating func next() async throws -> DBusSignal? {
             try await base.next()
         }
+
+        /// Runs on the caller's actor (no extra hop through the global executor).
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> DBusSignal? {
+            try await base.next(isolation: actor)
+        }
     }
 
     public func makeAsyncIterator() -> AsyncIterator {

@@ -52,7 +52,7 @@ extension Board {
 
     /// The temperature: from the notification cache when younger than `maxAge`, else read.
     func readTemperature(maxAge: Duration) async throws -> TemperatureCache.Entry {
-        if let cached = temperature, cached.age(at: .now) <= maxAge { return cached }
+        if let cached = live.temperature, cached.age(at: .now) <= maxAge { return cached }
         let bytes = try await whenReady {
             guard let characteristic = temperatureCharacteristic else {
                 throw FleetError(.gattError, "\(address) has no temperature characteristic (is it running the Nano sketch?).")
@@ -60,7 +60,7 @@ extension Board {
             return try await gatt { try await context.client.readValue(characteristic) }
         }
         record(temperatureBytes: bytes)
-        guard bytes.count == 1, let entry = temperature else {
+        guard bytes.count == 1, let entry = live.temperature else {
             throw FleetError(.gattError, "\(address) sent a temperature of \(bytes.count) bytes; expected 1.")
         }
         return entry
@@ -88,7 +88,7 @@ extension Board {
 
     /// Subscribes to any characteristic's notifications; the stream ends when the link drops.
     func notifications(service: BluetoothUUID, characteristic: BluetoothUUID) async throws
-        -> AsyncThrowingStream<[UInt8], any Error>
+        -> BlueZValueStream
     {
         try await whenReady {
             let found = try await lookUp(service: service, characteristic: characteristic)

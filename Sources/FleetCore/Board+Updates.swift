@@ -7,12 +7,13 @@ extension Board {
         let isNew = self.device == nil
         self.device = device
         if let newName = device.name, newName != name { name = newName }
-        if let value = device.rssi { rssi = Int(value) }
         let advertised = isNew || changed.contains("RSSI") || changed.contains("ManufacturerData")
             || changed.contains("ServiceData") || changed.contains("TxPower")
         if advertised {
-            lastSeen = .now
+            _ = live.advertised(rssi: device.rssi.map(Int.init), force: true)
             apply { $0.advertisementSeen(now: $1) }
+        } else if let value = device.rssi {
+            live.setRSSI(Int(value))
         }
         if changed.contains("Connected") {
             if device.connected {
@@ -26,11 +27,17 @@ extension Board {
         }
     }
 
+    /// The board advertised again (only advertisement properties such as RSSI changed).
+    func advertisementSeen(rssi: Int?) {
+        _ = live.advertised(rssi: rssi, force: true)
+        apply { $0.advertisementSeen(now: $1) }
+    }
+
     /// BlueZ removed the device object (it expired, was removed, or BlueZ went away).
     func deviceRemoved() {
         guard device != nil else { return }
         device = nil
-        rssi = nil
+        live.setRSSI(nil)
         apply { $0.deviceVanished(now: $1) }
     }
 

@@ -15,8 +15,8 @@ actor Board {
     var machine: BoardStateMachine
     /// The BlueZ device object, while BlueZ knows the board.
     var device: BlueZDevice?
-    var rssi: Int?
-    var lastSeen: ContinuousClock.Instant?
+    /// RSSI, last advertisement and latest temperature, recorded without this actor.
+    nonisolated let live = BoardLive()
 
     /// Looked up by UUID after every connect (paths change across reconnects).
     var ledCharacteristic: BlueZCharacteristic?
@@ -28,13 +28,13 @@ actor Board {
 
     var desiredLED: DesiredLED
     var appliedLED: Bool?
-    var temperature: TemperatureCache.Entry?
 
     /// Commands waiting for the board to become ready.
     var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
     var nextWaiterID: UInt64 = 0
     var connectTask: Task<Void, Never>?
-    var notifyTask: Task<Void, Never>?
+    /// Temperature notifications of the current link (values go straight to `live`).
+    var notifySession: BlueZNotificationSession?
     var busyCount = 0
     var lastUsed: ContinuousClock.Instant
     /// One GATT operation at a time on this board: actor methods interleave at every await,
@@ -50,19 +50,25 @@ actor Board {
         self.device = device
         let now = ContinuousClock.now
         self.lastUsed = now
-        self.machine = BoardStateMachine(
+        let machine = BoardStateMachine(
             policy: context.configuration.reconnect, present: device != nil, adapterPowered: adapterPowered, now: now)
+        self.machine = machine
         var logger = context.logger
         logger[metadataKey: "ble.address"] = "\(record.address)"
         self.logger = logger
+        // Counted from birth, so no phase change can slip past the tally.
+        context.tally.add(record.address, board: ObjectIdentifier(self), phase: machine.phase)
+        live.setAwaitsAdvertisement(machine.phase == .absent)
     }
 
     var identity: BoardIdentity { BoardIdentity(address: address, name: name, alias: alias) }
 
     var snapshot: BoardSnapshot {
-        BoardSnapshot(
-            address: address, name: name, alias: alias, phase: machine.phase, rssi: rssi, desiredLED: desiredLED,
-            appliedLED: appliedLED, temperature: temperature, lastFailure: machine.lastFailure, lastSeen: lastSeen)
+        let live = self.live.current
+        return BoardSnapshot(
+            address: address, name: name, alias: alias, phase: machine.phase, rssi: live.rssi, desiredLED: desiredLED,
+            appliedLED: appliedLED, temperature: live.temperature, lastFailure: machine.lastFailure,
+            lastSeen: live.lastSeen)
     }
 
     /// Whether the board holds a link it is not using right now (eviction candidate).
@@ -79,6 +85,8 @@ actor Board {
         let after = machine.phase
         if before != after {
             logger.debug("board \(before) → \(after)")
+            context.tally.phaseChanged(address, board: ObjectIdentifier(self), to: after)
+            if (before == .absent) != (after == .absent) { live.setAwaitsAdvertisement(after == .absent) }
             context.events.publish(.boardPhaseChanged(address, from: before, to: after))
         }
         perform(action)
@@ -130,8 +138,8 @@ actor Board {
     /// Forgets the handles and notification session of the current link.
     private func dropLink() {
         linkGeneration &+= 1
-        notifyTask?.cancel()
-        notifyTask = nil
+        notifySession?.cancel()
+        notifySession = nil
         ledCharacteristic = nil
         temperatureCharacteristic = nil
         handlesReady = false
@@ -197,32 +205,48 @@ actor Board {
     }
 
     private func subscribeTemperature(_ characteristic: BlueZCharacteristic, generation: UInt64) {
-        let client = context.client
-        notifyTask = Task { [weak self] in
-            do {
-                let values = try await client.notifications(characteristic)
-                for try await value in values {
-                    guard let self else { return }
-                    await self.record(temperatureBytes: value)
-                }
-            } catch {
-                await self?.notificationsEnded(error, generation: generation)
+        Task { await self.startTemperatureSession(characteristic, generation: generation) }
+    }
+
+    /// Subscribes to the temperature: each value is recorded where it arrives, on the
+    /// BlueZ mirror (``record(temperatureBytes:)``), without a hand-off to this actor.
+    private func startTemperatureSession(_ characteristic: BlueZCharacteristic, generation: UInt64) async {
+        let live = self.live
+        let events = context.events
+        let address = self.address
+        let logger = self.logger
+        do {
+            let session = try await context.client.notifications(
+                characteristic,
+                onValue: { Board.record(temperatureBytes: $0, into: live, events: events, address: address, logger: logger) },
+                onEnd: { error in logger.debug("temperature notifications ended", metadata: ["error": "\(error)"]) })
+            guard generation == linkGeneration else {
+                session.cancel()
+                return
             }
+            notifySession?.cancel()
+            notifySession = session
+        } catch {
+            guard generation == linkGeneration, !(error is CancellationError) else { return }
+            logger.debug("could not subscribe to temperature notifications", metadata: ["error": "\(error)"])
         }
     }
 
-    private func notificationsEnded(_ error: any Error, generation: UInt64) {
-        guard generation == linkGeneration, !(error is CancellationError) else { return }
-        logger.debug("temperature notifications ended", metadata: ["error": "\(error)"])
+    /// Records a temperature value (from a read, or a notification).
+    func record(temperatureBytes bytes: [UInt8]) {
+        Board.record(temperatureBytes: bytes, into: live, events: context.events, address: address, logger: logger)
     }
 
-    func record(temperatureBytes bytes: [UInt8]) {
+    private nonisolated static func record(
+        temperatureBytes bytes: [UInt8], into live: BoardLive, events: EventBroadcaster<FleetEvent>,
+        address: BoardAddress, logger: Logger
+    ) {
         guard let celsius = try? Celsius(value: bytes) else {
             logger.warning("ignored a temperature value that is not one byte", metadata: ["bytes": "\(bytes.count)"])
             return
         }
-        temperature = TemperatureCache.Entry(value: celsius, receivedAt: .now)
-        context.events.publish(.temperature(address, celsius))
+        live.setTemperature(TemperatureCache.Entry(value: celsius, receivedAt: .now))
+        events.publish(.temperature(address, celsius))
     }
 
     private func reapplyDesiredLED(generation: UInt64) async {

@@ -17,6 +17,8 @@ public final class EventBroadcaster<Event: Sendable>: Sendable {
 
     struct Subscriber: Sendable {
         var buffer: BoundedBuffer<Event>
+        /// Events it wants; others are never buffered for it, nor wake it.
+        var filter: (@Sendable (Event) -> Bool)?
         var dropped = 0
         var waiting: CheckedContinuation<Delivery?, Never>?
     }
@@ -39,12 +41,15 @@ public final class EventBroadcaster<Event: Sendable>: Sendable {
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
     /// Starts a subscription: every event published from now on is buffered for it
-    /// (at most `bufferSize`, oldest dropped first).
-    public func subscribe(bufferSize: Int? = nil) -> Subscription {
+    /// (at most `bufferSize`, oldest dropped first). With `filter`, only the events it
+    /// accepts: the others never wake the subscriber (`filter` runs inside `publish`, under
+    /// a lock, so it must be quick and must not call the broadcaster).
+    public func subscribe(bufferSize: Int? = nil, where filter: (@Sendable (Event) -> Bool)? = nil) -> Subscription {
         let id = state.withLock { state -> UInt64? in
             guard !state.finished else { return nil }
             state.nextID += 1
-            state.subscribers[state.nextID] = Subscriber(buffer: BoundedBuffer(capacity: bufferSize ?? defaultBufferSize))
+            state.subscribers[state.nextID] = Subscriber(
+                buffer: BoundedBuffer(capacity: bufferSize ?? defaultBufferSize), filter: filter)
             return state.nextID
         }
         return Subscription(token: Token(broadcaster: self, id: id))
@@ -55,6 +60,7 @@ public final class EventBroadcaster<Event: Sendable>: Sendable {
         var wake: [CheckedContinuation<Delivery?, Never>] = []
         state.withLock { state in
             for id in state.subscribers.keys {
+                if let filter = state.subscribers[id]!.filter, !filter(event) { continue }
                 if let continuation = state.subscribers[id]!.waiting {
                     state.subscribers[id]!.waiting = nil
                     wake.append(continuation)

@@ -24,8 +24,43 @@ extension Fleet {
             if interface == BlueZInterfaces.adapter, path == adapter?.path || adapter == nil {
                 await adapterChanged(to: await currentAdapter())
             } else if interface == BlueZInterfaces.device {
-                await deviceChanged(at: path, changed: Set(changed.keys))
+                if let address = devicePaths[path], let board = boards[address],
+                    changed.keys.allSatisfy(Self.advertisementProperties.contains)
+                {
+                    // The common case by far: a known board's advertisement (RSSI and such).
+                    await board.advertisementSeen(rssi: changed["RSSI"]?.int16.map(Int.init))
+                    await noteSeen(address, name: nil)
+                } else {
+                    await deviceChanged(at: path, changed: Set(changed.keys))
+                }
             }
+        }
+    }
+
+    /// Device properties that only say the device advertised again.
+    static let advertisementProperties: Set<String> = ["RSSI", "ManufacturerData", "ServiceData", "TxPower"]
+
+    /// Records in the registry that the board was seen, at most every few seconds per board
+    /// (advertisements arrive about once a second per board while discovering).
+    /// Notes in the registry the boards whose advertisements were recorded on the mirror.
+    func noteSightings() async {
+        for (address, board) in boards {
+            guard let seen = board.live.current.lastSeen else { continue }
+            if let noted = lastNotedSeen[address], noted.at >= seen { continue }
+            await noteSeen(address, name: nil)
+        }
+    }
+
+    private func noteSeen(_ address: BoardAddress, name: String?) async {
+        let now = ContinuousClock.now
+        if let last = lastNotedSeen[address], name == nil || name == last.name, last.at.duration(to: now) < .seconds(5) {
+            return
+        }
+        lastNotedSeen[address] = (now, name ?? lastNotedSeen[address]?.name)
+        do {
+            _ = try await registry.noteSeen(address, name: name)
+        } catch {
+            logger.error("could not save the board registry: \(error)", metadata: ["ble.address": "\(address)"])
         }
     }
 
@@ -82,7 +117,7 @@ extension Fleet {
         let allProperties: Set<String> = ["RSSI", "Connected", "ServicesResolved", "Name"]
         if let board = boards[address] {
             await board.deviceUpdated(device, changed: changed ?? allProperties)
-            if changed?.contains("RSSI") ?? true { _ = try? await registry.noteSeen(address, name: device.name) }
+            if changed?.contains("RSSI") ?? true { await noteSeen(address, name: device.name) }
             // A known board (re)appearing, e.g. after a BlueZ restart: connect it again.
             if changed == nil { await board.requestAutoConnect() }
             return

@@ -100,7 +100,7 @@ extension Fleet {
     /// board, each ending when that board's link drops.
     public func notifications(
         _ selection: Selection, service: BluetoothUUID, characteristic: BluetoothUUID, timeout: Duration? = nil
-    ) async -> FleetResult<AsyncThrowingStream<[UInt8], any Error>> {
+    ) async -> FleetResult<BlueZValueStream> {
         await fanOut(selection, timeout: timeout) {
             try await $0.notifications(service: service, characteristic: characteristic)
         }
@@ -127,8 +127,8 @@ extension Fleet {
         for target in targets {
             let start = ContinuousClock.now
             guard let board = boards.removeValue(forKey: target.address) else { continue }
-            readyBoards.remove(target.address)
-            linkedBoards.remove(target.address)
+            tally.remove(target.address)
+            lastNotedSeen[target.address] = nil
             let device = await board.forget()
             var result: Result<Void, FleetError> = .success(())
             do {

@@ -18,14 +18,27 @@ public actor Fleet {
     let logger: Logger
     nonisolated let context: FleetContext
 
-    var boards: [BoardAddress: Board] = [:]
-    var devicePaths: [String: BoardAddress] = [:]
-    var adapter: BlueZAdapter?
-    var bluezAvailable = false
-    var discovering = false
-    /// Last known board counts, kept for `status` without awaiting every board.
-    var readyBoards: Set<BoardAddress> = []
-    var linkedBoards: Set<BoardAddress> = []
+    var boards: [BoardAddress: Board] = [:] {
+        didSet { refreshPathIndex() }
+    }
+    var devicePaths: [String: BoardAddress] = [:] {
+        didSet { refreshPathIndex() }
+    }
+    /// `devicePaths` to the boards' live state, for advertisements recorded on the mirror.
+    nonisolated let pathIndex = DevicePathIndex()
+    var adapter: BlueZAdapter? {
+        didSet { noteAdapterState() }
+    }
+    var bluezAvailable = false {
+        didSet { tally.bluezChanged(available: bluezAvailable) }
+    }
+    var discovering = false {
+        didSet { noteAdapterState() }
+    }
+    /// Counts and adapter state for `status`, readable without awaiting this actor or any board.
+    nonisolated let tally: FleetTally
+    /// When each board was last noted as seen in the registry (advertisements come often).
+    var lastNotedSeen: [BoardAddress: (at: ContinuousClock.Instant, name: String?)] = [:]
     /// The settings that can change while running (`reconfigure`).
     public private(set) var tunables: Tunables
 
@@ -42,11 +55,13 @@ public actor Fleet {
             temperatureMaxAge: configuration.temperatureMaxAge, adoption: configuration.adoption)
         let events = EventBroadcaster<FleetEvent>(defaultBufferSize: configuration.eventBufferSize)
         self.events = events
+        let tally = FleetTally(adapterName: adapter)
+        self.tally = tally
         // Boards ask the fleet for a connection slot; the fleet owns the boards, so the way
         // back is a weak reference, set once the fleet exists.
         let fleetReference = WeakFleetReference()
         self.context = FleetContext(
-            client: client, configuration: configuration, events: events, logger: logger,
+            client: client, configuration: configuration, events: events, tally: tally, logger: logger,
             reserveSlot: { address, command in
                 await fleetReference.fleet?.reserveSlot(for: address, command: command) ?? false
             })
@@ -55,8 +70,22 @@ public actor Fleet {
 
     /// Keeps the fleet in step with BlueZ until cancelled. Throws when the bus is lost.
     public func run() async throws {
-        let mirrorEvents = await client.mirror.events()
-        let phaseEvents = events.subscribe(bufferSize: 4096)
+        // Only what the fleet acts on: characteristic values (the steady notification
+        // traffic) go straight to their boards and never wake this loop, and neither do the
+        // advertisements of boards that do not wait for one (recorded on the mirror).
+        let (mirrorEvents, forward) = AsyncStream.makeStream(of: BlueZMirrorEvent.self)
+        let pathIndex = self.pathIndex
+        let observation = await client.mirror.observe(interfaces: [BlueZInterfaces.adapter, BlueZInterfaces.device]) {
+            event in
+            if case .propertiesChanged(let path, BlueZInterfaces.device, let changed, let invalidated) = event,
+                invalidated.isEmpty, changed.keys.allSatisfy(Fleet.advertisementProperties.contains),
+                let live = pathIndex.live(at: path), live.advertised(rssi: changed["RSSI"]?.int16.map(Int.init))
+            {
+                return
+            }
+            forward.yield(event)
+        }
+        defer { observation.cancel() }
         for record in await registry.boards where boards[record.address] == nil {
             boards[record.address] = Board(record: record, device: nil, adapterPowered: false, context: context)
         }
@@ -65,14 +94,9 @@ public actor Fleet {
             let client = self.client
             group.addTask { try await client.run() }
             group.addTask { [weak self] in
-                for await delivery in phaseEvents {
-                    guard case .event(.boardPhaseChanged(let address, _, let phase)) = delivery else { continue }
-                    await self?.notePhase(address, phase)
-                }
-            }
-            group.addTask { [weak self] in
                 while !Task.isCancelled {
                     try await Task.sleep(for: .seconds(5))
+                    await self?.noteSightings()
                     try? await self?.registry.flushIfDue()
                 }
             }
@@ -128,21 +152,20 @@ public actor Fleet {
         }
     }
 
-    public var status: FleetStatus {
-        FleetStatus(
-            adapterName: adapterName, adapterAddress: adapter?.address, adapterPresent: adapter != nil,
-            adapterPowered: adapter?.powered ?? false, bluezAvailable: bluezAvailable, discovering: discovering,
-            boardCount: boards.count, readyCount: readyBoards.count, connectedCount: linkedBoards.count)
+    /// The fleet's state now, read without waiting for this actor or any board.
+    public nonisolated var status: FleetStatus { tally.status }
+
+    /// Returns once the fleet actor has run this call: a liveness check (e.g. for the watchdog).
+    public func ping() {}
+
+    private func refreshPathIndex() {
+        pathIndex.replace(with: devicePaths.compactMapValues { boards[$0]?.live })
     }
 
-    private func notePhase(_ address: BoardAddress, _ phase: BoardPhase) {
-        let known = boards[address] != nil
-        if phase == .ready, known { readyBoards.insert(address) } else { readyBoards.remove(address) }
-        if [.resolving, .ready, .disconnecting].contains(phase), known {
-            linkedBoards.insert(address)
-        } else {
-            linkedBoards.remove(address)
-        }
+    private func noteAdapterState() {
+        tally.adapterChanged(
+            address: adapter?.address, present: adapter != nil, powered: adapter?.powered ?? false,
+            discovering: discovering)
     }
 
     // MARK: Connection slots

@@ -8,6 +8,7 @@ final class FleetContext: Sendable {
     let configuration: FleetConfiguration
     let scheduler: ConnectScheduler
     let events: EventBroadcaster<FleetEvent>
+    let tally: FleetTally
     let logger: Logger
     /// Called with the connect permit held: may the board take a link now? `command` says
     /// a user is waiting (then an idle board may be evicted).
@@ -15,12 +16,13 @@ final class FleetContext: Sendable {
 
     init(
         client: BlueZClient, configuration: FleetConfiguration, events: EventBroadcaster<FleetEvent>,
-        logger: Logger, reserveSlot: @escaping @Sendable (BoardAddress, Bool) async -> Bool
+        tally: FleetTally, logger: Logger, reserveSlot: @escaping @Sendable (BoardAddress, Bool) async -> Bool
     ) {
         self.client = client
         self.configuration = configuration
         self.scheduler = ConnectScheduler(limit: configuration.concurrentConnects)
         self.events = events
+        self.tally = tally
         self.logger = logger
         self.reserveSlot = reserveSlot
     }

@@ -140,7 +140,7 @@ public enum FleetMethodBindings {
             EventsSubscriptionResult(topics: events.unsubscribe(context.connection, from: params.topics.map(Set.init)))
         }
         dispatcher.register(FleetMethods.daemonStatus) { _ in
-            let status = await fleet.status
+            let status = fleet.status
             return DaemonStatus(
                 version: environment.version,
                 uptimeSeconds: Double(milliseconds(environment.startedAt.duration(to: .now))) / 1000,

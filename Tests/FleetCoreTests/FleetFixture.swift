@@ -45,12 +45,12 @@ struct FleetFixture {
         timeout: Duration, _ what: String, _ condition: @escaping @Sendable (FleetStatus) -> Bool
     ) async throws {
         let events = fleet.events.subscribe()
-        if condition(await fleet.status) { return }
+        if condition(fleet.status) { return }
         let fleet = self.fleet
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
                 for await _ in events {
-                    if condition(await fleet.status) { return true }
+                    if condition(fleet.status) { return true }
                 }
                 return false
             }
@@ -61,7 +61,7 @@ struct FleetFixture {
             let satisfied = try await group.next() ?? false
             group.cancelAll()
             if !satisfied {
-                throw FixtureError("timed out after \(timeout) waiting for \(what); status: \(await fleet.status.summary)")
+                throw FixtureError("timed out after \(timeout) waiting for \(what); status: \(fleet.status.summary)")
             }
         }
     }

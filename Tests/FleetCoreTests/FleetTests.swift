@@ -93,7 +93,7 @@ struct FleetTests {
             let most = Task {
                 var most = 0
                 for await _ in events {
-                    most = max(most, await fleet.status.connectedCount)
+                    most = max(most, fleet.status.connectedCount)
                 }
                 return most
             }
@@ -106,7 +106,7 @@ struct FleetTests {
             let peak = await most.value
             #expect(peak <= 3, "\(peak) boards held a link at once")
             #expect(peak >= 1)
-            #expect(await fleet.status.connectedCount <= 3)
+            #expect(fleet.status.connectedCount <= 3)
         }
     }
 

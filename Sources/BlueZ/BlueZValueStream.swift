@@ -1,0 +1,66 @@
+/// The values of one characteristic as BlueZ reports them (`Value` changes: notifications,
+/// and reads). Mapped straight from the mirror's events for that object, with no task in
+/// between, so each value costs one hand-off from the mirror to the consumer.
+///
+/// Throws `.objectVanished` when the characteristic goes away (disconnect) and
+/// `.serviceUnavailable` when `org.bluez` does; ends when the consuming task is cancelled.
+/// `StopNotify` is sent once the last copy of the stream and its iterator is released.
+public struct BlueZValueStream: AsyncSequence, Sendable {
+    public typealias Element = [UInt8]
+    public typealias Failure = any Error
+
+    let events: AsyncStream<BlueZMirrorEvent>
+    let path: String
+    let session: Session
+
+    /// Ends the notification session when released.
+    final class Session: Sendable {
+        let onEnd: @Sendable () -> Void
+
+        init(onEnd: @escaping @Sendable () -> Void) {
+            self.onEnd = onEnd
+        }
+
+        deinit { onEnd() }
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        public typealias Element = [UInt8]
+        public typealias Failure = any Error
+
+        var base: AsyncStream<BlueZMirrorEvent>.AsyncIterator
+        let path: String
+        let session: Session
+        var finished = false
+
+        public mutating func next() async throws -> [UInt8]? {
+            try await next(isolation: nil)
+        }
+
+        /// Runs on the caller's actor: a consumer on an actor gets each value without an
+        /// extra hop through the global executor.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
+            guard !finished else { return nil }
+            while let event = await base.next(isolation: actor) {
+                switch event {
+                case .propertiesChanged(path, BlueZInterfaces.gattCharacteristic, let changed, _):
+                    if let value = changed["Value"]?.bytes { return value }
+                case .interfacesRemoved(path, let interfaces) where interfaces.contains(BlueZInterfaces.gattCharacteristic):
+                    finished = true
+                    throw BlueZError.objectVanished("characteristic \(path) went away")
+                case .serviceLost:
+                    finished = true
+                    throw BlueZError.serviceUnavailable("org.bluez left the bus")
+                default:
+                    continue
+                }
+            }
+            finished = true
+            return nil
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: events.makeAsyncIterator(), path: path, session: session)
+    }
+}

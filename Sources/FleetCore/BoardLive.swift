@@ -1,0 +1,46 @@
+import Synchronization
+
+/// What a board learns from its steady radio traffic — advertisements (RSSI) and notified
+/// temperatures — kept outside the ``Board`` actor, so that this traffic is recorded where
+/// it arrives (on the BlueZ mirror) without waking the board: 20 connected boards send
+/// about 40 such signals a second, and a hand-off per signal would be most of the
+/// daemon's idle CPU.
+final class BoardLive: Sendable {
+    struct State: Sendable {
+        var rssi: Int?
+        var lastSeen: ContinuousClock.Instant?
+        var temperature: TemperatureCache.Entry?
+        /// The state machine waits for an advertisement (the board is absent): then an
+        /// advertisement must go to the board itself, not only be recorded here.
+        var awaitsAdvertisement = false
+    }
+
+    private let state = Mutex(State())
+
+    var current: State { state.withLock { $0 } }
+
+    var temperature: TemperatureCache.Entry? { state.withLock { $0.temperature } }
+
+    func setTemperature(_ entry: TemperatureCache.Entry) {
+        state.withLock { $0.temperature = entry }
+    }
+
+    func setRSSI(_ rssi: Int?) {
+        state.withLock { $0.rssi = rssi }
+    }
+
+    func setAwaitsAdvertisement(_ awaits: Bool) {
+        state.withLock { $0.awaitsAdvertisement = awaits }
+    }
+
+    /// Records an advertisement. Returns false (and records nothing) when the board waits
+    /// for one: the caller must then tell the board.
+    func advertised(rssi: Int?, at now: ContinuousClock.Instant = .now, force: Bool = false) -> Bool {
+        state.withLock { state in
+            guard force || !state.awaitsAdvertisement else { return false }
+            if let rssi { state.rssi = rssi }
+            state.lastSeen = now
+            return true
+        }
+    }
+}
