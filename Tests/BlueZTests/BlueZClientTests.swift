@@ -83,6 +83,58 @@ struct BlueZClientTests {
         }
     }
 
+    @Test func notificationSessionDeliversValuesEndsOnDropAndStopsOnCancel() async throws {
+        try await BlueZFixture.with(boards: 2, extraArguments: ["--notify-interval", "0.2"]) { fixture in
+            let client = fixture.client
+            let devices = try await fixture.discoverBoards(count: 2)
+            for device in devices { try await client.connect(device) }
+            let states = try await fixture.testbed.state()
+            try await fixture.testbed.run(["board", "temp", "nano-01", "-7"])
+            try await fixture.testbed.run(["board", "temp", "nano-02", "30"])
+            var sessions: [String: BlueZNotificationSession] = [:]
+            let (values, valueSink) = AsyncStream.makeStream(of: (String, Int8).self)
+            let (ends, endSink) = AsyncStream.makeStream(of: (String, BlueZError).self)
+            for state in states {
+                let device = try #require(devices.first { $0.address == state.address.uppercased() })
+                let temperature = try await client.characteristic(
+                    device: device, service: Nano.sensorService, characteristic: Nano.temperature)
+                let name = state.name
+                sessions[name] = try await client.notifications(
+                    temperature,
+                    onValue: { valueSink.yield((name, Int8(bitPattern: $0.first ?? 0))) },
+                    onEnd: { endSink.yield((name, $0)) })
+            }
+            // Values of each board reach its own handler.
+            var seen: [String: Set<Int8>] = [:]
+            for await (name, value) in values {
+                seen[name, default: []].insert(value)
+                if seen["nano-01"] != nil, seen["nano-02"] != nil, seen.values.reduce(0, { $0 + $1.count }) >= 2 { break }
+            }
+            #expect(seen == ["nano-01": [-7], "nano-02": [30]])
+            // A dropped board ends its session with objectVanished, exactly once.
+            try await fixture.testbed.run(["board", "drop", "nano-01"])
+            var endIterator = ends.makeAsyncIterator()
+            let (endedName, error) = try #require(await endIterator.next())
+            #expect(endedName == "nano-01")
+            guard case .objectVanished = error else {
+                Issue.record("expected objectVanished, got \(error)")
+                return
+            }
+            // Cancelling the other session sends StopNotify: the board stops notifying.
+            sessions["nano-02"]?.cancel()
+            let deadline = ContinuousClock.now + .seconds(5)
+            while try await fixture.testbed.state().first(where: { $0.name == "nano-02" })?.notifying == true,
+                ContinuousClock.now < deadline
+            {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(try await fixture.testbed.state().first { $0.name == "nano-02" }?.notifying == false)
+            valueSink.finish()
+            endSink.finish()
+            #expect(await endIterator.next() == nil, "a session ended more than once")
+        }
+    }
+
     @Test func droppedBoardIsSeenAsDisconnectedWithinTwoSeconds() async throws {
         try await BlueZFixture.with(boards: 2) { fixture in
             let client = fixture.client

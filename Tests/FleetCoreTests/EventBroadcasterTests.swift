@@ -44,6 +44,21 @@ import Testing
         #expect(broadcaster.subscriberCount == 0)
     }
 
+    @Test func aFilteredSubscriberNeverBuffersWhatItDoesNotWant() async {
+        let broadcaster = EventBroadcaster<Int>()
+        let even = broadcaster.subscribe(bufferSize: 3) { $0.isMultiple(of: 2) }
+        let all = broadcaster.subscribe(bufferSize: 100)
+        for n in 1...6 { broadcaster.publish(n) }
+        broadcaster.finish()
+        var evenGot: [String] = []
+        for await delivery in even { evenGot.append(describe(delivery)) }
+        // Three odd numbers did not take room in its buffer of three: nothing was dropped.
+        #expect(evenGot == ["2", "4", "6"])
+        var allGot: [String] = []
+        for await delivery in all { allGot.append(describe(delivery)) }
+        #expect(allGot == (1...6).map(String.init))
+    }
+
     @Test func stoppingIterationUnsubscribes() async {
         let broadcaster = EventBroadcaster<Int>()
         do {

@@ -39,6 +39,40 @@ struct FleetTests {
         }
     }
 
+    @Test func connectedBoardsKeepTheirRSSIAndTemperatureCurrentWithoutReads() async throws {
+        try await FleetFixture.with(boards: 3, testbedArguments: ["--notify-interval", "0.2", "--latency-ms", "400"]) {
+            fixture in
+            try await fixture.waitUntilReady(3, timeout: .seconds(30))
+            let fleet = fixture.fleet
+            let before = Dictionary(uniqueKeysWithValues: await fleet.snapshots().map { ($0.address, $0) })
+            try await fixture.testbed.run(["board", "temp", "nano-02", "-9"])
+            // Notified temperatures and advertisements (about one a second) are recorded as
+            // they arrive; no read is needed.
+            let deadline = ContinuousClock.now + .seconds(10)
+            var after: [BoardAddress: BoardSnapshot] = [:]
+            repeat {
+                try await Task.sleep(for: .milliseconds(200))
+                after = Dictionary(uniqueKeysWithValues: await fleet.snapshots().map { ($0.address, $0) })
+            } while ContinuousClock.now < deadline
+                && !(after.values.contains { $0.name == "nano-02" && $0.temperature?.value.degrees == -9 }
+                    && after.allSatisfy { address, board in
+                        (board.lastSeen ?? .now) > (before[address]?.lastSeen ?? .now) && board.rssi != nil
+                    })
+            #expect(after.values.first { $0.name == "nano-02" }?.temperature?.value.degrees == -9)
+            for (address, board) in after {
+                #expect(board.phase == .ready)
+                #expect(board.rssi != nil, "\(address) has no RSSI")
+                #expect((board.lastSeen ?? .now) > (before[address]?.lastSeen ?? .now), "\(address): last seen did not advance")
+                #expect((board.temperature?.age(at: .now) ?? .seconds(99)) < .seconds(2), "\(address): stale temperature")
+            }
+            // The cached value answers a read without the radio (a radio read takes at least
+            // the testbed's 400 ms latency).
+            let cached = await fleet.readTemperature(.all, maxAge: .seconds(5), timeout: .seconds(5))
+            #expect(cached.allSucceeded)
+            #expect(cached.outcomes.allSatisfy { $0.latency < .milliseconds(300) }, "\(cached.outcomes.map(\.latency))")
+        }
+    }
+
     @Test func droppedBoardsFailAloneWithinTheDeadlineAndRejoinWithTheirLED() async throws {
         try await FleetFixture.with(boards: 5, testbedArguments: ["--latency-ms", "150"]) { fixture in
             try await fixture.waitUntilReady(5)
