@@ -6,7 +6,7 @@ import NIOConcurrencyHelpers
 /// method; members of the read-only group may call `.read` methods; everyone else is
 /// refused with `-32000` and a message naming the group to join. Membership is the uid's
 /// primary group plus its supplementary groups (`getgrouplist`), and the gid the peer
-/// connected with; it is cached for ``Configuration/cacheLifetime``.
+/// connected with; it and the resulting role are cached for ``Configuration/cacheLifetime``.
 public final class AccessPolicy: Sendable {
     public struct Configuration: Sendable {
         /// Members may call every method.
@@ -28,8 +28,15 @@ public final class AccessPolicy: Sendable {
         var expires: ContinuousClock.Instant
     }
 
+    private struct CachedRole {
+        var role: AccessRole
+        var expires: ContinuousClock.Instant
+    }
+
     public let configuration: Configuration
     private let cache = NIOLockedValueBox<[UInt32: CachedGroups]>([:])
+    /// Roles by uid and gid, for the same lifetime: a call costs no user or group lookup.
+    private let roles = NIOLockedValueBox<[UInt64: CachedRole]>([:])
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -38,6 +45,15 @@ public final class AccessPolicy: Sendable {
     /// The role of a peer.
     public func role(for credentials: PeerCredentials) -> AccessRole {
         if credentials.uid == 0 { return .control }
+        let key = UInt64(credentials.uid) << 32 | UInt64(credentials.gid)
+        let now = ContinuousClock.now
+        if let cached = roles.withLockedValue({ $0[key] }), cached.expires > now { return cached.role }
+        let role = lookUpRole(for: credentials)
+        roles.withLockedValue { $0[key] = CachedRole(role: role, expires: now.advanced(by: configuration.cacheLifetime)) }
+        return role
+    }
+
+    private func lookUpRole(for credentials: PeerCredentials) -> AccessRole {
         var groups = groups(ofUID: credentials.uid)
         groups.insert(credentials.gid)
         if let control = AccessPolicy.groupID(named: configuration.controlGroup), groups.contains(control) {

@@ -133,13 +133,13 @@ public enum FleetMethodBindings {
                     error: outcome.error.map(BoardError.init), latencyMs: milliseconds(outcome.latency))
             }).unmatched(result.unmatched)
         }
-        dispatcher.register(FleetMethods.eventsSubscribe, params: EventsSubscribeParams.self) { params, context in
+        dispatcher.registerImmediate(FleetMethods.eventsSubscribe, params: EventsSubscribeParams.self) { params, context in
             EventsSubscriptionResult(topics: events.subscribe(context.connection, to: Set(params.topics ?? EventTopic.allCases)))
         }
-        dispatcher.register(FleetMethods.eventsUnsubscribe, params: EventsSubscribeParams.self) { params, context in
+        dispatcher.registerImmediate(FleetMethods.eventsUnsubscribe, params: EventsSubscribeParams.self) { params, context in
             EventsSubscriptionResult(topics: events.unsubscribe(context.connection, from: params.topics.map(Set.init)))
         }
-        dispatcher.register(FleetMethods.daemonStatus) { _ in
+        dispatcher.registerImmediate(FleetMethods.daemonStatus) { _ in
             let status = fleet.status
             return DaemonStatus(
                 version: environment.version,

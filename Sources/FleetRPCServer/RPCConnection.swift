@@ -41,8 +41,7 @@ public final class RPCConnection: Sendable {
     /// Sends a notification whose params are `params` encoded as a JSON object.
     @discardableResult
     public func notify(method: String, params: some Encodable) -> Bool {
-        guard let data = try? JSONEncoder().encode(params), case .object(let members) = try? JSONValue(parsing: data, maxDepth: 512)
-        else { return false }
+        guard case .object(let members) = try? JSONValueEncoder().encode(params) else { return false }
         return notify(method: method, params: .byName(members))
     }
 

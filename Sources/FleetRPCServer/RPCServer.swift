@@ -14,23 +14,20 @@ public import ServiceLifecycle
 /// ``triggerGracefulShutdown()``): it stops accepting, stops reading new calls, gives calls in
 /// flight ``RPCServerConfiguration/shutdownGracePeriod``, then cancels them and closes.
 public final class RPCServer: Service, Sendable {
-    typealias Listener = NIOAsyncChannel<AcceptedConnection, Never>
-
-    struct AcceptedConnection: Sendable {
-        let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
-        let credentials: PeerCredentials
+    private struct Registered {
+        let channel: any Channel
+        /// Cancels the connection's calls in flight (end of the shutdown grace period).
+        let cancelCalls: @Sendable () -> Void
     }
 
     private struct State {
-        var listener: Listener?
+        var listener: (any Channel)?
         var bound = false
         var shuttingDown = false
-        var connections: [UInt64: any Channel] = [:]
+        var connections: [UInt64: Registered] = [:]
         var nextConnectionID: UInt64 = 1
-        /// Accepted connections not yet served. NIO traps if a wrapped channel is dropped
-        /// unused (as happens to connections accepted while shutting down), so each is held
-        /// here until served or, at the end of `run()`, closed properly.
-        var unserved: [ObjectIdentifier: NIOAsyncChannel<ByteBuffer, ByteBuffer>] = [:]
+        /// Waiting in `run()` for the last connection to go (after shutdown began).
+        var drainWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     public let configuration: RPCServerConfiguration
@@ -50,7 +47,7 @@ public final class RPCServer: Service, Sendable {
         self.group = eventLoopGroup
     }
 
-    /// Connections open now.
+    /// Connections open now (or with calls still finishing).
     public var connectionCount: Int { state.withLockedValue { $0.connections.count } }
 
     /// Creates the listening socket (file mode and group set) unless already done.
@@ -70,18 +67,33 @@ public final class RPCServer: Service, Sendable {
 
     public func run() async throws {
         try await bind()
-        guard let listener = state.withLockedValue({ $0.listener }) else {
+        guard let listener = state.withLockedValue({ state in
+            defer { state.listener = nil }
+            return state.listener
+        }) else {
             throw RPCServerError("The server's socket is already being served by another run().")
         }
-        state.withLockedValue { $0.listener = nil }
         logger.info("Serving JSON-RPC", metadata: ["rpc.socket": "\(configuration.listener)"])
-        try await withGracefulShutdownHandler {
-            try await serve(listener)
+        await withGracefulShutdownHandler {
+            // Serves (on the event loops) until shutdown is asked for or this task is cancelled.
+            for await _ in shutdownSignal.stream { break }
         } onGracefulShutdown: {
             self.triggerGracefulShutdown()
         }
+        triggerGracefulShutdown()
+        try? await listener.close()
         if case .path(let path) = configuration.listener {
             unlink(path)
+        }
+        if await !drained(within: configuration.shutdownGracePeriod) {
+            logger.warning("Calls still in flight after the shutdown grace period are cancelled")
+            let connections = state.withLockedValue { Array($0.connections.values) }
+            for connection in connections { connection.cancelCalls() }
+            if await !drained(within: .seconds(2)) {
+                for connection in state.withLockedValue({ Array($0.connections.values) }) {
+                    connection.channel.close(promise: nil)
+                }
+            }
         }
         logger.info("JSON-RPC server stopped")
     }
@@ -92,7 +104,7 @@ public final class RPCServer: Service, Sendable {
         let channels = state.withLockedValue { state -> [any Channel] in
             guard !state.shuttingDown else { return [] }
             state.shuttingDown = true
-            return Array(state.connections.values)
+            return state.connections.values.map(\.channel)
         }
         shutdownSignal.continuation.yield()
         for channel in channels {
@@ -100,85 +112,80 @@ public final class RPCServer: Service, Sendable {
         }
     }
 
-    private func serve(_ listener: Listener) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { outer in
-            outer.addTask {
-                try await withThrowingDiscardingTaskGroup { connections in
-                    try await listener.executeThenClose { inbound in
-                        for try await accepted in inbound {
-                            connections.addTask { await self.serveConnection(accepted) }
-                        }
+    /// Whether every connection went within `limit`.
+    private func drained(within limit: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    let now = self.state.withLockedValue { state -> Bool in
+                        guard !state.connections.isEmpty else { return true }
+                        state.drainWaiters.append(continuation)
+                        return false
                     }
+                    if now { continuation.resume() }
                 }
+                return true
             }
-            outer.addTask {
-                for await _ in self.shutdownSignal.stream { break }
-                listener.channel.close(promise: nil)
-                try await Task.sleep(for: self.configuration.shutdownGracePeriod)
-                self.logger.warning("Calls still in flight after the shutdown grace period are cancelled")
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return false
             }
-            defer { outer.cancelAll() }
-            _ = try await outer.next()
-        }
-        let leftovers = state.withLockedValue { state in
-            defer { state.unserved = [:] }
-            return Array(state.unserved.values)
-        }
-        for channel in leftovers {
-            try? await channel.executeThenClose { _, _ in }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            if !first { self.resumeDrainWaiters() }  // ends the waiting child
+            await group.waitForAll()
+            return first
         }
     }
 
-    /// Claims an accepted connection for serving; `false` if it was already closed by shutdown.
-    func claim(_ accepted: AcceptedConnection) -> Bool {
-        state.withLockedValue { $0.unserved.removeValue(forKey: ObjectIdentifier(accepted.channel.channel)) != nil }
+    private func resumeDrainWaiters() {
+        let waiters = state.withLockedValue { state in
+            defer { state.drainWaiters = [] }
+            return state.drainWaiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     // MARK: Listening socket
 
-    private func makeListener() async throws -> Listener {
+    private func makeListener() async throws -> any Channel {
         let maxFrame = configuration.maxFrameBytes
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: configuration.backlog)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<AcceptedConnection> = { [state] channel in
-            guard let provider = channel as? any SocketOptionProvider else {
-                return channel.eventLoop.makeFailedFuture(RPCServerError("The connection has no socket options."))
+            .childChannelInitializer { [self] channel in
+                guard let provider = channel as? any SocketOptionProvider else {
+                    return channel.eventLoop.makeFailedFuture(RPCServerError("The connection has no socket options."))
+                }
+                let credentials: EventLoopFuture<UCred> = provider.unsafeGetSocketOption(
+                    level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
+                return credentials.flatMapThrowing { cred in
+                    try channel.pipeline.syncOperations.addHandlers(
+                        ByteToMessageHandler(NewlineFrameDecoder(maximumFrameBytes: maxFrame)),
+                        RPCConnectionHandler(
+                            server: self, credentials: PeerCredentials(pid: cred.pid, uid: cred.uid, gid: cred.gid)))
+                }
             }
-            let credentials: EventLoopFuture<UCred> = provider.unsafeGetSocketOption(
-                level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
-            return credentials.flatMapThrowing { cred in
-                try channel.pipeline.syncOperations.addHandler(
-                    ByteToMessageHandler(NewlineFrameDecoder(maximumFrameBytes: maxFrame)))
-                let asyncChannel = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
-                    wrappingChannelSynchronously: channel,
-                    configuration: .init(inboundType: ByteBuffer.self, outboundType: ByteBuffer.self))
-                state.withLockedValue { $0.unserved[ObjectIdentifier(channel)] = asyncChannel }
-                return AcceptedConnection(
-                    channel: asyncChannel, credentials: PeerCredentials(pid: cred.pid, uid: cred.uid, gid: cred.gid))
-            }
-        }
         switch configuration.listener {
         case .fileDescriptor(let descriptor):
-            return try await bootstrap.bind(descriptor, childChannelInitializer: initializer)
+            return try await bootstrap.withBoundSocket(descriptor).get()
         case .path(let path):
             var groupID: gid_t?
             if let name = configuration.socketGroup {
                 guard let gid = AccessPolicy.groupID(named: name) else { throw RPCServerError.groupNotFound(name) }
                 groupID = gid
             }
-            let listener = try await bootstrap.bind(
-                unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: initializer)
+            let listener = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
             // Until chmod runs the file has the umask's mode (0755 with the usual 022), which
             // lets only the owner connect, so the window grants nobody extra access.
             if let groupID, chown(path, uid_t.max, groupID) != 0 {
                 let code = errno
-                try? await listener.channel.close()
+                try? await listener.close()
                 throw RPCServerError.system("set the group of", path: path, errno: code)
             }
             if chmod(path, mode_t(configuration.socketMode)) != 0 {
                 let code = errno
-                try? await listener.channel.close()
+                try? await listener.close()
                 throw RPCServerError.system("set the mode of", path: path, errno: code)
             }
             return listener
@@ -187,16 +194,22 @@ public final class RPCServer: Service, Sendable {
 
     // MARK: Registry
 
-    func register(_ channel: any Channel) -> (id: UInt64, shuttingDown: Bool) {
+    func register(_ channel: any Channel, cancelCalls: @escaping @Sendable () -> Void) -> (id: UInt64, shuttingDown: Bool) {
         state.withLockedValue { state in
             let id = state.nextConnectionID
             state.nextConnectionID += 1
-            state.connections[id] = channel
+            state.connections[id] = Registered(channel: channel, cancelCalls: cancelCalls)
             return (id, state.shuttingDown)
         }
     }
 
     func unregister(_ id: UInt64) {
-        _ = state.withLockedValue { $0.connections.removeValue(forKey: id) }
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.connections.removeValue(forKey: id)
+            guard state.connections.isEmpty else { return [] }
+            defer { state.drainWaiters = [] }
+            return state.drainWaiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 }

@@ -38,11 +38,11 @@ extension SocketTests {
                     client.shutdownWrite()
                     return try client.readToEnd()
                 }
+                // Both answered (in any order, as JSON-RPC allows), then the connection closed.
                 #expect(lines.count == 2)
-                #expect(try parse(lines.first)["result"] == ["hello", 5])
-                let error = try parse(lines.last)
-                #expect(error["error"]?["code"] == -32700)
-                #expect(error["id"] == .null)
+                let replies = try lines.map(parse)
+                #expect(replies.contains { $0["id"] == 1 && $0["result"] == ["hello", 5] })
+                #expect(replies.contains { $0["id"] == .null && $0["error"]?["code"] == -32700 })
             }
         }
 
@@ -114,6 +114,43 @@ extension SocketTests {
                 gate.open("b")
                 let rest = try await offPool { [try client.readLine(), try client.readLine()] }
                 #expect(Set(try rest.map { try parse($0)["result"] }) == ["a", "b"])
+            }
+        }
+
+        @Test func callsAnsweredAtOnceNeedNoSlotAndDoNotWaitBehindRunningCalls() async throws {
+            let gate = self.gate
+            try await withServer(
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate),
+                configure: { $0.maxCallsInFlightPerConnection = 2 }
+            ) { path, _ in
+                let client = try UnixSocketClient(path: path)
+                let replies = try await offPool {
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.wait","params":{"key":"x"},"id":1}"# + "\n")
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.wait","params":{"key":"y"},"id":2}"# + "\n")
+                    // Both slots are taken; test.open is answered at once all the same, and a
+                    // batch of such calls too (with an unknown method among them).
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.open","params":{"key":"x"},"id":3}"# + "\n")
+                    try client.send(
+                        #"[{"jsonrpc":"2.0","method":"test.open","params":{"key":"y"},"id":4},{"jsonrpc":"2.0","method":"nope","id":5}]"#
+                            + "\n")
+                    return try (0..<4).map { _ in try client.readLine() }
+                }
+                let parsed = try replies.map(parse)
+                let single = parsed.compactMap { reply -> JSONValue? in
+                    if case .object = reply { return reply }
+                    return nil
+                }
+                #expect(single.contains { $0["id"] == 3 && $0["result"] == true })
+                #expect(single.contains { $0["id"] == 1 && $0["result"] == "x" })
+                #expect(single.contains { $0["id"] == 2 && $0["result"] == "y" })
+                let batch = try #require(parsed.first { if case .array = $0 { true } else { false } })
+                guard case .array(let entries) = batch, entries.count == 2 else {
+                    Issue.record("batch reply: \(batch)")
+                    return
+                }
+                #expect(entries[0] == ["jsonrpc": "2.0", "result": true, "id": 4])
+                #expect(entries[1]["id"] == 5 && entries[1]["error"]?["code"] == -32601)
+                #expect(!parsed.contains { $0["error"]?["code"] == -32004 }, "an immediate call was refused as busy")
             }
         }
 

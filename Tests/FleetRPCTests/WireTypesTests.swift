@@ -10,6 +10,10 @@ import Testing
         // Our own parser reads what JSONEncoder writes, and the reverse.
         let json = try JSONValue(parsing: data)
         #expect(try JSONDecoder().decode(T.self, from: Data(json.serialized())) == value)
+        // The daemon encodes results straight to JSONValue: the same JSON, read back the same.
+        let direct = try JSONValueEncoder().encode(value)
+        #expect(direct.integralDoublesAsInts == json.integralDoublesAsInts)
+        #expect(try JSONDecoder().decode(T.self, from: Data(direct.serialized())) == value)
     }
 
     private let board = BoardInfo(
@@ -71,5 +75,17 @@ import Testing
         #expect(HexBytes.decode("abc") == nil)
         #expect(HexBytes.decode("zz") == nil)
         #expect(HexBytes.encode([0x00, 0xFB]) == "00fb")
+    }
+}
+
+extension JSONValue {
+    /// JSONEncoder writes 12.0 as 12, which parses as an integer: compare numbers by value.
+    var integralDoublesAsInts: JSONValue {
+        switch self {
+        case .double(let value) where value.rounded() == value && abs(value) < 1e15: .int(Int64(value))
+        case .array(let elements): .array(elements.map(\.integralDoublesAsInts))
+        case .object(let members): .object(members.mapValues(\.integralDoublesAsInts))
+        default: self
+        }
     }
 }
