@@ -40,7 +40,7 @@ struct FleetTests {
     }
 
     @Test func connectedBoardsKeepTheirRSSIAndTemperatureCurrentWithoutReads() async throws {
-        try await FleetFixture.with(boards: 3, testbedArguments: ["--notify-interval", "0.2", "--latency-ms", "400"]) {
+        try await FleetFixture.with(boards: 3, testbedArguments: ["--notify-interval", "0.2", "--latency-ms", "400", "--advertise-while-connected"]) {
             fixture in
             try await fixture.waitUntilReady(3, timeout: .seconds(30))
             let fleet = fixture.fleet

@@ -32,6 +32,7 @@ def main() -> int:
     parser.add_argument("--connect-timeout", type=float, default=2.0)
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--jitter-ms", type=float, default=0.0)
+    parser.add_argument("--advertise-while-connected", action="store_true")
     parser.add_argument("--stock", action="store_true", help="run BlueZoo without the fixes")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
@@ -45,7 +46,8 @@ def main() -> int:
         fixes.apply(fixes.Settings(temporary_timeout=args.temporary_timeout,
                                    connect_timeout=args.connect_timeout,
                                    latency=args.latency_ms / 1000.0,
-                                   jitter=args.jitter_ms / 1000.0))
+                                   jitter=args.jitter_ms / 1000.0,
+                                   advertise_while_connected=args.advertise_while_connected))
         logging.getLogger("blefleet.testbed.fixes").setLevel(logging.INFO)
 
     loop = asyncio.new_event_loop()

@@ -94,6 +94,9 @@ def add_start_options(p: argparse.ArgumentParser) -> None:
                    help="seconds a Connect to an absent board tries before le-connection-abort-by-local")
     p.add_argument("--scan-interval", type=_positive(float), default=1.0,
                    help="seconds between the emulated controller's advertising reports while discovering")
+    p.add_argument("--advertise-while-connected", action="store_true",
+                   help="boards keep advertising while connected (the Nano sketch stops, as BLE "
+                        "controllers do on a connection; some peripherals advertise on)")
     p.add_argument("--stock-bluezoo", action="store_true", help=argparse.SUPPRESS)
 
 
@@ -172,6 +175,8 @@ def start(args) -> int:
             "--notify-interval", str(args.notify_interval), "--owner-pid", str(args.owner_pid),
             "--temporary-timeout", str(args.temporary_timeout),
             "--connect-timeout", str(args.connect_timeout), "--scan-interval", str(args.scan_interval)]
+    if args.advertise_while_connected:
+        argv.append("--advertise-while-connected")
     if args.stock_bluezoo:
         argv.append("--stock-bluezoo")
     read_end, write_end = os.pipe()

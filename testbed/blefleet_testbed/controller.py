@@ -134,6 +134,8 @@ class Controller:
                 "--temporary-timeout", str(a.temporary_timeout),
                 "--connect-timeout", str(a.connect_timeout),
                 "--latency-ms", str(a.latency_ms), "--jitter-ms", str(a.jitter_ms)]
+        if a.advertise_while_connected:
+            argv.append("--advertise-while-connected")
         if a.stock_bluezoo:
             argv.append("--stock")
         proc = self._spawn("bluezoo", argv, env=env)

@@ -57,6 +57,10 @@ class Settings:
     connect_timeout: float = 2.0      # how long an LE connection attempt waits for the peer
     latency: float = 0.0              # seconds added to connect and service resolution
     jitter: float = 0.0
+    # A connected board stops advertising (the controller leaves the advertising state on
+    # CONNECT_IND; ArduinoBLE advertises again after the disconnect). True models
+    # peripherals that keep advertising while connected.
+    advertise_while_connected: bool = False
 
 
 SETTINGS = Settings()
@@ -515,6 +519,9 @@ class FixedAdapter(Adapter):
                 device.rssi = rssi
                 path = f"{self.get_object_path()}/dev_{device.address.replace(':', '_')}"
                 existing = self.devices.get(path)
+                if (isinstance(existing, FixedDevice) and existing.connected
+                        and not SETTINGS.advertise_while_connected):
+                    continue  # connected: the board does not advertise (BLE Core Vol 6 B 4.4.2)
                 await self.add_device(device)
                 if isinstance(existing, FixedDevice):
                     existing.seen(rssi if rssi != existing.rssi else rssi - 1)
@@ -547,6 +554,7 @@ def apply(settings: Settings) -> None:
     SETTINGS.connect_timeout = settings.connect_timeout
     SETTINGS.latency = settings.latency
     SETTINGS.jitter = settings.jitter
+    SETTINGS.advertise_while_connected = settings.advertise_while_connected
     bz_main.Adapter = FixedAdapter
     bz_main.Device = FixedDevice
     bz_main.BluezMockService = FixedMockService

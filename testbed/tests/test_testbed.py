@@ -293,3 +293,38 @@ def test_added_latency_slows_radio_operations(make_testbed):
 def test_temperature_patterns_at_start(make_testbed, pattern, expected):
     tb = make_testbed("--boards", "3", "--temperature", pattern)
     assert [b["temperature"] for b in tb.state()["boards"]] == expected
+
+
+@pytest.mark.parametrize("keeps_advertising", [False, True])
+def test_a_connected_board_stops_advertising_unless_told_otherwise(make_testbed, keeps_advertising):
+    """A BLE controller leaves the advertising state when a central connects (the Nano
+    sketch advertises again after the disconnect): a connected board gets no RSSI updates,
+    while unconnected ones do. `--advertise-while-connected` models peripherals that go on."""
+    extra = ["--advertise-while-connected"] if keeps_advertising else []
+    tb = make_testbed("--boards", "2", "--scan-interval", "0.2", *extra)
+
+    async def scenario():
+        c = await Client.connect(tb.bus_address)
+        try:
+            assert await c.discover([NANO1, NANO2])
+            assert await c.connect_device(NANO1)
+            await c.call(CENTRAL, "org.bluez.Adapter1", "StartDiscovery")
+            c.signals.clear()
+            await asyncio.sleep(1.5)
+
+            def rssi_updates(address):
+                return sum(1 for m in c.signals if m.member == "PropertiesChanged"
+                           and m.path == device_path(address) and "RSSI" in m.body[1])
+            assert rssi_updates(NANO2) >= 3
+            if keeps_advertising:
+                assert rssi_updates(NANO1) >= 3
+            else:
+                assert rssi_updates(NANO1) == 0
+            # After the disconnect it advertises again.
+            await c.call(device_path(NANO1), "org.bluez.Device1", "Disconnect")
+            c.signals.clear()
+            await asyncio.sleep(1.0)
+            assert rssi_updates(NANO1) >= 2
+        finally:
+            c.close()
+    run(scenario())
