@@ -1,4 +1,4 @@
-"""One-shot bleak script doing what `blectl led on --all` does: find every board advertising
+"""One-shot bleak script doing what `blectl led on --all` does without a daemon: find every board advertising
 the LED service on the central adapter, connect to all of them at once, write 0x01 to
 LedStatus (with response), disconnect. The peer in Benchmarks/fleet/run (same testbed, same run).
 
@@ -24,11 +24,11 @@ async def main(count: int) -> int:
             if len(found) >= count:
                 done.set()
 
-    async with BleakScanner(seen, service_uuids=[LED_SERVICE], adapter=ADAPTER):
+    async with BleakScanner(seen, service_uuids=[LED_SERVICE], bluez={"adapter": ADAPTER}):
         await asyncio.wait_for(done.wait(), timeout=20)
 
     async def switch(device):
-        async with BleakClient(device, adapter=ADAPTER) as client:
+        async with BleakClient(device, bluez={"adapter": ADAPTER}) as client:
             await client.write_gatt_char(LED_STATUS, b"\x01", response=True)
 
     results = await asyncio.gather(*(switch(d) for d in found.values()), return_exceptions=True)
