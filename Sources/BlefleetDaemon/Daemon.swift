@@ -7,7 +7,7 @@ import Foundation
 import Synchronization
 public import Logging
 import ServiceLifecycle
-import Systemd
+public import Systemd
 
 /// The daemon: owns the adapter through BlueZ, runs the fleet, serves JSON-RPC on the
 /// socket, and lives under systemd. Start order (as bluetoothd's own main does): logging,
@@ -19,14 +19,17 @@ public struct Daemon: Sendable {
     public let configuration: DaemonConfiguration
     /// Reads the configuration again (SIGHUP).
     public let reread: @Sendable () throws -> DaemonConfiguration
+    /// The level the loggers follow; SIGHUP sets it from `log-level`. `nil`: not reloadable.
+    public let logLevel: LogLevelSetting?
     let logger: Logger
 
     public init(
-        configuration: DaemonConfiguration, logger: Logger,
+        configuration: DaemonConfiguration, logger: Logger, logLevel: LogLevelSetting? = nil,
         reread: @escaping @Sendable () throws -> DaemonConfiguration
     ) {
         self.configuration = configuration
         self.logger = logger
+        self.logLevel = logLevel
         self.reread = reread
     }
 
@@ -88,7 +91,8 @@ public struct Daemon: Sendable {
             }),
             FleetService(fleet: fleet),
             ServeWhenLoaded(server: server, fleet: fleet, logger: logger),
-            ReloadService(fleet: fleet, running: config, reread: reread, notifier: notifier, logger: logger),
+            ReloadService(
+                fleet: fleet, running: config, reread: reread, logLevel: logLevel, notifier: notifier, logger: logger),
             NotifyService(fleet: fleet, notifier: notifier, logger: logger),
         ]
         let group = ServiceGroup(

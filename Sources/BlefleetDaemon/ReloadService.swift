@@ -4,13 +4,15 @@ import ServiceLifecycle
 import Systemd
 import UnixSignals
 
-/// SIGHUP: reads the configuration file again. The fleet takes the settings that can change
-/// while running (`default-timeout-ms`, `temperature-max-age-ms`, `auto-adopt`, `allow`);
-/// any other change is logged as needing a restart. A bad file changes nothing.
+/// SIGHUP: reads the configuration file again. The settings that can change while running
+/// take effect (`default-timeout-ms`, `temperature-max-age-ms`, `auto-adopt`, `allow`, and
+/// `log-level` when the loggers follow a ``LogLevelSetting``); any other change is logged
+/// as needing a restart. A bad file changes nothing.
 struct ReloadService: Service {
     let fleet: Fleet
     let running: DaemonConfiguration
     let reread: @Sendable () throws -> DaemonConfiguration
+    let logLevel: LogLevelSetting?
     let notifier: SystemdNotifier
     let logger: Logger
 
@@ -20,8 +22,15 @@ struct ReloadService: Service {
             do {
                 let next = try reread()
                 try await fleet.reconfigure(next.fleetTunables())
-                // Compared with what is running: restart-only keys keep their start-up values.
-                let needRestart = Self.restartOnlyChanges(from: running, to: next)
+                var needRestart = Self.restartOnlyChanges(from: running, to: next)
+                if let logLevel, let level = Logger.Level(rawValue: next.logLevel) {
+                    if level != logLevel.level {
+                        logLevel.level = level
+                        logger.notice("log level is now \(level)")
+                    }
+                } else if next.logLevel != running.logLevel {
+                    needRestart.append("log-level")
+                }
                 if needRestart.isEmpty {
                     logger.notice("configuration reloaded")
                 } else {
@@ -44,7 +53,6 @@ struct ReloadService: Service {
         if old.adapter != new.adapter { changed.append("adapter") }
         if old.bus != new.bus { changed.append("bus") }
         if old.logTarget != new.logTarget { changed.append("log-target") }
-        if old.logLevel != new.logLevel { changed.append("log-level") }
         if old.connectionLimit != new.connectionLimit { changed.append("connection-limit") }
         if old.maxFrameBytes != new.maxFrameBytes { changed.append("max-frame-bytes") }
         if old.maxCallsPerClient != new.maxCallsPerClient { changed.append("max-calls-per-client") }

@@ -23,7 +23,14 @@ public struct JournalLogHandler: LogHandler {
     public let label: String
     /// `SYSLOG_IDENTIFIER`, what `journalctl -t` filters on (normally the executable's name).
     public let identifier: String
-    public var logLevel: Logger.Level = .info
+    /// This logger's level: its own once set, else the shared setting's (if any).
+    public var logLevel: Logger.Level {
+        get { ownLevel ?? levelSetting?.level ?? .info }
+        set { ownLevel = newValue }
+    }
+    private var ownLevel: Logger.Level?
+    /// A level shared with other loggers and changeable while running (e.g. on SIGHUP).
+    public let levelSetting: LogLevelSetting?
     public var metadata: Logger.Metadata = [:]
     public var metadataProvider: Logger.MetadataProvider?
 
@@ -37,11 +44,13 @@ public struct JournalLogHandler: LogHandler {
         label: String,
         identifier: String,
         logLevel: Logger.Level = .info,
+        levelSetting: LogLevelSetting? = nil,
         metadataProvider: Logger.MetadataProvider? = LoggingSystem.metadataProvider
     ) {
         self.label = label
         self.identifier = identifier
-        self.logLevel = logLevel
+        self.levelSetting = levelSetting
+        self.ownLevel = levelSetting == nil ? logLevel : nil
         self.metadataProvider = metadataProvider
     }
 

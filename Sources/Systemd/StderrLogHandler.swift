@@ -19,7 +19,14 @@ public struct StderrLogHandler: LogHandler {
     public let label: String
     /// The program's name, shown before the label.
     public let identifier: String
-    public var logLevel: Logger.Level = .info
+    /// This logger's level: its own once set, else the shared setting's (if any).
+    public var logLevel: Logger.Level {
+        get { ownLevel ?? levelSetting?.level ?? .info }
+        set { ownLevel = newValue }
+    }
+    private var ownLevel: Logger.Level?
+    /// A level shared with other loggers and changeable while running (e.g. on SIGHUP).
+    public let levelSetting: LogLevelSetting?
     public var metadata: Logger.Metadata = [:]
     public var metadataProvider: Logger.MetadataProvider?
     private let fileDescriptor: Int32
@@ -32,13 +39,15 @@ public struct StderrLogHandler: LogHandler {
         label: String,
         identifier: String,
         logLevel: Logger.Level = .info,
+        levelSetting: LogLevelSetting? = nil,
         fileDescriptor: Int32 = 2,
         colour: Bool? = nil,
         metadataProvider: Logger.MetadataProvider? = LoggingSystem.metadataProvider
     ) {
         self.label = label
         self.identifier = identifier
-        self.logLevel = logLevel
+        self.levelSetting = levelSetting
+        self.ownLevel = levelSetting == nil ? logLevel : nil
         self.fileDescriptor = fileDescriptor
         self.colour = colour ?? Self.wantsColour(fileDescriptor: fileDescriptor)
         self.metadataProvider = metadataProvider

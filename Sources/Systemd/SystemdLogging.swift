@@ -9,7 +9,8 @@ public enum SystemdLogging {
     /// - Parameters:
     ///   - target: `.auto` picks journald when standard error is connected to it.
     ///   - identifier: `SYSLOG_IDENTIFIER` and the name on stderr lines (e.g. `blefleetd`).
-    ///   - logLevel: the initial level of every logger.
+    ///   - logLevel: the level of every logger, unless `levelSetting` is given.
+    ///   - levelSetting: a level every logger follows, changeable while running.
     ///   - metadataProvider: contextual metadata added to every entry.
     ///   - environment: consulted for `JOURNAL_STREAM`; `nil` reads the process environment.
     @discardableResult
@@ -17,6 +18,7 @@ public enum SystemdLogging {
         target: LogTarget,
         identifier: String,
         logLevel: Logger.Level = .info,
+        levelSetting: LogLevelSetting? = nil,
         metadataProvider: Logger.MetadataProvider? = nil,
         environment: [String: String]? = nil
     ) -> LogTarget {
@@ -25,7 +27,7 @@ public enum SystemdLogging {
             { label, provider in
                 makeHandler(
                     target: resolved, label: label, identifier: identifier, logLevel: logLevel,
-                    metadataProvider: provider)
+                    levelSetting: levelSetting, metadataProvider: provider)
             }, metadataProvider: metadataProvider)
         return resolved
     }
@@ -37,15 +39,18 @@ public enum SystemdLogging {
         label: String,
         identifier: String,
         logLevel: Logger.Level = .info,
+        levelSetting: LogLevelSetting? = nil,
         metadataProvider: Logger.MetadataProvider? = nil
     ) -> any LogHandler {
         switch target.resolved() {
         case .journal:
             return JournalLogHandler(
-                label: label, identifier: identifier, logLevel: logLevel, metadataProvider: metadataProvider)
+                label: label, identifier: identifier, logLevel: logLevel, levelSetting: levelSetting,
+                metadataProvider: metadataProvider)
         case .stderr, .auto:
             return StderrLogHandler(
-                label: label, identifier: identifier, logLevel: logLevel, metadataProvider: metadataProvider)
+                label: label, identifier: identifier, logLevel: logLevel, levelSetting: levelSetting,
+                metadataProvider: metadataProvider)
         }
     }
 }

@@ -61,14 +61,14 @@ struct Blefleetd: AsyncParsableCommand {
             throw ExitCode(DaemonExit.configuration)
         }
 
-        let level = Logger.Level(rawValue: configuration.logLevel) ?? .info
+        let level = LogLevelSetting(Logger.Level(rawValue: configuration.logLevel) ?? .info)
         SystemdLogging.bootstrap(
             target: LogTarget(rawValue: configuration.logTarget.rawValue) ?? .auto, identifier: "blefleetd",
-            logLevel: level)
+            levelSetting: level)
         let logger = Logger(label: "blefleetd")
 
         do {
-            try await Daemon(configuration: configuration, logger: logger, reread: load).run()
+            try await Daemon(configuration: configuration, logger: logger, logLevel: level, reread: load).run()
         } catch let exit as DaemonExit {
             logger.critical("\(exit.message)")
             throw ExitCode(exit.status)

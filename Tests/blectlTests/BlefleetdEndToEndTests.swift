@@ -277,6 +277,14 @@ extension BlefleetdEndToEndTests {
             #expect(daemon.process.isRunning)
             let led = try await Blectl.run(["--socket", daemon.socket, "led", "on", "--all"])
             #expect(led.status == 0, "\(led)")
+            // The log level follows the file too: debug lines appear from now on.
+            #expect(!daemon.log.contains("Client connected"))
+            try await reload("socket-group: root\ndefault-timeout-ms: 3000\nlog-level: debug\n", expecting: "log level is now debug")
+            let status = try await Blectl.run(["--socket", daemon.socket, "status"])
+            #expect(status.status == 0, "\(status)")
+            let deadline = Date().addingTimeInterval(5)
+            while !daemon.log.contains("Client connected"), Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(daemon.log.contains("Client connected"), "no debug line after the reload:\n\(daemon.log)")
         }
     }
 }
