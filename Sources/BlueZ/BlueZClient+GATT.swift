@@ -60,12 +60,8 @@ extension BlueZClient {
     ) async throws -> BlueZValueStream {
         let path = characteristic.path
         let events = await mirror.events(path: path, interfaces: [BlueZInterfaces.gattCharacteristic])
-        try await call(path, BlueZInterfaces.gattCharacteristic, "StartNotify", timeout: timeout)
-        let session = BlueZValueStream.Session { [self] in
-            Task {
-                try? await call(path, BlueZInterfaces.gattCharacteristic, "StopNotify", timeout: .seconds(5))
-            }
-        }
+        try await startNotify(path, timeout: timeout)
+        let session = BlueZValueStream.Session { [self] in stopNotify(path) }
         return BlueZValueStream(events: events, path: path, session: session)
     }
 
@@ -97,14 +93,31 @@ extension BlueZClient {
             if ended.set() { onEnd(end) }
         }
         do {
-            try await call(path, BlueZInterfaces.gattCharacteristic, "StartNotify", timeout: timeout)
+            try await startNotify(path, timeout: timeout)
         } catch {
             await mirror.stopObserving(observation)
             throw error
         }
-        return BlueZNotificationSession(observation: observation, ended: ended) { [self] in
-            Task { try? await call(path, BlueZInterfaces.gattCharacteristic, "StopNotify", timeout: .seconds(5)) }
+        return BlueZNotificationSession(observation: observation, ended: ended) { [self] in stopNotify(path) }
+    }
+
+    /// Opens one of this client's sessions on `path` (BlueZ answers a client that is already
+    /// subscribed with success).
+    private func startNotify(_ path: String, timeout: Duration) async throws {
+        notifySessions.open(path)
+        do {
+            try await call(path, BlueZInterfaces.gattCharacteristic, "StartNotify", timeout: timeout)
+        } catch {
+            _ = notifySessions.close(path)
+            throw error
         }
+    }
+
+    /// Ends one session on `path`; BlueZ hears `StopNotify` only when it was the last, so one
+    /// subscriber stopping never silences another.
+    private func stopNotify(_ path: String) {
+        guard notifySessions.close(path) else { return }
+        Task { try? await call(path, BlueZInterfaces.gattCharacteristic, "StopNotify", timeout: .seconds(5)) }
     }
 }
 
@@ -136,13 +149,13 @@ public final class BlueZNotificationSession: Sendable {
         self.stopNotify = stopNotify
     }
 
-    /// Stops the values (none is delivered after this returns) and sends `StopNotify`
-    /// unless the session already ended. Idempotent.
+    /// Stops the values (none is delivered after this returns) and ends the session (BlueZ
+    /// hears `StopNotify` when it was this client's last on the characteristic). Idempotent.
     public func cancel() {
         guard cancelled.set() else { return }
-        let wasRunning = ended.set()
+        _ = ended.set()
         observation.cancel()
-        if wasRunning { stopNotify() }
+        stopNotify()
     }
 
     deinit { cancel() }

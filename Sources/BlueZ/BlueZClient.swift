@@ -1,5 +1,6 @@
 public import DBus
 public import Logging
+import Synchronization
 
 /// BlueZ's D-Bus API as typed Swift: adapters, discovery, devices, GATT.
 ///
@@ -9,6 +10,9 @@ public final class BlueZClient: Sendable {
     public let connection: DBusConnection
     public let mirror: BlueZObjectMirror
     let logger: Logger
+    /// Notification sessions open per characteristic: BlueZ keeps one session per D-Bus
+    /// client, so `StopNotify` is sent only when this client's last session ends.
+    let notifySessions = NotifySessionCounts()
 
     public init(connection: DBusConnection, logger: Logger) {
         self.connection = connection
@@ -42,5 +46,23 @@ public final class BlueZClient: Sendable {
         try await call(
             path, BlueZInterfaces.properties, "Set", [.string(interface), .string(name), .variant(value)],
             timeout: timeout)
+    }
+}
+
+/// How many notification sessions of this client are open on each characteristic.
+final class NotifySessionCounts: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    func open(_ path: String) {
+        counts.withLock { $0[path, default: 0] += 1 }
+    }
+
+    /// Ends one session; true when it was the last on `path` (then send `StopNotify`).
+    func close(_ path: String) -> Bool {
+        counts.withLock { counts in
+            let left = (counts[path] ?? 1) - 1
+            counts[path] = left > 0 ? left : nil
+            return left <= 0
+        }
     }
 }

@@ -111,19 +111,18 @@ public enum FleetMethodBindings {
             let connection = context.connection
             for outcome in result.outcomes {
                 guard let values = outcome.value else { continue }
-                let (address, name) = (outcome.address.rawValue, outcome.name ?? "")
+                let (address, name) = (outcome.address, outcome.name ?? "")
                 let forwarding = Task {
-                    do {
-                        for try await value in values {
-                            let sent = connection.notify(
-                                method: GattValueNotification.method,
-                                params: GattValueNotification(
-                                    address: address, name: name, service: service.uuidString,
-                                    characteristic: characteristic.uuidString, value: HexBytes.encode(value),
-                                    time: Date().formatted(.iso8601)))
-                            if !sent { return }
-                        }
-                    } catch {}
+                    await follow(
+                        values, of: address, service: service, characteristic: characteristic, fleet: fleet
+                    ) { value in
+                        connection.notify(
+                            method: GattValueNotification.method,
+                            params: GattValueNotification(
+                                address: address.rawValue, name: name, service: service.uuidString,
+                                characteristic: characteristic.uuidString, value: HexBytes.encode(value),
+                                time: Date().formatted(.iso8601)))
+                    }
                 }
                 connection.onClose { forwarding.cancel() }
             }
@@ -149,6 +148,35 @@ public enum FleetMethodBindings {
                 powered: status.adapterPowered, discovering: status.discovering,
                 boards: .init(known: status.boardCount, connected: status.connectedCount, ready: status.readyCount),
                 clients: environment.clientCount())
+        }
+    }
+
+    /// Forwards a board's values with `send` until cancelled or `send` refuses; when the link
+    /// drops (the stream ends), subscribes again each time the board is ready again, so a
+    /// `gatt.notify` subscription survives reconnects as the daemon's own temperature one does.
+    static func follow(
+        _ first: BlueZValueStream, of address: FleetCore.BoardAddress, service: BluetoothUUID,
+        characteristic: BluetoothUUID, fleet: Fleet, send: @escaping @Sendable ([UInt8]) -> Bool
+    ) async {
+        // Subscribed before the first stream can end, so no return to ready is missed.
+        let ready = fleet.events.subscribe(bufferSize: 8) { event in
+            if case .boardPhaseChanged(address, _, .ready) = event { true } else { false }
+        }
+        var readyIterator = ready.makeAsyncIterator()
+        var current: BlueZValueStream? = first
+        while !Task.isCancelled {
+            if let stream = current {
+                do {
+                    for try await value in stream where !send(value) { return }
+                } catch {}
+                current = nil
+                continue
+            }
+            guard await readyIterator.next() != nil, !Task.isCancelled else { return }
+            let again = await fleet.notifications(
+                FleetCore.Selection([.address(address)]), service: service, characteristic: characteristic,
+                timeout: .seconds(10))
+            current = again.outcomes.first?.value
         }
     }
 

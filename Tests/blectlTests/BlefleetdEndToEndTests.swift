@@ -81,6 +81,36 @@ struct BlefleetdEndToEndTests {
         }
     }
 
+    @Test func gattNotifyFollowsABoardAcrossAReconnectAndLeavesTheDaemonsOwnSessionAlone() async throws {
+        try await RunningDaemon.with(boards: 2, testbedArguments: ["--notify-interval", "0.2"]) { testbed, daemon in
+            try await Self.waitForReadyBoards(2, socket: daemon.socket)
+            try await testbed.run(["board", "temp", "nano-01", "5"])
+            // A client follows nano-01's temperature characteristic (the one the daemon
+            // itself subscribes to) for 15 values; the board drops and comes back meanwhile.
+            async let followed = Blectl.run(
+                [
+                    "--socket", daemon.socket, "--json", "gatt", "notify", "nano-01", "--count", "15",
+                    "--service", "d888a9c2-f3cc-11ed-a05b-0242ac120003",
+                    "--characteristic", "d888a9c3-f3cc-11ed-a05b-0242ac120003",
+                ], timeout: .seconds(40))
+            try await Task.sleep(for: .seconds(1))
+            try await testbed.run(["board", "drop", "nano-01"])
+            try await Task.sleep(for: .seconds(1))
+            try await testbed.run(["board", "restore", "nano-01"])
+            try await testbed.run(["board", "temp", "nano-01", "-3"])
+            let output = try await followed
+            #expect(output.status == 0, "\(output)")
+            let values = try output.stdout.split(separator: "\n").map { try JSONValue(parsing: Array($0.utf8))["value"]?.stringValue }
+            #expect(values.count == 15)
+            #expect(values.contains("05"), "no value before the drop: \(values)")
+            #expect(values.contains("fd"), "no value after the reconnect (-3 is fd): \(values)")
+            // The client's session ended; the daemon's own one goes on.
+            try await Task.sleep(for: .milliseconds(500))
+            let board = try #require(try await testbed.state().first { $0.name == "nano-01" })
+            #expect(board.notifying, "the board stopped notifying when the client left")
+        }
+    }
+
     @Test func readyOnlyWhenServingWatchdogPingsAndStoppingOnSIGTERM() async throws {
         let notify = try NotifySocket()
         try await Testbed.with(boards: 2) { testbed in
