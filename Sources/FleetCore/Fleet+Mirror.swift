@@ -8,9 +8,11 @@ extension Fleet {
             bluezAvailable = true
             logger.info("BlueZ is available; synchronising the fleet")
             await synchronise()
+            noteSynchronised(true)
         case .serviceLost:
             logger.warning("BlueZ left the bus; boards wait for it to return")
             bluezAvailable = false
+            noteSynchronised(false)
             await adapterChanged(to: nil)
             for board in boards.values { await board.deviceRemoved() }
             devicePaths = [:]

@@ -37,6 +37,10 @@ public actor Fleet {
     }
     /// Counts and adapter state for `status`, readable without awaiting this actor or any board.
     nonisolated let tally: FleetTally
+    /// Whether BlueZ is loaded and the boards are in step with it.
+    var synchronised = false
+    var loadWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+    var nextLoadWaiter: UInt64 = 0
     /// When each board was last noted as seen in the registry (advertisements come often).
     var lastNotedSeen: [BoardAddress: (at: ContinuousClock.Instant, name: String?)] = [:]
     /// The settings that can change while running (`reconfigure`).
@@ -120,9 +124,33 @@ public actor Fleet {
         }
     }
 
-    /// Waits until BlueZ's objects are loaded; false if BlueZ did not appear within `timeout`.
+    /// Waits until BlueZ's objects are loaded and the fleet is in step with them (so a call
+    /// made now sees BlueZ); false if that did not happen within `timeout`.
     public func waitUntilLoaded(timeout: Duration) async -> Bool {
-        (try? await client.mirror.waitUntilLoaded(timeout: timeout)) != nil
+        if synchronised { return true }
+        nextLoadWaiter &+= 1
+        let id = nextLoadWaiter
+        let timer = Task { [weak self] in
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            await self?.resumeLoadWaiter(id, loaded: false)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            loadWaiters[id] = continuation
+        }
+    }
+
+    private func resumeLoadWaiter(_ id: UInt64, loaded: Bool) {
+        loadWaiters.removeValue(forKey: id)?.resume(returning: loaded)
+    }
+
+    /// The fleet has synchronised with a freshly loaded BlueZ: wake `waitUntilLoaded`.
+    func noteSynchronised(_ value: Bool) {
+        synchronised = value
+        guard value else { return }
+        let waiters = loadWaiters
+        loadWaiters = [:]
+        for waiter in waiters.values { waiter.resume(returning: true) }
     }
 
     /// Applies new tunables (e.g. after SIGHUP).

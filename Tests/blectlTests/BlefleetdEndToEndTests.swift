@@ -119,8 +119,11 @@ struct BlefleetdEndToEndTests {
                 environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"])
             defer { daemon.terminate() }
             #expect(notify.wait(for: "READY=1", timeout: 15), "no READY=1; log:\n\(daemon.log)")
-            // At the moment READY=1 arrives, the socket already accepts calls.
+            // At the moment READY=1 arrives, the socket already accepts calls, and a call
+            // sees BlueZ (the fleet is in step with it, not only the mirror).
             #expect(RunningDaemon.accepts(daemon.socket))
+            let scan = try await Blectl.run(["--socket", daemon.socket, "scan", "--seconds", "0.1"])
+            #expect(scan.status == 0, "\(scan)")
             let status = try await Blectl.run(["--socket", daemon.socket, "status"])
             #expect(status.status == 0, "\(status)")
             #expect(notify.received.contains { $0.contains("STATUS=") && $0.contains("adapter hci0 on") })
