@@ -9,8 +9,9 @@ public import ServiceLifecycle
 /// The daemon's JSON-RPC 2.0 server on a Unix socket: one JSON text per line, each
 /// connection served concurrently with bounded frames, calls in flight and queued output.
 ///
-/// `bind()` creates the socket (errors surface at start, before the daemon reports ready);
-/// `run()` serves until graceful shutdown (SIGTERM through a `ServiceGroup`, or
+/// `bind()` creates the socket (errors surface at start, before the daemon reports ready) but
+/// accepts nothing: clients wait in the listen backlog until `run()`, which
+/// serves until graceful shutdown (SIGTERM through a `ServiceGroup`, or
 /// ``triggerGracefulShutdown()``): it stops accepting, stops reading new calls, gives calls in
 /// flight ``RPCServerConfiguration/shutdownGracePeriod``, then cancels them and closes.
 public final class RPCServer: Service, Sendable {
@@ -73,6 +74,7 @@ public final class RPCServer: Service, Sendable {
         }) else {
             throw RPCServerError("The server's socket is already being served by another run().")
         }
+        try await listener.setOption(.autoRead, value: true)
         logger.info("Serving JSON-RPC", metadata: ["rpc.socket": "\(configuration.listener)"])
         await withGracefulShutdownHandler {
             // Serves (on the event loops) until shutdown is asked for or this task is cancelled.
@@ -152,6 +154,9 @@ public final class RPCServer: Service, Sendable {
         let maxFrame = configuration.maxFrameBytes
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: configuration.backlog)
+            // Bound early (errors surface at start), but nothing is accepted before `run()`:
+            // until then clients wait in the listen backlog.
+            .serverChannelOption(.autoRead, value: false)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { [self] channel in
                 guard let provider = channel as? any SocketOptionProvider else {

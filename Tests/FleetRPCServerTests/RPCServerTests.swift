@@ -216,6 +216,29 @@ extension SocketTests {
             #expect(!FileManager.default.fileExists(atPath: path))
         }
 
+        @Test func aBoundServerAnswersNothingUntilItRuns() async throws {
+            let directory = try makeTemporaryDirectory(prefix: "blefleet-rpc")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("rpc.sock").path
+            let server = RPCServer(
+                configuration: RPCServerConfiguration(listener: .path(path), socketGroup: nil),
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate), logger: .silent)
+            try await server.bind()
+            // The daemon binds early and serves once BlueZ is loaded: a client that connects
+            // meanwhile waits (in the listen backlog) rather than being answered too soon.
+            let client = try UnixSocketClient(path: path)
+            try client.send(#"{"jsonrpc":"2.0","method":"test.get_data","id":1}"# + "\n")
+            let early = try await offPool { try? client.readLine(timeout: .milliseconds(300)) }
+            #expect(early == nil, "answered before run(): \(early ?? "")")
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await server.run() }
+                let reply = try await offPool { try client.readLine() }
+                #expect(try parse(reply)["result"] == ["hello", 5])
+                server.triggerGracefulShutdown()
+                try await group.waitForAll()
+            }
+        }
+
         @Test func shutdownCancelsCallsAfterTheGracePeriod() async throws {
             let gate = self.gate
             let clock = ContinuousClock()
