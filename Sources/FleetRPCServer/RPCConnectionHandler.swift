@@ -34,12 +34,18 @@ final class RPCConnectionHandler: ChannelInboundHandler {
         self.logger = server.logger
     }
 
+    func handlerAdded(context: ChannelHandlerContext) {
+        // Normally added before the channel is active; if not, serve from now on.
+        if context.channel.isActive { start(context: context) }
+    }
+
     func channelActive(context: ChannelHandlerContext) {
         start(context: context)
         context.fireChannelActive()
     }
 
     private func start(context: ChannelHandlerContext) {
+        guard registration == nil, connection == nil else { return }
         let channel = context.channel
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let eventLoop = context.eventLoop
