@@ -78,19 +78,14 @@ extension BlueZClient {
         let path = characteristic.path
         let ended = BlueZNotificationSession.Flag()
         let observation = await mirror.observe(path: path, interfaces: [BlueZInterfaces.gattCharacteristic]) { event in
-            let end: BlueZError
-            switch event {
-            case .propertiesChanged(path, BlueZInterfaces.gattCharacteristic, let changed, _):
-                if let value = changed["Value"]?.bytes, !ended.isSet { onValue(value) }
-                return
-            case .interfacesRemoved(path, let interfaces) where interfaces.contains(BlueZInterfaces.gattCharacteristic):
-                end = .objectVanished("characteristic \(path) went away")
-            case .serviceLost:
-                end = .serviceUnavailable("org.bluez left the bus")
-            default:
-                return
+            switch BlueZValueStream.classify(event, path: path) {
+            case .value(let value):
+                if !ended.isSet { onValue(value) }
+            case .end(let error):
+                if ended.set() { onEnd(error) }
+            case .none:
+                break
             }
-            if ended.set() { onEnd(end) }
         }
         do {
             try await startNotify(path, timeout: timeout)

@@ -251,12 +251,9 @@ public actor BlueZObjectMirror {
 }
 
 /// One ``BlueZObjectMirror/observe(path:interfaces:_:)`` registration.
-public struct BlueZMirrorObservation: Sendable, Hashable {
+public struct BlueZMirrorObservation: Sendable {
     let id: UInt64
     let mirror: BlueZObjectMirror
-
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.id == rhs.id && lhs.mirror === rhs.mirror }
-    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
     /// Ends the observation without waiting (its handler may run a few more times).
     public func cancel() {

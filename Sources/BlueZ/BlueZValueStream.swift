@@ -42,16 +42,13 @@ public struct BlueZValueStream: AsyncSequence, Sendable {
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
             guard !finished else { return nil }
             while let event = await base.next(isolation: actor) {
-                switch event {
-                case .propertiesChanged(path, BlueZInterfaces.gattCharacteristic, let changed, _):
-                    if let value = changed["Value"]?.bytes { return value }
-                case .interfacesRemoved(path, let interfaces) where interfaces.contains(BlueZInterfaces.gattCharacteristic):
+                switch BlueZValueStream.classify(event, path: path) {
+                case .value(let value):
+                    return value
+                case .end(let error):
                     finished = true
-                    throw BlueZError.objectVanished("characteristic \(path) went away")
-                case .serviceLost:
-                    finished = true
-                    throw BlueZError.serviceUnavailable("org.bluez left the bus")
-                default:
+                    throw error
+                case .none:
                     continue
                 }
             }
@@ -62,5 +59,28 @@ public struct BlueZValueStream: AsyncSequence, Sendable {
 
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(base: events.makeAsyncIterator(), path: path, session: session)
+    }
+
+    /// What a mirror event means for the values of the characteristic at `path`.
+    enum Meaning {
+        /// A new value.
+        case value([UInt8])
+        /// The characteristic (or BlueZ) went away: no more values.
+        case end(BlueZError)
+    }
+
+    /// One place for both ways of following a characteristic (this stream, and the handler
+    /// of ``BlueZClient/notifications(_:timeout:onValue:onEnd:)``); `nil` for other events.
+    static func classify(_ event: BlueZMirrorEvent, path: String) -> Meaning? {
+        switch event {
+        case .propertiesChanged(path, BlueZInterfaces.gattCharacteristic, let changed, _):
+            return changed["Value"]?.bytes.map(Meaning.value)
+        case .interfacesRemoved(path, let interfaces) where interfaces.contains(BlueZInterfaces.gattCharacteristic):
+            return .end(.objectVanished("characteristic \(path) went away"))
+        case .serviceLost:
+            return .end(.serviceUnavailable("org.bluez left the bus"))
+        default:
+            return nil
+        }
     }
 }
