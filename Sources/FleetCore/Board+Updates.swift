@@ -27,12 +27,6 @@ extension Board {
         }
     }
 
-    /// The board advertised again (only advertisement properties such as RSSI changed).
-    func advertisementSeen(rssi: Int?) {
-        _ = live.advertised(rssi: rssi, force: true)
-        apply { $0.advertisementSeen(now: $1) }
-    }
-
     /// BlueZ removed the device object (it expired, was removed, or BlueZ went away).
     func deviceRemoved() {
         guard device != nil else { return }

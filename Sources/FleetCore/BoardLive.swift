@@ -35,11 +35,11 @@ final class BoardLive: Sendable {
 
     /// Records an advertisement. Returns false (and records nothing) when the board waits
     /// for one: the caller must then tell the board.
-    func advertised(rssi: Int?, at now: ContinuousClock.Instant = .now, force: Bool = false) -> Bool {
+    func advertised(rssi: Int?, force: Bool = false) -> Bool {
         state.withLock { state in
             guard force || !state.awaitsAdvertisement else { return false }
             if let rssi { state.rssi = rssi }
-            state.lastSeen = now
+            state.lastSeen = .now
             return true
         }
     }

@@ -26,15 +26,9 @@ extension Fleet {
             if interface == BlueZInterfaces.adapter, path == adapter?.path || adapter == nil {
                 await adapterChanged(to: await currentAdapter())
             } else if interface == BlueZInterfaces.device {
-                if let address = devicePaths[path], let board = boards[address],
-                    changed.keys.allSatisfy(Self.advertisementProperties.contains)
-                {
-                    // The common case by far: a known board's advertisement (RSSI and such).
-                    await board.advertisementSeen(rssi: changed["RSSI"]?.int16.map(Int.init))
-                    await noteSeen(address, name: nil)
-                } else {
-                    await deviceChanged(at: path, changed: Set(changed.keys))
-                }
+                // Advertisements of boards that do not wait for one never get here: they are
+                // recorded on the mirror (see `run()`).
+                await deviceChanged(at: path, changed: Set(changed.keys))
             }
         }
     }
@@ -42,8 +36,6 @@ extension Fleet {
     /// Device properties that only say the device advertised again.
     static let advertisementProperties: Set<String> = ["RSSI", "ManufacturerData", "ServiceData", "TxPower"]
 
-    /// Records in the registry that the board was seen, at most every few seconds per board
-    /// (advertisements arrive about once a second per board while discovering).
     /// Notes in the registry the boards whose advertisements were recorded on the mirror.
     func noteSightings() async {
         for (address, board) in boards {
@@ -53,6 +45,8 @@ extension Fleet {
         }
     }
 
+    /// Records in the registry that the board was seen, at most every few seconds per board
+    /// unless its name changed (advertisements arrive about once a second while discovering).
     private func noteSeen(_ address: BoardAddress, name: String?) async {
         let now = ContinuousClock.now
         if let last = lastNotedSeen[address], name == nil || name == last.name, last.at.duration(to: now) < .seconds(5) {
