@@ -80,12 +80,7 @@ public enum FleetMethodBindings {
             let (service, characteristic) = try uuids(params.service, params.characteristic)
             let result = await fleet.readCharacteristic(selection, service: service, characteristic: characteristic)
             try requireMatch(result.outcomes.isEmpty, result.unmatched, wire)
-            return FleetRPC.FleetResult(results: result.outcomes.map { outcome in
-                GattOutcome(
-                    address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
-                    value: outcome.value.map(HexBytes.encode), error: outcome.error.map(BoardError.init),
-                    latencyMs: milliseconds(outcome.latency))
-            }).unmatched(result.unmatched)
+            return gattOutcomes(result, value: HexBytes.encode)
         }
         dispatcher.register(FleetMethods.gattWrite, params: GattWriteParams.self) { params, _ in
             let (selection, wire) = try gattSelection(params.select, params.address)
@@ -97,11 +92,7 @@ public enum FleetMethodBindings {
                 selection, service: service, characteristic: characteristic, value: value,
                 withResponse: params.withResponse ?? true)
             try requireMatch(result.outcomes.isEmpty, result.unmatched, wire)
-            return FleetRPC.FleetResult(results: result.outcomes.map { outcome in
-                GattOutcome(
-                    address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
-                    error: outcome.error.map(BoardError.init), latencyMs: milliseconds(outcome.latency))
-            }).unmatched(result.unmatched)
+            return gattOutcomes(result)
         }
         dispatcher.register(FleetMethods.gattNotify, params: GattNotifyParams.self) { params, context in
             let (selection, wire) = try gattSelection(params.select, params.address)
@@ -126,11 +117,7 @@ public enum FleetMethodBindings {
                 }
                 connection.onClose { forwarding.cancel() }
             }
-            return FleetRPC.FleetResult(results: result.outcomes.map { outcome in
-                GattOutcome(
-                    address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
-                    error: outcome.error.map(BoardError.init), latencyMs: milliseconds(outcome.latency))
-            }).unmatched(result.unmatched)
+            return gattOutcomes(result)
         }
         dispatcher.registerImmediate(FleetMethods.eventsSubscribe, params: EventsSubscribeParams.self) { params, context in
             EventsSubscriptionResult(topics: events.subscribe(context.connection, to: Set(params.topics ?? EventTopic.allCases)))
@@ -181,6 +168,18 @@ public enum FleetMethodBindings {
     }
 
     // MARK: Conversions
+
+    /// A gatt.* fleet result on the wire; `value` gives an entry's hex value (reads only).
+    static func gattOutcomes<Value>(
+        _ result: FleetCore.FleetResult<Value>, value: (Value) -> String? = { _ in nil }
+    ) -> FleetRPC.FleetResult<GattOutcome> {
+        FleetRPC.FleetResult(results: result.outcomes.map { outcome in
+            GattOutcome(
+                address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
+                value: outcome.value.flatMap(value), error: outcome.error.map(BoardError.init),
+                latencyMs: milliseconds(outcome.latency))
+        }).unmatched(result.unmatched)
+    }
 
     static func coreSelection(_ selection: FleetRPC.Selection) throws -> FleetCore.Selection {
         switch selection {

@@ -130,14 +130,12 @@ public struct JSONRPCDispatcher: Sendable {
             guard let response = immediateResponse(item, connection: connection) else { return .work(Work(incoming: incoming)) }
             return .reply(response?.serialized())
         case .batch(let items):
-            var responses: [RPCResponse] = []
-            for item in items {
-                guard case .request(let request) = item, !canAnswerAtOnce(request) else { continue }
-                return .work(Work(incoming: incoming))
+            let waits = items.contains { item in
+                if case .request(let request) = item { return !canAnswerAtOnce(request) }
+                return false
             }
-            for item in items {
-                if let response = immediateResponse(item, connection: connection) ?? nil { responses.append(response) }
-            }
+            if waits { return .work(Work(incoming: incoming)) }
+            let responses = items.compactMap { immediateResponse($0, connection: connection) ?? nil }
             return .reply(responses.isEmpty ? nil : RPCResponse.serializeBatch(responses))
         }
     }
