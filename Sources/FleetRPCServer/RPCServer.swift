@@ -74,7 +74,7 @@ public final class RPCServer: Service, Sendable {
         }) else {
             throw RPCServerError("The server's socket is already being served by another run().")
         }
-        try await listener.setOption(.autoRead, value: true)
+        try await listener.setOption(.autoRead, value: true).get()
         logger.info("Serving JSON-RPC", metadata: ["rpc.socket": "\(configuration.listener)"])
         await withGracefulShutdownHandler {
             // Serves (on the event loops) until shutdown is asked for or this task is cancelled.
