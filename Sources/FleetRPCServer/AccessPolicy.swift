@@ -6,14 +6,14 @@ import NIOConcurrencyHelpers
 /// method; members of the read-only group may call `.read` methods; everyone else is
 /// refused with `-32000` and a message naming the group to join. Membership is the uid's
 /// primary group plus its supplementary groups (`getgrouplist`), and the gid the peer
-/// connected with; it and the resulting role are cached for ``Configuration/cacheLifetime``.
+/// connected with; the resulting role is cached for ``Configuration/cacheLifetime``.
 public final class AccessPolicy: Sendable {
     public struct Configuration: Sendable {
         /// Members may call every method.
         public var controlGroup: String
         /// Members may call read methods; `nil` for no read-only access.
         public var readOnlyGroup: String?
-        /// How long a uid's group list is reused.
+        /// How long a peer's role (from its uid's groups) is reused.
         public var cacheLifetime: Duration
 
         public init(controlGroup: String = "blefleet", readOnlyGroup: String? = "blefleet-ro", cacheLifetime: Duration = .seconds(5)) {
@@ -23,19 +23,14 @@ public final class AccessPolicy: Sendable {
         }
     }
 
-    private struct CachedGroups {
-        var groups: Set<UInt32>
-        var expires: ContinuousClock.Instant
-    }
-
     private struct CachedRole {
         var role: AccessRole
         var expires: ContinuousClock.Instant
     }
 
     public let configuration: Configuration
-    private let cache = NIOLockedValueBox<[UInt32: CachedGroups]>([:])
-    /// Roles by uid and gid, for the same lifetime: a call costs no user or group lookup.
+    /// Roles by uid and gid, for ``Configuration/cacheLifetime``: a call costs no user or
+    /// group lookup.
     private let roles = NIOLockedValueBox<[UInt64: CachedRole]>([:])
 
     public init(configuration: Configuration = Configuration()) {
@@ -54,7 +49,7 @@ public final class AccessPolicy: Sendable {
     }
 
     private func lookUpRole(for credentials: PeerCredentials) -> AccessRole {
-        var groups = groups(ofUID: credentials.uid)
+        var groups = AccessPolicy.lookUpGroups(uid: credentials.uid)
         groups.insert(credentials.gid)
         if let control = AccessPolicy.groupID(named: configuration.controlGroup), groups.contains(control) {
             return .control
@@ -83,16 +78,6 @@ public final class AccessPolicy: Sendable {
             }
             return RPCError(.permissionDenied, message + ".")
         }
-    }
-
-    private func groups(ofUID uid: UInt32) -> Set<UInt32> {
-        let now = ContinuousClock.now
-        if let cached = cache.withLockedValue({ $0[uid] }), cached.expires > now {
-            return cached.groups
-        }
-        let groups = AccessPolicy.lookUpGroups(uid: uid)
-        cache.withLockedValue { $0[uid] = CachedGroups(groups: groups, expires: now.advanced(by: configuration.cacheLifetime)) }
-        return groups
     }
 
     /// The primary and supplementary groups of the user with `uid`; empty if it has no passwd entry.
