@@ -22,6 +22,8 @@ from .rundir import (CONTROL_SOCKET, CREATED_MARK, PIDS_FILE, RunDir, TestbedErr
                      terminate_recorded, wait_gone)
 
 START_TIMEOUT = 120.0
+REAL_START_TIMEOUT = 420.0   # a private VM boots first (TCG: 30-60 s, more under load)
+VM_LEASE_WAIT = 1800.0       # a shared VM serves one testbed at a time; others queue
 COMMAND_TIMEOUT = 120.0
 
 
@@ -98,6 +100,10 @@ def add_start_options(p: argparse.ArgumentParser) -> None:
                    help="boards keep advertising while connected (the Nano sketch stops, as BLE "
                         "controllers do on a connection; some peripherals advertise on)")
     p.add_argument("--stock-bluezoo", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--real", action="store_true",
+                   help="real BlueZ: bluetoothd and the kernel's Bluetooth stack in a VM with virtual LE "
+                        "controllers (uses the VM of --vm or $BLEFLEET_TESTBED_VM, else boots one, ~1 min)")
+    p.add_argument("--vm", help="with --real: the directory of a running testbed VM (`testbed vm start`)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -131,10 +137,30 @@ def build_parser() -> argparse.ArgumentParser:
     with_run_dir(adapter.add_parser("off"))
     with_run_dir(adapter.add_parser("on"))
 
+    vm = sub.add_parser("vm", help="a VM for the --real lane, booted once for many testbeds").add_subparsers(
+        dest="action", required=True, parser_class=Parser)
+    p = vm.add_parser("start", help="boot a VM and print `export BLEFLEET_TESTBED_VM=...`")
+    p.add_argument("--vm-dir", help="where its state lives (default: a new directory under /tmp)")
+    p.add_argument("--boards", type=_board_count, default=20, help="board controllers (default 20)")
+    p.add_argument("--centrals", type=_positive(int), default=3, help="central controllers (default 3)")
+    p.add_argument("--owner-pid", type=_nonnegative(int), default=0, help="stop the VM when this process exits")
+    p = vm.add_parser("stop", help="stop a VM")
+    p.add_argument("--vm-dir", help="default $BLEFLEET_TESTBED_VM")
+
     ctl = sub.add_parser("_controller")
     ctl.add_argument("--run-dir", required=True)
     ctl.add_argument("--ready-fd", type=int, required=True)
     add_start_options(ctl)
+    keeper = sub.add_parser("_vm_keeper")
+    keeper.add_argument("--vm-dir", required=True)
+    keeper.add_argument("--ready-fd", type=int, required=True)
+    keeper.add_argument("--centrals", type=int, required=True)
+    keeper.add_argument("--boards", type=int, required=True)
+    keeper.add_argument("--owner-pid", type=int, default=0)
+    keeper.add_argument("--boot-timeout", type=float, required=True)
+    bridge = sub.add_parser("_bridge")
+    bridge.add_argument("--listen", required=True)
+    bridge.add_argument("--port", type=int, required=True)
     return parser
 
 
@@ -169,6 +195,19 @@ def start(args) -> int:
         run.file(CREATED_MARK).touch()
     run.check_socket_paths()
 
+    lease = None
+    if args.real:
+        if args.advertise_while_connected or args.stock_bluezoo:
+            raise TestbedError("--advertise-while-connected and --stock-bluezoo are BlueZoo-lane options; "
+                               "real controllers stop advertising on a connection")
+        args.vm = args.vm or os.environ.get("BLEFLEET_TESTBED_VM")
+        if args.vm:
+            from .real import vm as vmmod
+            args.vm = str(Path(args.vm).resolve())
+            lease = vmmod.Lease.acquire(Path(args.vm), wait=VM_LEASE_WAIT)
+    elif args.vm:
+        raise TestbedError("--vm goes with --real")
+
     argv = [sys.executable, "-m", "blefleet_testbed", "_controller", "--run-dir", str(run.path),
             "--boards", str(args.boards), "--latency-ms", str(args.latency_ms),
             "--jitter-ms", str(args.jitter_ms), "--temperature", args.temperature,
@@ -179,14 +218,22 @@ def start(args) -> int:
         argv.append("--advertise-while-connected")
     if args.stock_bluezoo:
         argv.append("--stock-bluezoo")
+    if args.real:
+        argv.append("--real")
+    if args.vm:
+        argv += ["--vm", args.vm]
     read_end, write_end = os.pipe()
     argv[argv.index("--run-dir"):argv.index("--run-dir")] = ["--ready-fd", str(write_end)]
+    keep = (write_end,) + ((lease.fd,) if lease else ())
     with open(run.file("controller.log"), "ab") as logfile:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logfile, stderr=logfile,
-                                pass_fds=(write_end,), start_new_session=True)
+                                pass_fds=keep, start_new_session=True)
     os.close(write_end)
-    print(f"testbed: starting {args.boards} boards in {run.path}", file=sys.stderr)
-    reply = _read_ready(read_end, proc)
+    if lease:
+        os.close(lease.fd)  # the controller holds the VM now
+    lane = "real BlueZ in a VM" if args.real else "BlueZoo"
+    print(f"testbed: starting {args.boards} boards on {lane} in {run.path}", file=sys.stderr)
+    reply = _read_ready(read_end, proc, REAL_START_TIMEOUT if args.real else START_TIMEOUT)
     os.close(read_end)
     if reply is None or not reply.get("ok"):
         message = reply.get("error") if reply else "the testbed controller did not report ready"
@@ -198,8 +245,8 @@ def start(args) -> int:
     return 0
 
 
-def _read_ready(fd: int, proc: subprocess.Popen) -> dict | None:
-    deadline = time.monotonic() + START_TIMEOUT
+def _read_ready(fd: int, proc: subprocess.Popen, timeout: float) -> dict | None:
+    deadline = time.monotonic() + timeout
     data = b""
     while time.monotonic() < deadline:
         ready, _, _ = select.select([fd], [], [], 0.5)
@@ -229,7 +276,7 @@ def _kill_controller(run: RunDir, proc: subprocess.Popen) -> None:
             proc.kill()
             proc.wait()
     terminate_recorded(entries, grace=3.0)
-    for role in ("controller", "bluezoo", "dbus-daemon"):
+    for role in ("controller", "bluezoo", "dbus-daemon", "bridge"):
         try:
             lines = run.file(f"{role}.log").read_text(errors="replace").strip().splitlines()
         except FileNotFoundError:
@@ -243,8 +290,9 @@ def stop(args) -> int:
     run = resolve_run_dir(args)
     entries = run.read_pids()
     controller = [e for e in entries if e["role"] == "controller"]
-    # The controller stops its own children; anything still alive after that is killed here.
-    terminate_recorded(controller, grace=10.0)
+    # The controller stops its own children (a private VM too); anything still alive after
+    # that is killed here.
+    terminate_recorded(controller, grace=30.0)
     # The controller may have restarted BlueZoo meanwhile: read the record again.
     try:
         entries += run.read_pids()
@@ -255,6 +303,26 @@ def stop(args) -> int:
     run.remove_state()
     if left:
         raise TestbedError(f"processes {', '.join(str(e['pid']) for e in left)} did not stop")
+    return 0
+
+
+def vm_command(args) -> int:
+    from .real import vm as vmmod
+    if args.action == "start":
+        if args.vm_dir:
+            path = Path(args.vm_dir).resolve()
+        else:
+            path = Path(tempfile.mkdtemp(prefix="blefleet-vm-", dir="/tmp"))
+        print(f"testbed: booting a VM with {args.centrals} central and {args.boards} board controllers "
+              f"in {path} (about a minute)", file=sys.stderr)
+        info = vmmod.start(path, centrals=args.centrals, boards=args.boards, owner_pid=args.owner_pid)
+        print(f"export BLEFLEET_TESTBED_VM={shlex.quote(str(info.path))}")
+        sys.stdout.flush()
+        return 0
+    path = args.vm_dir or os.environ.get("BLEFLEET_TESTBED_VM")
+    if not path:
+        raise TestbedError("no testbed VM: pass --vm-dir or set BLEFLEET_TESTBED_VM")
+    vmmod.stop(Path(path).resolve())
     return 0
 
 
@@ -289,6 +357,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "_controller":
             from . import controller
             return controller.main(args)
+        if args.command == "_vm_keeper":
+            from .real import vm as vmmod
+            return vmmod.keeper_main(args)
+        if args.command == "_bridge":
+            from .real import bridge
+            return bridge.main(args)
+        if args.command == "vm":
+            return vm_command(args)
         if args.command == "start":
             return start(args)
         if args.command == "stop":

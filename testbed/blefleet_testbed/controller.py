@@ -1,6 +1,7 @@
-"""The testbed's controller process: owns the private dbus-daemon and BlueZoo, runs the
-board simulator, and answers `scripts/testbed` subcommands on a Unix socket in the run
-directory. It tears everything down on SIGTERM, on a `stop`, or when --owner-pid exits."""
+"""The testbed's controller process: owns its lane's BlueZ (a private dbus-daemon and
+BlueZoo, or a real bluetoothd in a VM, see lanes.py), runs the board simulator, and answers
+`scripts/testbed` subcommands on a Unix socket in the run directory. It tears everything
+down on SIGTERM, on a `stop`, or when --owner-pid exits."""
 
 from __future__ import annotations
 
@@ -17,34 +18,10 @@ import time
 from pathlib import Path
 
 from . import profile
-from .rundir import (BUS_CONFIG, BUS_SOCKET, CONTROL_SOCKET, RunDir, TestbedError, record,
-                     terminate_recorded)
+from .rundir import CONTROL_SOCKET, RunDir, TestbedError, record
 
 log = logging.getLogger("blefleet.testbed.controller")
 
-BUS_CONFIG_TEXT = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path={socket}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow own="*"/>
-    <allow send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_type="method_return"/>
-    <allow send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="signal"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-  </policy>
-  <limit name="max_connections_per_user">4096</limit>
-  <limit name="max_match_rules_per_connection">100000</limit>
-  <limit name="max_replies_per_connection">100000</limit>
-</busconfig>
-"""
 
 PR_SET_PDEATHSIG = 1
 
@@ -67,6 +44,8 @@ class Controller:
         self.stopping = asyncio.Event()
         self.busy = asyncio.Lock()
         self.server: asyncio.AbstractServer | None = None
+        from .lanes import make_lane
+        self.lane = make_lane(self)
 
     # -- child processes ---------------------------------------------------------------
 
@@ -84,6 +63,7 @@ class Controller:
     def _write_pids(self) -> None:
         entries = [record("controller", os.getpid())]
         entries += [record(role, p.pid) for role, p in self.procs.items() if p.poll() is None]
+        entries += self.lane.extra_records()
         self.run.write_pids(entries)
 
     async def _terminate(self, role: str, grace: float = 3.0) -> None:
@@ -107,56 +87,25 @@ class Controller:
             return ""
         return " | ".join(lines[-5:])
 
-    async def start_bus(self) -> None:
-        self.run.file(BUS_CONFIG).write_text(BUS_CONFIG_TEXT.format(socket=self.run.file(BUS_SOCKET)))
-        proc = self._spawn("dbus-daemon", ["dbus-daemon", "--nofork", "--nopidfile",
-                                           f"--config-file={self.run.file(BUS_CONFIG)}"])
+    async def wait_for_socket(self, role: str, proc: subprocess.Popen, path: Path, what: str) -> None:
         deadline = time.monotonic() + 10
         while True:
             if proc.poll() is not None:
-                raise TestbedError(f"dbus-daemon exited at start: {self._log_tail('dbus-daemon')}")
+                raise TestbedError(f"{what} exited at start: {self._log_tail(role)}")
             with socket.socket(socket.AF_UNIX) as s:
                 try:
-                    s.connect(str(self.run.file(BUS_SOCKET)))
+                    s.connect(str(path))
                     return
                 except OSError:
                     pass
             if time.monotonic() > deadline:
-                raise TestbedError("dbus-daemon did not open its socket within 10 s")
+                raise TestbedError(f"{what} did not open its socket within 10 s")
             await asyncio.sleep(0.01)
-
-    async def start_bluez(self) -> None:
-        a = self.args
-        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.run.bus_address, PYTHONUNBUFFERED="1")
-        argv = [sys.executable, "-m", "blefleet_testbed.bluezoo_launcher",
-                "--central", profile.CENTRAL_ADDRESS,
-                "--scan-interval", str(a.scan_interval),
-                "--temporary-timeout", str(a.temporary_timeout),
-                "--connect-timeout", str(a.connect_timeout),
-                "--latency-ms", str(a.latency_ms), "--jitter-ms", str(a.jitter_ms)]
-        if a.advertise_while_connected:
-            argv.append("--advertise-while-connected")
-        if a.stock_bluezoo:
-            argv.append("--stock")
-        proc = self._spawn("bluezoo", argv, env=env)
-        deadline = time.monotonic() + 20
-        from .simulator import get_property
-        while True:
-            if proc.poll() is not None:
-                raise TestbedError(f"BlueZoo exited at start: {self._log_tail('bluezoo')}")
-            try:
-                await get_property(self.bus, "/org/bluez/hci0", "org.bluez.Adapter1", "Address")
-                return
-            except Exception:
-                pass
-            if time.monotonic() > deadline:
-                raise TestbedError("BlueZoo did not own org.bluez within 20 s")
-            await asyncio.sleep(0.02)
 
     # -- lifecycle ---------------------------------------------------------------------
 
     async def setup(self) -> None:
-        await self.start_bus()
+        await self.lane.start_bus()
         os.environ["DBUS_SYSTEM_BUS_ADDRESS"] = self.run.bus_address
         import sdbus
 
@@ -164,10 +113,10 @@ class Controller:
         self.bus = sdbus.sd_bus_open_system()
         sdbus.set_default_bus(self.bus)
         a = self.args
-        self.sim = Simulator(self.bus, a.boards, profile.TemperaturePattern.parse(a.temperature),
+        self.sim = Simulator(self.bus, self.lane, a.boards, profile.TemperaturePattern.parse(a.temperature),
                              a.latency_ms, a.jitter_ms, a.notify_interval)
         self.sim.export()
-        await self.start_bluez()
+        await self.lane.start_bluez(fresh=True)
         await self.sim.provision_all()
         self.sim.start_ticking()
         self.server = await asyncio.start_unix_server(self.serve, path=str(self.run.file(CONTROL_SOCKET)))
@@ -187,8 +136,7 @@ class Controller:
             self.server.close()
         if self.sim is not None and self.sim.tick_task is not None:
             self.sim.tick_task.cancel()
-        await self._terminate("bluezoo")
-        await self._terminate("dbus-daemon")
+        await self.lane.stop()
         if remove_state:
             self.run.remove_state()
 
@@ -225,10 +173,10 @@ class Controller:
         powered = False
         try:
             powered = bool(await asyncio.wait_for(
-                get_property(self.bus, "/org/bluez/hci0", "org.bluez.Adapter1", "Powered"), 2))
+                get_property(self.bus, self.lane.central_path, "org.bluez.Adapter1", "Powered"), 2))
         except Exception:
             pass
-        return {"name": profile.CENTRAL_NAME, "address": profile.CENTRAL_ADDRESS, "powered": powered}
+        return {"name": self.lane.central_name, "address": self.lane.central_address, "powered": powered}
 
     async def handle(self, request: dict):
         op = request.get("op")
@@ -250,14 +198,14 @@ class Controller:
                     self.sim.set_temperature(board, celsius)
                 return None
             if op == "bluez-restart":
-                await self._terminate("bluezoo")
+                await self.lane.stop_bluez()
                 await self.sim.bluez_lost()
-                await self.start_bluez()
+                await self.lane.start_bluez(fresh=False)
                 await self.sim.provision_all()
                 return None
             if op == "adapter":
                 from .simulator import set_property
-                await set_property(self.bus, "/org/bluez/hci0", "org.bluez.Adapter1", "Powered", "b",
+                await set_property(self.bus, self.lane.central_path, "org.bluez.Adapter1", "Powered", "b",
                                    bool(request["powered"]))
                 return None
         raise TestbedError(f"unknown testbed command '{op}'")

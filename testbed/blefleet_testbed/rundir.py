@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -19,7 +20,8 @@ BUS_SOCKET = "system_bus_socket"
 BUS_CONFIG = "bus.conf"
 CREATED_MARK = ".created-by-testbed"
 STATE_FILES = (PIDS_FILE, CONTROL_SOCKET, BUS_SOCKET, BUS_CONFIG, "controller.log",
-               "dbus-daemon.log", "bluezoo.log", "pids.json.tmp")
+               "dbus-daemon.log", "bluezoo.log", "bridge.log", "pids.json.tmp")
+PRIVATE_VM_DIR = "vm"  # a --real testbed's own VM, when it boots one
 MAX_SOCKET_PATH = 107
 
 
@@ -60,6 +62,7 @@ class RunDir:
     def remove_state(self) -> None:
         """Removes every file the testbed created, and the directory if it created it."""
         created = self.file(CREATED_MARK).exists()
+        shutil.rmtree(self.file(PRIVATE_VM_DIR), ignore_errors=True)
         for name in STATE_FILES + (CREATED_MARK,):
             try:
                 self.file(name).unlink()

@@ -1,9 +1,10 @@
 """The board simulator: N Nano 33 BLE Sense boards running the LED + temperature sketch.
 
-Each board is an emulated BlueZoo adapter (org.bluezoo.Manager1.AddAdapter) that
-registers one LE advertisement (LED service UUID, local name, Discoverable=true) and one
-GATT application (shared/BOARD-PROFILE.md). The boards' GATT objects are served from
-this process; BlueZoo links them to the central when it connects."""
+Each board is one controller of the lane (an emulated BlueZoo adapter, or a btvirt
+controller under a real bluetoothd) that registers one LE advertisement (LED service
+UUID, local name, Discoverable=true) and one GATT application (shared/BOARD-PROFILE.md).
+The boards' GATT objects are served from this process; BlueZ serves them to the central
+over the link when it connects."""
 
 from __future__ import annotations
 
@@ -68,8 +69,10 @@ class GattService(DbusInterfaceCommonAsync, interface_name="org.bluez.GattServic
 
     @Handle.setter
     def _handle_setter(self, value: int) -> None:
-        # The firmware's handles are fixed; a server may be told a handle but keeps its own.
-        pass
+        # A firmware's handles are fixed (it keeps its own); a server that asked BlueZ to
+        # choose (handle 0, as on the real lane) is told the handle it got.
+        if self.handle == 0:
+            self.handle = value
 
 
 class GattCharacteristic(DbusInterfaceCommonAsync, interface_name="org.bluez.GattCharacteristic1"):
@@ -144,7 +147,8 @@ class GattCharacteristic(DbusInterfaceCommonAsync, interface_name="org.bluez.Gat
 
     @Handle.setter
     def _handle_setter(self, value: int) -> None:
-        pass
+        if self.handle == 0:
+            self.handle = value
 
 
 class Advertisement(DbusInterfaceCommonAsync, interface_name="org.bluez.LEAdvertisement1"):
@@ -176,11 +180,13 @@ class Advertisement(DbusInterfaceCommonAsync, interface_name="org.bluez.LEAdvert
 class Board:
     """One simulated board and what the testbed reports about it."""
 
-    def __init__(self, index: int, pattern: profile.TemperaturePattern, count: int, radio: Radio):
+    def __init__(self, index: int, adapter_index: int, pattern: profile.TemperaturePattern, count: int,
+                 radio: Radio, fixed_handles: bool = True):
         self.index = index
         self.name = profile.board_name(index)
-        self.address = profile.board_address(index)
-        self.adapter_path = f"/org/bluez/hci{index}"
+        self.address = profile.board_address(index)  # the lane may learn the real one later
+        self.adapter_index = adapter_index
+        self.adapter_path = f"/org/bluez/hci{adapter_index}"
         self.app_path = f"/org/blefleet/testbed/{self.name.replace('-', '_')}"
         self.sensor = profile.TemperatureSource(pattern, index, count)
         self.radio = radio
@@ -189,14 +195,19 @@ class Board:
         self.led_writes = 0
 
         self.manager = sdbus.DbusObjectManagerInterfaceAsync()
-        self.led_service = GattService(profile.LED_SERVICE_UUID, profile.LED_SERVICE_HANDLE)
-        self.sensor_service = GattService(profile.SENSOR_SERVICE_UUID, profile.SENSOR_SERVICE_HANDLE)
+        # Fixed handles where the lane's BlueZ has the peripheral's whole table (BlueZoo);
+        # a real bluetoothd serves its own GAP/GATT services on the same adapter and
+        # assigns ours (handle 0 = "choose"), the same ones at every registration.
+        def handle(fixed: int) -> int:
+            return fixed if fixed_handles else 0
+        self.led_service = GattService(profile.LED_SERVICE_UUID, handle(profile.LED_SERVICE_HANDLE))
+        self.sensor_service = GattService(profile.SENSOR_SERVICE_UUID, handle(profile.SENSOR_SERVICE_HANDLE))
         self.led_status = GattCharacteristic(
             self, profile.LED_STATUS_UUID, f"{self.app_path}/service0", ["write"],
-            profile.LED_STATUS_HANDLE)
+            handle(profile.LED_STATUS_HANDLE))
         self.temperature = GattCharacteristic(
             self, profile.TEMPERATURE_UUID, f"{self.app_path}/service1", ["read", "notify"],
-            profile.TEMPERATURE_HANDLE)
+            handle(profile.TEMPERATURE_HANDLE))
         self.temperature.value = profile.encode_celsius(self.sensor.celsius)
         self.advertisement = Advertisement(self.name)
 
@@ -299,6 +310,13 @@ async def set_property(bus: sdbus.SdBus, path: str, interface: str, name: str,
     await bus.call_async(message)
 
 
+async def managed_objects(bus: sdbus.SdBus) -> dict:
+    message = bus.new_method_call_message(BLUEZ, "/", "org.freedesktop.DBus.ObjectManager",
+                                          "GetManagedObjects")
+    reply = await bus.call_async(message)
+    return reply.get_contents()
+
+
 async def get_property(bus: sdbus.SdBus, path: str, interface: str, name: str) -> Any:
     message = bus.new_property_get_message(BLUEZ, path, interface, name)
     reply = await bus.call_async(message)
@@ -306,13 +324,15 @@ async def get_property(bus: sdbus.SdBus, path: str, interface: str, name: str) -
 
 
 class Simulator:
-    """All boards of one testbed, provisioned on whatever BlueZoo currently owns org.bluez."""
+    """All boards of one testbed, provisioned on whatever currently owns org.bluez."""
 
-    def __init__(self, bus: sdbus.SdBus, count: int, pattern: profile.TemperaturePattern,
+    def __init__(self, bus: sdbus.SdBus, lane, count: int, pattern: profile.TemperaturePattern,
                  latency_ms: float, jitter_ms: float, notify_interval: float):
         self.bus = bus
+        self.lane = lane
         self.notify_interval = notify_interval
-        self.boards = [Board(i, pattern, count, Radio(latency_ms, jitter_ms, seed=i))
+        self.boards = [Board(i, lane.adapter_index(i), pattern, count, Radio(latency_ms, jitter_ms, seed=i),
+                             fixed_handles=lane.fixed_handles)
                        for i in range(1, count + 1)]
         self.by_name = {b.name: b for b in self.boards}
         self.tick_task: asyncio.Task | None = None
@@ -333,15 +353,22 @@ class Simulator:
         self.tick_task = asyncio.create_task(loop())
 
     async def provision(self, board: Board) -> None:
-        """Creates the board's controller in BlueZoo and registers its advertisement and GATT app."""
-        await call(self.bus, "/org/bluezoo", "org.bluezoo.Manager1", "AddAdapter", "ys",
-                   board.index, board.address)
-        if not board.present:
-            await set_property(self.bus, board.adapter_path, "org.bluez.Adapter1", "Powered", "b", False)
+        """Readies the board's controller (powered as the board is) and registers its
+        advertisement and GATT app."""
+        await self.lane.prepare(board)
+        await self.power(board, board.present)
         await call(self.bus, board.adapter_path, "org.bluez.GattManager1", "RegisterApplication",
                    "oa{sv}", board.app_path, {})
-        await call(self.bus, board.adapter_path, "org.bluez.LEAdvertisingManager1",
-                   "RegisterAdvertisement", "oa{sv}", f"{board.app_path}/advertisement0", {})
+        if board.present or self.lane.advertises_while_off:
+            await self.advertise(board, True)
+
+    async def advertise(self, board: Board, on: bool) -> None:
+        if on:
+            await call(self.bus, board.adapter_path, "org.bluez.LEAdvertisingManager1",
+                       "RegisterAdvertisement", "oa{sv}", f"{board.app_path}/advertisement0", {})
+        else:
+            await call(self.bus, board.adapter_path, "org.bluez.LEAdvertisingManager1",
+                       "UnregisterAdvertisement", "o", f"{board.app_path}/advertisement0")
 
     async def provision_all(self) -> None:
         limit = asyncio.Semaphore(16)
@@ -357,32 +384,29 @@ class Simulator:
             await board.link_lost()
 
     async def power(self, board: Board, on: bool) -> None:
-        await set_property(self.bus, board.adapter_path, "org.bluez.Adapter1", "Powered", "b", on)
+        if bool(await get_property(self.bus, board.adapter_path, "org.bluez.Adapter1", "Powered")) != on:
+            await set_property(self.bus, board.adapter_path, "org.bluez.Adapter1", "Powered", "b", on)
 
     async def drop(self, board: Board) -> None:
         if not board.present:
             return
-        board.present = False
-        await self.power(board, False)
+        await self.lane.switch_off(self, board)
         await board.link_lost()
 
     async def restore(self, board: Board) -> None:
         if board.present:
             return
         await board.rebooted()
-        board.present = True
-        await self.power(board, True)
+        await self.lane.switch_on(self, board)
 
     async def reset(self, board: Board) -> None:
         """The board reboots: its link drops, it comes back advertising with the LED off."""
         was_present = board.present
-        board.present = False
-        await self.power(board, False)
+        if was_present:
+            await self.lane.switch_off(self, board)
         await board.rebooted()
         if was_present:
-            await asyncio.sleep(0.05)
-            board.present = True
-            await self.power(board, True)
+            await self.lane.switch_on(self, board)
 
     def set_temperature(self, board: Board, celsius: int) -> None:
         board.sensor.override = celsius

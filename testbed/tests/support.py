@@ -31,10 +31,15 @@ def run_cli(*args: str, check: bool = True, timeout: float = 120) -> subprocess.
     return result
 
 
+LANES = [lane for lane in os.environ.get("BLEFLEET_LANES", "bluezoo,real").split(",") if lane]
+assert set(LANES) <= {"bluezoo", "real"}, f"BLEFLEET_LANES={os.environ.get('BLEFLEET_LANES')}: bluezoo and/or real"
+
+
 class Testbed:
-    def __init__(self, run_dir: Path, options: list[str]):
+    def __init__(self, run_dir: Path, options: list[str], lane: str = "bluezoo"):
         self.run_dir = run_dir
-        out = run_cli("start", "--run-dir", str(run_dir), *options).stdout
+        self.lane = lane
+        out = run_cli("start", "--run-dir", str(run_dir), *options, timeout=600).stdout
         self.exports = dict(line.removeprefix("export ").split("=", 1) for line in out.splitlines())
         self.bus_address = self.exports["DBUS_SYSTEM_BUS_ADDRESS"].strip("'")
         self.stopped = False
@@ -48,6 +53,14 @@ class Testbed:
     def board(self, name: str) -> dict:
         return next(b for b in self.state()["boards"] if b["name"] == name)
 
+    def address(self, name: str) -> str:
+        """A board's address as this lane gives it (BlueZoo: CA:FE:…, real: btvirt's)."""
+        return self.board(name)["address"]
+
+    def scale(self, seconds: float) -> float:
+        """A wait scaled for the lane: the real lane's VM runs under software emulation."""
+        return seconds * 4 if self.lane == "real" else seconds
+
     def pids(self) -> list[dict]:
         return json.loads((self.run_dir / "pids.json").read_text())["processes"]
 
@@ -58,13 +71,16 @@ class Testbed:
 
 
 @contextmanager
-def testbeds(base: Path):
-    """Yields a factory of testbeds; every testbed it made is stopped at the end, pass or fail."""
+def testbeds(base: Path, real_vm=None, default_lane: str = "bluezoo"):
+    """Yields a factory of testbeds; every testbed it made is stopped at the end, pass or fail.
+    `real_vm()` gives the directory of the VM the real lane's testbeds use."""
     made: list[Testbed] = []
 
-    def make(*options: str, name: str | None = None) -> Testbed:
+    def make(*options: str, name: str | None = None, lane: str | None = None) -> Testbed:
+        lane = lane or default_lane
         run_dir = base / (name or f"tb{len(made)}")
-        tb = Testbed(run_dir, list(options))
+        extra = ["--real", "--vm", real_vm()] if lane == "real" else []
+        tb = Testbed(run_dir, list(options) + extra, lane)
         made.append(tb)
         return tb
     try:

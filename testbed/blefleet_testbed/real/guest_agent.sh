@@ -1,0 +1,93 @@
+#!/bin/sh
+# The testbed VM's control agent. `guest_agent.sh serve VMDIR` reads one command line from
+# the host (socat hands it the connection) and answers "ok ..." or "error <sentence>".
+# Commands:
+#   ping                  -> ok pong
+#   bluez-stop            bluetoothd stops (SIGTERM, then waits for it to exit)
+#   bluez-start           bluetoothd starts again with $VMDIR/main.conf
+#   bluez-reset           bluetoothd stops, every controller powers off, the stored
+#                         device cache is wiped, bluetoothd starts: a fresh testbed
+#   power-cut N           controller hciN goes silent at once: an HCI_Reset sent straight
+#                         to it (the patched btvirt ends its links at the remote with a
+#                         supervision timeout), before its host can say anything
+#   trace on|off          btmon records every controller's HCI traffic to $VMDIR/btmon.log
+#   dmesg                 the kernel's last lines
+VMDIR=${VMDIR:-$(cat /run/blefleet-vmdir 2>/dev/null)}
+BLUETOOTHD=/usr/libexec/bluetooth/bluetoothd
+
+bluez_pid() { cat /run/bluetoothd.pid 2>/dev/null; }
+
+bluez_stop() {
+  pid=$(bluez_pid)
+  [ -n "$pid" ] || return 0
+  kill "$pid" 2>/dev/null
+  i=0
+  while kill -0 "$pid" 2>/dev/null; do
+    i=$((i + 1))
+    if [ $i -gt 100 ]; then kill -9 "$pid" 2>/dev/null; fi
+    if [ $i -gt 200 ]; then echo "error bluetoothd (pid $pid) did not exit"; return 1; fi
+    sleep 0.05
+  done
+  rm -f /run/bluetoothd.pid
+}
+
+bluez_start() {
+  pid=$(bluez_pid)
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then return 0; fi
+  echo "--- bluetoothd starts $(date +%T.%N)" >>"$VMDIR/bluetoothd.log"
+  "$BLUETOOTHD" -n --experimental -f "$VMDIR/main.conf" >>"$VMDIR/bluetoothd.log" 2>&1 &
+  echo $! >/run/bluetoothd.pid
+  # Owned on the bus = ready for clients.
+  i=0
+  until dbus-send --system --print-reply --dest=org.freedesktop.DBus / \
+        org.freedesktop.DBus.GetNameOwner string:org.bluez >/dev/null 2>&1; do
+    kill -0 "$(bluez_pid)" 2>/dev/null || { echo "error bluetoothd exited at start: $(tail -n 2 "$VMDIR/bluetoothd.log" | tr '\n' ' ')"; return 1; }
+    i=$((i + 1))
+    [ $i -gt 600 ] && { echo "error bluetoothd did not own org.bluez within 30 s"; return 1; }
+    sleep 0.05
+  done
+}
+
+bluez_reset() {
+  bluez_stop || return 1
+  for dev in /sys/class/bluetooth/hci*; do
+    idx=${dev##*/hci}
+    btmgmt --index "$idx" power off >/dev/null 2>&1
+  done
+  rm -rf /var/lib/bluetooth/*
+  bluez_start
+}
+
+run() {
+  case "$1" in
+    ping) echo "ok pong" ;;
+    bluez-stop) bluez_stop && echo "ok" ;;
+    bluez-start) bluez_start && echo "ok" ;;
+    bluez-reset) bluez_reset && echo "ok" ;;
+    power-cut)
+      case "$2" in ''|*[!0-9]*) echo "error power-cut needs a controller index"; return ;; esac
+      if out=$(hcitool -i "hci$2" cmd 0x03 0x0003 2>&1); then echo "ok"; else echo "error hcitool: $out" | tr '\n' ' '; echo; fi ;;
+    trace)
+      if [ "$2" = on ]; then
+        btmon -T >"$VMDIR/btmon.log" 2>&1 </dev/null &
+        echo $! >/run/btmon.pid
+        echo "ok"
+      else
+        kill "$(cat /run/btmon.pid 2>/dev/null)" 2>/dev/null
+        rm -f /run/btmon.pid
+        echo "ok"
+      fi ;;
+    dmesg) echo "ok $(dmesg | tail -n 20 | tr '\n' '|')" ;;
+    *) echo "error unknown agent command '$1'" ;;
+  esac
+}
+
+if [ "$1" = serve ]; then
+  VMDIR=$2
+  read -r line
+  # shellcheck disable=SC2086
+  run $line
+else
+  [ -n "$VMDIR" ] || VMDIR=$(dirname "$0")
+  run "$@"
+fi

@@ -1,0 +1,54 @@
+#!/bin/sh
+# The testbed VM's one job, run by virtme-ng's init as the guest's script (vng --exec).
+# Brings up the kernel's Bluetooth stack with CONTROLLERS virtual LE controllers (the
+# project's patched btvirt), a system bus, bluetoothd, and two forwarded TCP ports:
+#   7001 -> the system bus (the host bridges a Unix socket to it)
+#   7002 -> guest_agent.sh (one command per connection: restart bluetoothd, ...)
+# Everything it writes goes to the VM directory, shared read-write with the host.
+# A failure is one line "failed: ..." in $VMDIR/guest.status; "ready" means serving.
+VMDIR=$1
+CONTROLLERS=$2
+BTVIRT=$3
+HERE=$(dirname "$0")
+export VMDIR
+
+exec >"$VMDIR/guest.log" 2>&1
+status() { echo "$*" >>"$VMDIR/guest.status"; }
+fail() { status "failed: $*"; echo "failed: $*"; exit 1; }
+set -x
+
+# The crypto modules first: bluetooth's SMP needs them, and btvirt stalls while the
+# kernel loads them on demand, so the first controller's HCI_Reset would time out.
+modprobe -a af_alg algif_hash algif_skcipher cmac ecdh_generic virtio_net \
+  || fail "the guest kernel could not load its crypto or network modules"
+modprobe -a bluetooth hci_vhci || fail "the guest kernel has no Bluetooth modules (bluetooth, hci_vhci)"
+
+ip link set lo up
+IFACE=$(ls /sys/class/net | grep -v '^lo$' | head -n 1)
+[ -n "$IFACE" ] || fail "the guest has no network interface for the bus forward"
+ip addr add 10.0.2.15/24 dev "$IFACE" && ip link set "$IFACE" up \
+  || fail "could not configure the guest's network interface $IFACE"
+
+mkdir -p /run/dbus /var/lib/bluetooth
+dbus-daemon --config-file="$VMDIR/guest-bus.conf" --fork --nopidfile \
+  || fail "the guest's dbus-daemon did not start"
+
+"$BTVIRT" -L -l"$CONTROLLERS" >"$VMDIR/btvirt.log" 2>&1 &
+echo $! >/run/btvirt.pid
+# Every controller registered and through its init (HCI_Reset ... ) before bluetoothd.
+i=0
+while :; do
+  n=$(ls /sys/class/bluetooth 2>/dev/null | grep -c '^hci[0-9]*$')
+  [ "$n" -ge "$CONTROLLERS" ] && break
+  kill -0 "$(cat /run/btvirt.pid)" 2>/dev/null || fail "btvirt exited: $(tail -n 3 "$VMDIR/btvirt.log" | tr '\n' ' ')"
+  i=$((i + 1))
+  [ $i -gt 600 ] && fail "only $n of $CONTROLLERS virtual controllers appeared within 60 s"
+  sleep 0.1
+done
+out=$("$HERE/guest_agent.sh" bluez-start)
+case "$out" in ok*) ;; *) fail "bluetoothd did not start: ${out#error }" ;; esac
+
+socat TCP-LISTEN:7001,fork,reuseaddr UNIX-CONNECT:/run/dbus/system_bus_socket &
+socat TCP-LISTEN:7002,fork,reuseaddr EXEC:"$HERE/guest_agent.sh serve $VMDIR" &
+status ready
+wait
