@@ -6,11 +6,13 @@ doc/org.bluez.GattCharacteristic.rst, src/main.conf) in ways a BLE client notice
 `apply()` replaces the affected BlueZoo classes with the subclasses below before BlueZoo
 starts; `bluezoo_launcher --stock` skips it so tests can show each defect.
 
-  1. Disconnect/RemoveDevice leave GATT objects behind; a second Connect fails (EEXIST).
+  1. Disconnect leaves ServicesResolved true and a second Connect fails (EEXIST);
+     RemoveDevice leaves GATT objects behind.
   2. A board that vanishes stays Connected; Connect to an absent board "succeeds";
      a returning board gets duplicate GATT objects under new handles.
   3. Devices never expire (BlueZ removes temporary devices after TemporaryTimeout).
-  4. RSSI is always 0 and never changes.
+  4. RSSI is always 0 and never changes (BlueZ: from advertising reports while
+     discovering, invalidated when discovery stops).
   5. Discovery is not a per-client session; no InProgress / "No discovery started".
   6. SetDiscoveryFilter UUIDs and Pattern are ignored.
   7. Notification sessions are not per client (second subscriber fails, one StopNotify
@@ -86,8 +88,10 @@ class FixedDevice(Device):
         self.link_reason = REASON_LOCAL
 
     async def cleanup(self):
+        """The device object goes (RemoveDevice, expiry): its GATT objects go with it."""
         self.cancel_expiry()
         self.resolve_task.cancel()
+        await self._remove_services()
         await super().cleanup()
 
     # -- Fix 3: temporary devices expire ------------------------------------------------
@@ -183,6 +187,18 @@ class FixedDevice(Device):
 
     async def _resolve(self) -> None:
         await radio_delay()
+        if self.services:
+            # Reconnected: BlueZ keeps a device's attribute database and its objects (same
+            # paths, no duplicate), and registers its clients' notification sessions again.
+            for link in self.services.values():
+                if isinstance(link, FixedCharacteristicLink):
+                    await link.resume_sessions()
+        else:
+            await self._export_services()
+        await self.peer.ServicesResolved.set_async(True)
+        await self.ServicesResolved.set_async(True)
+
+    async def _export_services(self) -> None:
         mock = self.peer_adapter.mock
         for app in list(self.peer_adapter.gatt_apps.values()):
             links = {}
@@ -198,8 +214,6 @@ class FixedDevice(Device):
                 mock.export_object(link.get_object_path(), link)
                 self.services[link.get_object_path()] = link
                 links[obj_path] = link
-        await self.peer.ServicesResolved.set_async(True)
-        await self.ServicesResolved.set_async(True)
 
     async def _remove_services(self) -> None:
         mock = self.peer_adapter.mock
@@ -214,15 +228,20 @@ class FixedDevice(Device):
                 pass
 
     async def disconnect(self, uuid: Optional[str] = None, reason=REASON_LOCAL) -> None:
-        """Fix 1 — Device1.Disconnect / link loss as BlueZ handles them: the remote GATT
-        objects are removed (InterfacesRemoved), ServicesResolved and Connected turn false,
-        the Disconnected(reason, message) signal is sent, and the device can be connected
-        again. A temporary device then starts its TemporaryTimeout (Fix 3)."""
+        """Fix 1 — Device1.Disconnect / link loss as BlueZ 5.66 handles them: ServicesResolved
+        and Connected turn false and the device can be connected again. The remote GATT
+        objects stay exported, and the clients' notification sessions stay open (BlueZ keeps
+        the device's attribute database, src/gatt-client.c btd_gatt_client_disconnected,
+        and registers the sessions again on reconnect); the board itself forgets its
+        subscription with the link. 5.66 sends no Disconnected signal (that came later).
+        A temporary device then starts its TemporaryTimeout (Fix 3)."""
         pending = not self.connecting_task.done()
         self.connecting_task.cancel()
         self.resolve_task.cancel()
         was_connected = self.connected
-        await self._remove_services()
+        for link in list(self.services.values()):
+            if isinstance(link, FixedCharacteristicLink):
+                await link.suspend_sessions()
         if self.services_resolved:
             await self.ServicesResolved.set_async(False)
         if self.peer is not None and self.peer.services_resolved:
@@ -232,7 +251,6 @@ class FixedDevice(Device):
             self.peer.arm_expiry() if isinstance(self.peer, FixedDevice) else None
         if was_connected:
             await self.Connected.set_async(False)
-            self.Disconnected.emit(reason)
             log.info("%s disconnected: %s", self, reason[0])
         if was_connected or pending:
             self.arm_expiry()
@@ -315,8 +333,27 @@ class FixedCharacteristicLink(GattCharacteristicClientLink):
                 pass
             emit_changed(self, CHRC_IFACE, "Notifying", "b", False)
 
+    async def suspend_sessions(self) -> None:
+        """The link went: the board forgets its subscription; the clients' sessions stay."""
+        if self.notify_clients:
+            self.client_props_changed_subscription.unsubscribe()
+            try:
+                await asyncio.wait_for(self.client.StopNotify(), 1.0)
+            except (sdbus.SdBusBaseError, asyncio.TimeoutError):
+                pass
+
+    async def resume_sessions(self) -> None:
+        """Reconnected with sessions open: subscribe on the board again."""
+        if self.notify_clients:
+            self.client_props_changed_subscription = events.subscribe(
+                f"properties:changed:{id(self.client)}", self._forward)
+            try:
+                await self.client.StartNotify()
+            except sdbus.SdBusBaseError:
+                log.warning("could not subscribe again to %s", self.get_object_path())
+
     async def end_sessions(self) -> None:
-        """On disconnection every session ends; the board forgets its subscription."""
+        """The object goes: every session ends; the board forgets its subscription."""
         had = bool(self.notify_clients)
         for subscription in self.notify_clients.values():
             subscription.unsubscribe()
@@ -438,6 +475,12 @@ class FixedAdapter(Adapter):
             self.discovering_task.cancel()
             if self.discovering:
                 await self.Discovering.set_async(False)
+            # Fix 4 — src/adapter.c discovery_cleanup: the RSSI of the devices found is
+            # invalidated when discovery stops (signalled as an invalidated property).
+            for device in list(self.devices.values()):
+                if isinstance(device, FixedDevice) and device.rssi:
+                    device.rssi = 0
+                    device.properties_changed.emit((DEVICE_IFACE, {}, ["RSSI"]))
 
     # -- Fix 6: discovery filters --------------------------------------------------------
 
