@@ -137,6 +137,9 @@ extension DaemonConfiguration {
                 return text
             }
         },
+        Setting(key: "connect-timeout-ms", allowed: "a whole number of milliseconds from 1000 to 120000") { config, node in
+            config.connectTimeoutMilliseconds = try integer(node, in: 1000...120_000)
+        },
         Setting(key: "default-timeout-ms", allowed: "a whole number of milliseconds from 100 to 600000") { config, node in
             config.defaultTimeoutMilliseconds = try integer(node, in: 100...600_000)
         },

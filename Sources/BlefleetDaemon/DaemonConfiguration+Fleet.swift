@@ -5,6 +5,7 @@ extension DaemonConfiguration {
     public func fleetConfiguration() throws -> FleetConfiguration {
         FleetConfiguration(
             connectionLimit: connectionLimit,
+            connectTimeout: .milliseconds(connectTimeoutMilliseconds),
             defaultCommandTimeout: .milliseconds(defaultTimeoutMilliseconds),
             temperatureMaxAge: .milliseconds(temperatureMaxAgeMilliseconds),
             adoption: try adoptionPolicy(),

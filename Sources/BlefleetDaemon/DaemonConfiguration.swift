@@ -23,6 +23,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var autoAdopt: Bool = true
     /// If not empty, only boards whose address or name matches one of these are adopted (`allow`).
     public var allow: [String] = []
+    /// Deadline of one connect, from `Device1.Connect` until services are resolved, in
+    /// milliseconds (`connect-timeout-ms`).
+    public var connectTimeoutMilliseconds: Int = 10_000
     /// Fan-out deadline when a call gives none, in milliseconds (`default-timeout-ms`).
     public var defaultTimeoutMilliseconds: Int = 5000
     /// Cached temperatures younger than this are served without a read (`temperature-max-age-ms`).

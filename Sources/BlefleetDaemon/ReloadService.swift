@@ -54,6 +54,7 @@ struct ReloadService: Service {
         if old.bus != new.bus { changed.append("bus") }
         if old.logTarget != new.logTarget { changed.append("log-target") }
         if old.connectionLimit != new.connectionLimit { changed.append("connection-limit") }
+        if old.connectTimeoutMilliseconds != new.connectTimeoutMilliseconds { changed.append("connect-timeout-ms") }
         if old.maxFrameBytes != new.maxFrameBytes { changed.append("max-frame-bytes") }
         if old.maxCallsPerClient != new.maxCallsPerClient { changed.append("max-calls-per-client") }
         if old.maxQueuedNotifications != new.maxQueuedNotifications { changed.append("max-queued-notifications") }

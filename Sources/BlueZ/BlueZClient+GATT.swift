@@ -19,7 +19,7 @@ extension BlueZClient {
         guard let current = tree.device(at: device.path) else {
             throw BlueZError.objectVanished("device \(device.address) is no longer known to BlueZ")
         }
-        guard current.connected else { throw BlueZError.notConnected("device \(device.address) is not connected") }
+        guard current.hasLink else { throw BlueZError.notConnected("device \(device.address) is not connected") }
         guard let found = tree.characteristic(device: device.path, service: service, characteristic: characteristic)
         else {
             throw BlueZError.notFound(
@@ -53,13 +53,14 @@ extension BlueZClient {
 
     /// Subscribes (`StartNotify`) and streams every new `Value` of the characteristic
     /// (notifications; BlueZ also updates `Value` on reads). `StopNotify` is sent when the
-    /// consumer is done with the stream. The stream throws `.objectVanished` when the
-    /// characteristic goes away (disconnect) and `.serviceUnavailable` when `org.bluez` does.
+    /// consumer is done with the stream. The stream ends with an error when the link goes
+    /// down (see ``BlueZValueStream``).
     public func notifications(
         _ characteristic: BlueZCharacteristic, timeout: Duration = .seconds(10)
     ) async throws -> BlueZValueStream {
         let path = characteristic.path
-        let events = await mirror.events(path: path, interfaces: [BlueZInterfaces.gattCharacteristic])
+        let watched = BlueZValueStream.watched(path)
+        let events = await mirror.events(paths: watched.paths, interfaces: watched.interfaces)
         try await startNotify(path, timeout: timeout)
         let session = BlueZValueStream.Session { [self] in stopNotify(path) }
         return BlueZValueStream(events: events, path: path, session: session)
@@ -67,9 +68,9 @@ extension BlueZClient {
 
     /// Subscribes (`StartNotify`) and calls `onValue` with every new `Value` of the
     /// characteristic, right on the mirror as the signal is applied (no hand-off per value:
-    /// for steady traffic such as a sensor's notifications). `onEnd` is called once if the
-    /// characteristic goes away (`.objectVanished`) or `org.bluez` does
-    /// (`.serviceUnavailable`). Both must be quick and must not block.
+    /// for steady traffic such as a sensor's notifications). `onEnd` is called once when the
+    /// link goes down (`.notConnected`), the characteristic goes away (`.objectVanished`) or
+    /// `org.bluez` does (`.serviceUnavailable`). Both must be quick and must not block.
     /// ``BlueZNotificationSession/cancel()`` ends the session and sends `StopNotify`.
     public func notifications(
         _ characteristic: BlueZCharacteristic, timeout: Duration = .seconds(10),
@@ -77,7 +78,8 @@ extension BlueZClient {
     ) async throws -> BlueZNotificationSession {
         let path = characteristic.path
         let ended = BlueZNotificationSession.Flag()
-        let observation = await mirror.observe(path: path, interfaces: [BlueZInterfaces.gattCharacteristic]) { event in
+        let watched = BlueZValueStream.watched(path)
+        let observation = await mirror.observe(paths: watched.paths, interfaces: watched.interfaces) { event in
             switch BlueZValueStream.classify(event, path: path) {
             case .value(let value):
                 if !ended.isSet { onValue(value) }

@@ -20,7 +20,8 @@ public actor BlueZObjectMirror {
     private var loadingOwner: String?
     private var bufferedSignals: [DBusSignal] = []
     private struct Subscriber {
-        var path: String?
+        /// The objects whose events it wants (nil: all).
+        var paths: Set<String>?
         var interfaces: Set<String>?
         /// Where its events go: a stream (a hand-off to its consumer per event), or a
         /// handler run right here on the mirror, in order.
@@ -31,13 +32,13 @@ public actor BlueZObjectMirror {
             case .serviceLost, .serviceLoaded:
                 return true
             case .interfacesAdded(let eventPath, let added):
-                return (path == nil || path == eventPath)
+                return (paths?.contains(eventPath) ?? true)
                     && (interfaces.map { wanted in added.keys.contains(where: wanted.contains) } ?? true)
             case .interfacesRemoved(let eventPath, let removed):
-                return (path == nil || path == eventPath)
+                return (paths?.contains(eventPath) ?? true)
                     && (interfaces.map { wanted in removed.contains(where: wanted.contains) } ?? true)
             case .propertiesChanged(let eventPath, let interface, _, _):
-                return (path == nil || path == eventPath) && (interfaces?.contains(interface) ?? true)
+                return (paths?.contains(eventPath) ?? true) && (interfaces?.contains(interface) ?? true)
             }
         }
     }
@@ -81,9 +82,14 @@ public actor BlueZObjectMirror {
     /// (`serviceLost`/`serviceLoaded` always come). A characteristic's notification stream
     /// is not woken by every other board's values, nor the fleet by any of them.
     public func events(path: String? = nil, interfaces: Set<String>? = nil) -> AsyncStream<BlueZMirrorEvent> {
+        events(paths: path.map { [$0] }, interfaces: interfaces)
+    }
+
+    /// As ``events(path:interfaces:)``, for the events of several objects.
+    public func events(paths: Set<String>?, interfaces: Set<String>? = nil) -> AsyncStream<BlueZMirrorEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: BlueZMirrorEvent.self)
         let id = takeID()
-        subscribers[id] = Subscriber(path: path, interfaces: interfaces) { continuation.yield($0) }
+        subscribers[id] = Subscriber(paths: paths, interfaces: interfaces) { continuation.yield($0) }
         continuation.onTermination = { _ in Task { await self.unsubscribe(id) } }
         return stream
     }
@@ -96,8 +102,16 @@ public actor BlueZObjectMirror {
         path: String? = nil, interfaces: Set<String>? = nil,
         _ handler: @escaping @Sendable (BlueZMirrorEvent) -> Void
     ) -> BlueZMirrorObservation {
+        observe(paths: path.map { [$0] }, interfaces: interfaces, handler)
+    }
+
+    /// As ``observe(path:interfaces:_:)``, for the events of several objects.
+    public func observe(
+        paths: Set<String>?, interfaces: Set<String>? = nil,
+        _ handler: @escaping @Sendable (BlueZMirrorEvent) -> Void
+    ) -> BlueZMirrorObservation {
         let id = takeID()
-        subscribers[id] = Subscriber(path: path, interfaces: interfaces, deliver: handler)
+        subscribers[id] = Subscriber(paths: paths, interfaces: interfaces, deliver: handler)
         return BlueZMirrorObservation(id: id, mirror: self)
     }
 

@@ -132,6 +132,10 @@ public struct BlueZDevice: Sendable, Hashable {
 
     /// Whether the device advertises (or, once resolved, offers) a service.
     public func advertises(_ uuid: BluetoothUUID) -> Bool { uuids.contains(uuid) }
+
+    /// Whether a link to the device is up: `Connected`, or resolved services (bluetoothd
+    /// sets only `ServicesResolved` when it finds a link already up that it did not make).
+    public var hasLink: Bool { connected || servicesResolved }
 }
 
 /// `org.bluez.GattCharacteristic1`, as far as blefleet needs it.

@@ -2,7 +2,9 @@
 /// and reads). Mapped straight from the mirror's events for that object, with no task in
 /// between, so each value costs one hand-off from the mirror to the consumer.
 ///
-/// Throws `.objectVanished` when the characteristic goes away (disconnect) and
+/// Throws `.notConnected` when the device's link goes (its services are no longer
+/// resolved: real BlueZ keeps the characteristic objects of a disconnected device, BlueZoo
+/// removes them), `.objectVanished` when the characteristic or device goes away and
 /// `.serviceUnavailable` when `org.bluez` does; ends when the consuming task is cancelled.
 /// `StopNotify` is sent once the last copy of the stream and its iterator is released.
 public struct BlueZValueStream: AsyncSequence, Sendable {
@@ -12,6 +14,19 @@ public struct BlueZValueStream: AsyncSequence, Sendable {
     let events: AsyncStream<BlueZMirrorEvent>
     let path: String
     let session: Session
+
+    /// What a value stream of the characteristic at `path` listens to: the characteristic
+    /// and its device.
+    static func watched(_ path: String) -> (paths: Set<String>, interfaces: Set<String>) {
+        ([path, devicePath(of: path)], [BlueZInterfaces.gattCharacteristic, BlueZInterfaces.device])
+    }
+
+    /// `/org/bluez/hci0/dev_AA_BB/service000a/char000b` → `/org/bluez/hci0/dev_AA_BB`.
+    static func devicePath(of path: String) -> String {
+        var parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        while let last = parts.last, !last.hasPrefix("dev_") { parts.removeLast() }
+        return parts.joined(separator: "/")
+    }
 
     /// Ends the notification session when released.
     final class Session: Sendable {
@@ -77,6 +92,12 @@ public struct BlueZValueStream: AsyncSequence, Sendable {
             return changed["Value"]?.bytes.map(Meaning.value)
         case .interfacesRemoved(path, let interfaces) where interfaces.contains(BlueZInterfaces.gattCharacteristic):
             return .end(.objectVanished("characteristic \(path) went away"))
+        case .propertiesChanged(let device, BlueZInterfaces.device, let changed, _)
+        where changed["ServicesResolved"]?.bool == false && device == devicePath(of: path):
+            return .end(.notConnected("the link to \(device) went down"))
+        case .interfacesRemoved(let device, let interfaces)
+        where interfaces.contains(BlueZInterfaces.device) && device == devicePath(of: path):
+            return .end(.objectVanished("device \(device) went away"))
         case .serviceLost:
             return .end(.serviceUnavailable("org.bluez left the bus"))
         default:

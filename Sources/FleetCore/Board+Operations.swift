@@ -119,7 +119,7 @@ extension Board {
         guard let device else { return }
         let path = device.path
         _ = try? await context.client.mirror.wait(timeout: timeout, description: "disconnect of \(address)") {
-            ($0.tree.device(at: path)?.connected ?? false) ? .pending : .done(())
+            ($0.tree.device(at: path)?.hasLink ?? false) ? .pending : .done(())
         }
     }
 

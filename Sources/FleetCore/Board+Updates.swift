@@ -15,15 +15,15 @@ extension Board {
         } else if let value = device.rssi {
             live.setRSSI(Int(value))
         }
-        if changed.contains("Connected") {
-            if device.connected {
-                apply { $0.connectSucceeded(now: $1) }
-            } else {
+        // The link as BlueZ reports it: up while Connected or ServicesResolved (bluetoothd
+        // may set only the latter), usable once resolved.
+        if changed.contains("Connected") || changed.contains("ServicesResolved") {
+            if !device.hasLink {
                 apply { $0.disconnected(now: $1) }
+            } else {
+                apply { $0.connectSucceeded(now: $1) }
+                if device.servicesResolved { apply { $0.servicesResolved(now: $1) } }
             }
-        }
-        if changed.contains("ServicesResolved"), device.connected, device.servicesResolved {
-            apply { $0.servicesResolved(now: $1) }
         }
     }
 

@@ -146,13 +146,18 @@ actor Board {
     }
 
     private func runConnect(command: Bool) async {
+        // Discovery stays off from the moment a connect is wanted until the last queued one
+        // is done: connecting while discovering waits for a discovery-window boundary.
+        await context.discovery.hold()
         do {
             try await context.scheduler.acquire()
         } catch {
+            await context.discovery.release()
             return  // cancelled while queued: whoever cancelled has told the machine
         }
         let outcome = await attemptConnect(command: command)
         context.scheduler.release()
+        await context.discovery.release()
         guard !Task.isCancelled else { return }
         switch outcome {
         case .success:

@@ -95,10 +95,11 @@ extension BoardStateMachine {
                 state = .idle
                 return .abandonConnection(failWaiters: nil)
             }
-            // Link lost: reconnect after at least the floor delay.
-            let token = newToken()
-            state = .backingOff(token: token)
-            return .scheduleRetry(after: backoff.delayAfterLinkLoss(), token: token)
+            // Link lost: reconnect once the board is seen advertising again (a board that
+            // lost its link because it was switched off or left would only tie up the
+            // adapter's connect queue; one that is still there advertises again at once).
+            state = .absent(since: now)
+            return .abandonConnection(failWaiters: nil)
         case .disconnecting(let then):
             return finishDisconnect(then, now: now)
         default:

@@ -88,20 +88,12 @@ extension Fleet {
                 metadata: ["ble.adapter": "\(adapterName)", "adapter.address": "\(new?.address ?? "-")"])
         }
         discovering = new?.discovering ?? false
+        guard wasOn != isOn || old?.path != new?.path else { return }
+        await context.discovery.setAdapter(isOn ? new : nil)
         guard wasOn != isOn else { return }
         logger.info("adapter \(isOn ? "powered on" : "powered off or gone")", metadata: ["ble.adapter": "\(adapterName)"])
         events.publish(.adapterPowered(isOn))
         for board in boards.values { await board.adapterPowered(isOn) }
-        if isOn, let new { await startDiscovery(on: new) }
-    }
-
-    private func startDiscovery(on adapter: BlueZAdapter) async {
-        do {
-            try await client.startDiscovery(adapter: adapter, filter: DiscoveryFilter(serviceUUIDs: [NanoProfile.ledService]))
-            logger.info("discovery started", metadata: ["ble.adapter": "\(adapter.name)"])
-        } catch {
-            logger.warning("could not start discovery", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
-        }
     }
 
     /// A device appeared (`changed == nil`) or some of its properties changed.

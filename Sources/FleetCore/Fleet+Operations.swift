@@ -150,7 +150,7 @@ extension Fleet {
             throw FleetError(.adapterOff, "The adapter \(adapterName) is powered off or missing.")
         }
         let start = ContinuousClock.now
-        try await client.startDiscovery(adapter: adapter, filter: DiscoveryFilter(serviceUUIDs: [NanoProfile.ledService]))
+        await context.discovery.resume()
         try await Task.sleep(for: duration)
         return await snapshots().filter { ($0.lastSeen ?? start) > start || $0.phase == .ready }
     }

@@ -203,7 +203,7 @@ public actor Fleet {
     /// recently used idle board when all slots are taken.
     func reserveSlot(for address: BoardAddress, command: Bool) async -> Bool {
         guard let adapter else { return false }
-        let connected = await client.mirror.tree.devices(onAdapter: adapter.path).filter(\.connected)
+        let connected = await client.mirror.tree.devices(onAdapter: adapter.path).filter(\.hasLink)
         var links: [ConnectionSlots.Link] = []
         for device in connected {
             guard let other = BoardAddress(device.address), other != address else { continue }

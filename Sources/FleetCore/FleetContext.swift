@@ -1,12 +1,15 @@
 import BlueZ
 import Logging
 
-/// What every board actor shares: the BlueZ client, the adapter's connect scheduler, the
-/// configuration, the event stream, and the fleet's connection-slot arbiter.
+/// What every board actor shares: the BlueZ client, the adapter's connect scheduler and
+/// discovery governor, the configuration, the event stream, and the fleet's
+/// connection-slot arbiter.
 final class FleetContext: Sendable {
     let client: BlueZClient
     let configuration: FleetConfiguration
     let scheduler: ConnectScheduler
+    /// Discovery pauses while connects are wanted (see ``DiscoveryGovernor``).
+    let discovery: DiscoveryGovernor
     let events: EventBroadcaster<FleetEvent>
     let tally: FleetTally
     let logger: Logger
@@ -21,6 +24,8 @@ final class FleetContext: Sendable {
         self.client = client
         self.configuration = configuration
         self.scheduler = ConnectScheduler(limit: configuration.concurrentConnects)
+        self.discovery = DiscoveryGovernor(
+            client: client, filter: DiscoveryFilter(serviceUUIDs: [NanoProfile.ledService]), logger: logger)
         self.events = events
         self.tally = tally
         self.logger = logger

@@ -22,11 +22,6 @@ public struct ReconnectBackoff: Sendable {
         return policy.decision(after: errorClass, attempt: attempts, random: drawUnit())
     }
 
-    /// The delay before reconnecting after a link loss; does not count as a failure.
-    public mutating func delayAfterLinkLoss() -> Duration {
-        policy.delayAfterLinkLoss(random: drawUnit())
-    }
-
     /// Forgets past failures (after a successful connect, or a fresh advertisement).
     public mutating func reset() { attempts = 0 }
 

@@ -14,7 +14,7 @@ public struct ReconnectPolicy: Sendable, Hashable {
     public var multiplier: Double
     /// Cap on any delay.
     public var maximumDelay: Duration
-    /// Floor on any delay, also applied to reconnects after an unexpected link loss.
+    /// Floor on any delay, also applied to a reconnect at the advertisement after a link loss.
     public var minimumDelay: Duration
     /// Relative jitter in `0...1`: 0.2 spreads delays over ±20 %.
     public var jitter: Double
@@ -56,12 +56,6 @@ public struct ReconnectPolicy: Sendable, Hashable {
             let base = errorClass == .transient ? initialDelay : outOfResourcesDelay
             return .retry(after: delay(base: base, attempt: attempt, random: random))
         }
-    }
-
-    /// The delay before reconnecting after an unexpected link loss (not a failed attempt):
-    /// the floor, so a flapping board cannot make the daemon spin.
-    public func delayAfterLinkLoss(random: Double) -> Duration {
-        delay(base: max(initialDelay, minimumDelay), attempt: 1, random: random)
     }
 
     func delay(base: Duration, attempt: Int, random: Double) -> Duration {
