@@ -3,12 +3,14 @@ import DBus
 import TestSupport
 import Testing
 
-/// End to end on the testbed: real libdbus, real dbus-daemon, BlueZoo with fidelity fixes.
-/// Serialized: each test runs its own testbed, and 2 cores are shared.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+/// End to end on the testbed, on both lanes: real libdbus, a real dbus-daemon, and BlueZoo
+/// with fidelity fixes or real bluetoothd in a VM. Serialized: each test runs its own
+/// testbed, and 2 cores are shared.
+@Suite(.serialized, .timeLimit(.minutes(5)))
 struct BlueZClientTests {
-    @Test func discoversEveryBoardWithTheLEDServiceFilter() async throws {
-        try await BlueZFixture.with(boards: 5) { fixture in
+    @Test(arguments: Lane.enabled)
+    func discoversEveryBoardWithTheLEDServiceFilter(lane: Lane) async throws {
+        try await BlueZFixture.with(lane: lane, boards: 5) { fixture in
             let devices = try await fixture.discoverBoards(count: 5)
             let expected = try await fixture.testbed.state()
             #expect(Set(devices.map(\.address)) == Set(expected.map { $0.address.uppercased() }))
@@ -17,17 +19,22 @@ struct BlueZClientTests {
         }
     }
 
-    @Test func connectsWritesLEDAndReadsTemperatures() async throws {
-        try await BlueZFixture.with(boards: 5) { fixture in
+    @Test(arguments: Lane.enabled)
+    func connectsWritesLEDAndReadsTemperatures(lane: Lane) async throws {
+        try await BlueZFixture.with(lane: lane, boards: 5) { fixture in
             let client = fixture.client
             try await fixture.testbed.run(["board", "temp", "nano-02", "-5"])
             let devices = try await fixture.discoverBoards(count: 5)
+            // One connect at a time per adapter (parallel connects are fragile on real
+            // controllers), then the writes to all boards at once.
+            for device in devices {
+                try await client.connect(device)
+                let resolved = try #require(await client.device(at: device.path))
+                #expect(resolved.hasLink && resolved.servicesResolved)
+            }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for device in devices {
                     group.addTask {
-                        try await client.connect(device)
-                        let resolved = try #require(await client.device(at: device.path))
-                        #expect(resolved.connected && resolved.servicesResolved)
                         let led = try await client.characteristic(
                             device: device, service: Nano.ledService, characteristic: Nano.ledStatus)
                         try await client.writeValue([0x01], to: led)
@@ -49,14 +56,15 @@ struct BlueZClientTests {
         }
     }
 
-    @Test func connectIsIdempotentAndDisconnectReconnectWorks() async throws {
-        try await BlueZFixture.with(boards: 1) { fixture in
+    @Test(arguments: Lane.enabled)
+    func connectIsIdempotentAndDisconnectReconnectWorks(lane: Lane) async throws {
+        try await BlueZFixture.with(lane: lane, boards: 1) { fixture in
             let client = fixture.client
             let device = try #require(try await fixture.discoverBoards(count: 1).first)
             try await client.connect(device)
             try await client.connect(device)  // already connected and resolved: returns at once
             try await client.disconnect(device)
-            #expect(await client.device(at: device.path)?.connected == false)
+            #expect(await client.device(at: device.path)?.hasLink == false)
             try await client.connect(device)
             let led = try await client.characteristic(device: device, service: Nano.ledService, characteristic: Nano.ledStatus)
             try await client.writeValue([0x00], to: led)
@@ -64,8 +72,9 @@ struct BlueZClientTests {
         }
     }
 
-    @Test func temperatureNotificationsArriveAsAStream() async throws {
-        try await BlueZFixture.with(boards: 1, extraArguments: ["--notify-interval", "0.2"]) { fixture in
+    @Test(arguments: Lane.enabled)
+    func temperatureNotificationsArriveAsAStream(lane: Lane) async throws {
+        try await BlueZFixture.with(lane: lane, boards: 1, extraArguments: ["--notify-interval", "0.2"]) { fixture in
             let client = fixture.client
             let device = try #require(try await fixture.discoverBoards(count: 1).first)
             try await client.connect(device)
@@ -83,8 +92,9 @@ struct BlueZClientTests {
         }
     }
 
-    @Test func notificationSessionDeliversValuesEndsOnDropAndStopsOnCancel() async throws {
-        try await BlueZFixture.with(boards: 2, extraArguments: ["--notify-interval", "0.2"]) { fixture in
+    @Test(arguments: Lane.enabled)
+    func notificationSessionDeliversValuesEndsOnDropAndStopsOnCancel(lane: Lane) async throws {
+        try await BlueZFixture.with(lane: lane, boards: 2, extraArguments: ["--notify-interval", "0.2"]) { fixture in
             let client = fixture.client
             let devices = try await fixture.discoverBoards(count: 2)
             for device in devices { try await client.connect(device) }
@@ -111,13 +121,13 @@ struct BlueZClientTests {
                 if seen["nano-01"] != nil, seen["nano-02"] != nil, seen.values.reduce(0, { $0 + $1.count }) >= 2 { break }
             }
             #expect(seen == ["nano-01": [-7], "nano-02": [30]])
-            // A dropped board ends its session with objectVanished, exactly once.
+            // A dropped board ends its session (its link went: notConnected), exactly once.
             try await fixture.testbed.run(["board", "drop", "nano-01"])
             var endIterator = ends.makeAsyncIterator()
             let (endedName, error) = try #require(await endIterator.next())
             #expect(endedName == "nano-01")
-            guard case .objectVanished = error else {
-                Issue.record("expected objectVanished, got \(error)")
+            guard case .notConnected = error else {
+                Issue.record("expected notConnected, got \(error)")
                 return
             }
             // Cancelling the other session sends StopNotify: the board stops notifying.
@@ -135,8 +145,9 @@ struct BlueZClientTests {
         }
     }
 
-    @Test func droppedBoardIsSeenAsDisconnectedWithinTwoSeconds() async throws {
-        try await BlueZFixture.with(boards: 2) { fixture in
+    @Test(arguments: Lane.enabled)
+    func droppedBoardIsSeenAsDisconnectedWithinTwoSeconds(lane: Lane) async throws {
+        try await BlueZFixture.with(lane: lane, boards: 2) { fixture in
             let client = fixture.client
             let devices = try await fixture.discoverBoards(count: 2)
             for device in devices { try await client.connect(device) }
@@ -144,10 +155,10 @@ struct BlueZClientTests {
             let path = try #require(devices.first { $0.address == dropped.address.uppercased() }?.path)
             let start = ContinuousClock.now
             try await fixture.testbed.run(["board", "drop", "nano-01"])
-            try await client.mirror.wait(timeout: .seconds(2), description: "drop not seen") {
-                ($0.tree.device(at: path)?.connected ?? false) ? .pending : .done(())
+            try await client.mirror.wait(timeout: lane.allowing(.seconds(2)), description: "drop not seen") {
+                ($0.tree.device(at: path)?.hasLink ?? false) ? .pending : .done(())
             }
-            #expect(ContinuousClock.now - start < .seconds(2))
+            #expect(ContinuousClock.now - start < lane.allowing(.seconds(2)))
             // The other board stays connected and usable.
             let other = try #require(devices.first { $0.path != path })
             #expect(await client.device(at: other.path)?.connected == true)
@@ -158,8 +169,9 @@ struct BlueZClientTests {
         }
     }
 
-    @Test func mirrorResyncsAfterBlueZRestart() async throws {
-        try await BlueZFixture.with(boards: 3) { fixture in
+    @Test(arguments: Lane.enabled)
+    func mirrorResyncsAfterBlueZRestart(lane: Lane) async throws {
+        try await BlueZFixture.with(lane: lane, boards: 3) { fixture in
             let client = fixture.client
             _ = try await fixture.discoverBoards(count: 3)
             let events = await client.mirror.events()
@@ -185,8 +197,9 @@ struct BlueZClientTests {
         }
     }
 
-    @Test func hundredCallsInFlightAllComplete() async throws {
-        try await BlueZFixture.with(boards: 5) { fixture in
+    @Test(arguments: Lane.enabled)
+    func hundredCallsInFlightAllComplete(lane: Lane) async throws {
+        try await BlueZFixture.with(lane: lane, boards: 5) { fixture in
             let client = fixture.client
             let devices = try await fixture.discoverBoards(count: 5)
             for device in devices { try await client.connect(device) }

@@ -18,9 +18,10 @@ struct BlueZFixture {
     let central: BlueZAdapter
 
     static func with<T: Sendable>(
-        boards: Int = 5, extraArguments: [String] = [], _ body: (BlueZFixture) async throws -> T
+        lane: Lane = .bluezoo, boards: Int = 5, extraArguments: [String] = [],
+        _ body: (BlueZFixture) async throws -> T
     ) async throws -> T {
-        try await Testbed.with(boards: boards, extraArguments: extraArguments) { testbed in
+        try await Testbed.with(lane: lane, boards: boards, extraArguments: extraArguments) { testbed in
             let connection = try await DBusConnection.connect(to: .address(testbed.busAddress))
             defer { connection.close() }
             var logger = Logger(label: "blefleet.tests.bluez")
@@ -36,15 +37,22 @@ struct BlueZFixture {
         }
     }
 
-    /// Scans with the LED-service filter until `count` boards are known on the central.
+    /// Scans with the LED-service filter until `count` boards are known on the central, then
+    /// stops discovery (connecting while discovering waits for a discovery window on real BlueZ).
     func discoverBoards(count: Int, timeout: Duration = .seconds(10)) async throws -> [BlueZDevice] {
         let filter = DiscoveryFilter(serviceUUIDs: [Nano.ledService])
         try await client.startDiscovery(adapter: central, filter: filter)
-        defer { Task { [client, central] in try? await client.stopDiscovery(adapter: central) } }
         let centralPath = central.path
-        return try await client.mirror.wait(timeout: timeout, description: "\(count) boards not discovered") {
-            let found = $0.tree.devices(onAdapter: centralPath).filter(filter.matches)
-            return found.count >= count ? .done(found) : .pending
+        let found: Result<[BlueZDevice], any Error>
+        do {
+            found = .success(try await client.mirror.wait(timeout: testbed.lane.allowing(timeout), description: "\(count) boards not discovered") {
+                let found = $0.tree.devices(onAdapter: centralPath).filter(filter.matches)
+                return found.count >= count ? .done(found) : .pending
+            })
+        } catch {
+            found = .failure(error)
         }
+        try? await client.stopDiscovery(adapter: central)
+        return try found.get()
     }
 }

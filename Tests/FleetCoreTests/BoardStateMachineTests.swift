@@ -142,8 +142,10 @@ import Testing
             case .scheduleRetry(let delay, let token):
                 #expect(delay >= policy.minimumDelay)
                 #expect(m.backoffTimerFired(token: token, now: at(now) + delay) == .startConnect)
-            case .waitForAdvertisement:
-                // Too many failures: absent. The next advertisement brings it back only after the floor.
+            case .waitForAdvertisement, .abandonConnection(failWaiters: nil):
+                // Too many failures, or a lost link: absent. The next advertisement brings it
+                // back only after the floor.
+                #expect(m.phase == .absent)
                 let early = m.advertisementSeen(now: at(now))
                 #expect(retryDelay(early)! >= policy.minimumDelay)
                 #expect(m.backoffTimerFired(token: token(early)!, now: at(now + 1)) == .startConnect)
@@ -280,13 +282,20 @@ import Testing
         #expect(!m.holdsLink)
     }
 
-    @Test func unexpectedLinkLossReconnectsAfterTheFloor() {
+    @Test func unexpectedLinkLossReconnectsAtTheNextAdvertisementAfterTheFloor() {
+        // A board that lost its link (switched off, out of range) is not connected blindly:
+        // that would hold the adapter's connect queue for a whole connect timeout.
         var m = readyMachine()
-        let action = m.disconnected(now: at(5))
-        #expect(m.phase == .backingOff)
-        let delay = try! #require(retryDelay(action))
-        #expect(delay >= policy.minimumDelay)
-        #expect(m.backoffTimerFired(token: token(action)!, now: at(6)) == .startConnect)
+        #expect(m.disconnected(now: at(5)) == .abandonConnection(failWaiters: nil))
+        #expect(m.phase == .absent)
+        #expect(m.connectRequested(now: at(5.05)) == .waitForAdvertisement(failWaiters: .absent))
+        let early = m.advertisementSeen(now: at(5.1))
+        let delay = try! #require(retryDelay(early))
+        #expect(delay >= policy.minimumDelay - .milliseconds(100))
+        #expect(m.backoffTimerFired(token: token(early)!, now: at(6)) == .startConnect)
+        var later = readyMachine()
+        _ = later.disconnected(now: at(5))
+        #expect(later.advertisementSeen(now: at(7)) == .startConnect)
     }
 
     @Test func externallyConnectedBoardIsAdoptedAndDroppedWithoutRetry() {

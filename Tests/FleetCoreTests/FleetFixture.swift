@@ -12,12 +12,11 @@ struct FleetFixture {
     let stateDirectory: URL
 
     static func with<T: Sendable>(
-        boards: Int, testbedArguments: [String] = [], configuration: (String) -> FleetConfiguration = {
-            FleetConfiguration(stateDirectory: $0)
-        },
+        lane: Lane = .bluezoo, boards: Int, testbedArguments: [String] = [],
+        configuration: (String) -> FleetConfiguration = { FleetConfiguration(stateDirectory: $0) },
         _ body: (FleetFixture) async throws -> T
     ) async throws -> T {
-        try await Testbed.with(boards: boards, extraArguments: testbedArguments) { testbed in
+        try await Testbed.with(lane: lane, boards: boards, extraArguments: testbedArguments) { testbed in
             let stateDirectory = try makeTemporaryDirectory(prefix: "blefleet-state")
             defer { try? FileManager.default.removeItem(at: stateDirectory) }
             let connection = try await DBusConnection.connect(to: .address(testbed.busAddress))
@@ -40,10 +39,12 @@ struct FleetFixture {
         try await waitForFleet(timeout: timeout, "\(count) boards ready") { $0.readyCount >= count }
     }
 
-    /// Re-checks `condition` on every fleet event until it holds or `timeout` passes.
+    /// Re-checks `condition` on every fleet event until it holds or `timeout` (scaled for the
+    /// lane) passes.
     func waitForFleet(
         timeout: Duration, _ what: String, _ condition: @escaping @Sendable (FleetStatus) -> Bool
     ) async throws {
+        let timeout = testbed.lane.allowing(timeout)
         let events = fleet.events.subscribe()
         if condition(fleet.status) { return }
         let fleet = self.fleet
@@ -67,10 +68,11 @@ struct FleetFixture {
     }
 
     /// Polls `scripts/testbed state` (another process: there is no event to await) until
-    /// `condition` holds, at most `timeout`.
+    /// `condition` holds, at most `timeout` (scaled for the lane).
     func waitForTestbed(
         timeout: Duration, _ what: String, _ condition: ([Testbed.Board]) -> Bool
     ) async throws -> [Testbed.Board] {
+        let timeout = testbed.lane.allowing(timeout)
         let deadline = ContinuousClock.now + timeout
         while true {
             let state = try await testbed.state()

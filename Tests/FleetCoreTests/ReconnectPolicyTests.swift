@@ -35,7 +35,6 @@ import Testing
             }
             #expect(delay >= .milliseconds(200))
         }
-        #expect(tiny.delayAfterLinkLoss(random: 0) >= .milliseconds(200))
     }
 
     @Test func absentAndPermanentDoNotRetry() {

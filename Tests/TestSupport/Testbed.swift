@@ -1,14 +1,16 @@
 public import Foundation
 
-/// A running `scripts/testbed`: private dbus-daemon, BlueZoo (with the project's fidelity
-/// fixes) and N simulated Nano boards. Integration tests start one per test, in its own
-/// run directory, and always stop it (`Testbed.with`).
+/// A running `scripts/testbed` on one ``Lane``: N simulated Nano boards on BlueZoo (a private
+/// dbus-daemon and the BlueZ mock with the project's fidelity fixes) or on real bluetoothd in
+/// a VM. Integration tests start one per test, in its own run directory, and always stop it
+/// (`Testbed.with`).
 public final class Testbed: @unchecked Sendable {
     // Safe: every stored property is immutable after init.
     public let runDirectory: URL
     /// The private bus that plays the system bus (`DBUS_SYSTEM_BUS_ADDRESS`).
     public let busAddress: String
     public let boardCount: Int
+    public let lane: Lane
 
     /// One board as `scripts/testbed state` reports it.
     public struct Board: Decodable, Sendable, Equatable {
@@ -28,21 +30,24 @@ public final class Testbed: @unchecked Sendable {
 
     struct State: Decodable { let boards: [Board] }
 
-    static let script = repositoryRoot.appendingPathComponent("scripts/testbed").path
+    public static let script = repositoryRoot.appendingPathComponent("scripts/testbed").path
 
-    private init(runDirectory: URL, busAddress: String, boardCount: Int) {
+    private init(runDirectory: URL, busAddress: String, boardCount: Int, lane: Lane) {
         self.runDirectory = runDirectory
         self.busAddress = busAddress
         self.boardCount = boardCount
+        self.lane = lane
     }
 
     /// Starts a testbed with `boards` boards; returns once every board is registered.
-    public static func start(boards: Int = 5, extraArguments: [String] = []) async throws -> Testbed {
+    public static func start(lane: Lane = .bluezoo, boards: Int = 5, extraArguments: [String] = []) async throws
+        -> Testbed
+    {
         let dir = try makeTemporaryDirectory(prefix: "blefleet-testbed")
         let output = try await runProcess(
             Self.script,
             ["start", "--boards", String(boards), "--run-dir", dir.path,
-             "--owner-pid", String(getpid())] + extraArguments)
+             "--owner-pid", String(getpid())] + (try await lane.startArguments()) + extraArguments)
         var address: String?
         for line in output.split(separator: "\n") {
             let prefix = "export DBUS_SYSTEM_BUS_ADDRESS="
@@ -55,14 +60,14 @@ public final class Testbed: @unchecked Sendable {
             _ = try? await runProcess(Self.script, ["stop", "--run-dir", dir.path])
             throw FixtureError("scripts/testbed start printed no DBUS_SYSTEM_BUS_ADDRESS: \(output)")
         }
-        return Testbed(runDirectory: dir, busAddress: address, boardCount: boards)
+        return Testbed(runDirectory: dir, busAddress: address, boardCount: boards, lane: lane)
     }
 
     /// Runs `body` with a fresh testbed and always stops it afterwards, also when `body` throws.
     public static func with<T>(
-        boards: Int = 5, extraArguments: [String] = [], _ body: (Testbed) async throws -> T
+        lane: Lane = .bluezoo, boards: Int = 5, extraArguments: [String] = [], _ body: (Testbed) async throws -> T
     ) async throws -> T {
-        let testbed = try await Testbed.start(boards: boards, extraArguments: extraArguments)
+        let testbed = try await Testbed.start(lane: lane, boards: boards, extraArguments: extraArguments)
         do {
             let result = try await body(testbed)
             await testbed.stop()

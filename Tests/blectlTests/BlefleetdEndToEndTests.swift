@@ -4,11 +4,15 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The real daemon binary, the real socket, blectl, on the testbed.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+/// The real daemon binary, the real socket, blectl, on the testbed (both lanes where the
+/// radio matters).
+@Suite(.serialized, .timeLimit(.minutes(5)))
 struct BlefleetdEndToEndTests {
     /// Waits (bounded) until the daemon reports `count` ready boards.
-    static func waitForReadyBoards(_ count: Int, socket: String, timeout: TimeInterval = 20) async throws {
+    static func waitForReadyBoards(_ count: Int, socket: String, lane: Lane = .bluezoo, timeout: TimeInterval = 20)
+        async throws
+    {
+        let timeout = lane == .real ? timeout * 4 : timeout
         let deadline = Date().addingTimeInterval(timeout)
         var last = ""
         while Date() < deadline {
@@ -24,10 +28,11 @@ struct BlefleetdEndToEndTests {
         throw FixtureError("the daemon did not report \(count) ready boards within \(timeout) s; last: \(last)")
     }
 
-    @Test func ledOnAllAndTemperatureTableThroughTheDaemon() async throws {
-        try await RunningDaemon.with(boards: 5) { testbed, daemon in
+    @Test(arguments: Lane.enabled)
+    func ledOnAllAndTemperatureTableThroughTheDaemon(lane: Lane) async throws {
+        try await RunningDaemon.with(lane: lane, boards: 5) { testbed, daemon in
             try await testbed.run(["board", "temp", "nano-03", "-5"])
-            try await Self.waitForReadyBoards(5, socket: daemon.socket)
+            try await Self.waitForReadyBoards(5, socket: daemon.socket, lane: lane)
 
             let led = try await Blectl.run(["--socket", daemon.socket, "led", "on", "--all"])
             #expect(led.status == 0, "\(led)")
@@ -81,9 +86,11 @@ struct BlefleetdEndToEndTests {
         }
     }
 
-    @Test func gattNotifyFollowsABoardAcrossAReconnectAndLeavesTheDaemonsOwnSessionAlone() async throws {
-        try await RunningDaemon.with(boards: 2, testbedArguments: ["--notify-interval", "0.2"]) { testbed, daemon in
-            try await Self.waitForReadyBoards(2, socket: daemon.socket)
+    @Test(arguments: Lane.enabled)
+    func gattNotifyFollowsABoardAcrossAReconnectAndLeavesTheDaemonsOwnSessionAlone(lane: Lane) async throws {
+        try await RunningDaemon.with(lane: lane, boards: 2, testbedArguments: ["--notify-interval", "0.2"]) {
+            testbed, daemon in
+            try await Self.waitForReadyBoards(2, socket: daemon.socket, lane: lane)
             try await testbed.run(["board", "temp", "nano-01", "5"])
             // A client follows nano-01's temperature characteristic (the one the daemon
             // itself subscribes to) for 15 values; the board drops and comes back meanwhile.
@@ -92,7 +99,7 @@ struct BlefleetdEndToEndTests {
                     "--socket", daemon.socket, "--json", "gatt", "notify", "nano-01", "--count", "15",
                     "--service", "d888a9c2-f3cc-11ed-a05b-0242ac120003",
                     "--characteristic", "d888a9c3-f3cc-11ed-a05b-0242ac120003",
-                ], timeout: .seconds(40))
+                ], timeout: lane.allowing(.seconds(40)))
             try await Task.sleep(for: .seconds(1))
             try await testbed.run(["board", "drop", "nano-01"])
             try await Task.sleep(for: .seconds(1))

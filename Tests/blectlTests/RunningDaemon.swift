@@ -94,11 +94,11 @@ final class RunningDaemon: @unchecked Sendable {
 
     /// A testbed, and a daemon serving it, for the duration of `body`.
     static func with<T>(
-        boards: Int = 5, testbedArguments: [String] = [], configuration: String = "socket-group: root\n",
-        environment: [String: String] = [:],
+        lane: Lane = .bluezoo, boards: Int = 5, testbedArguments: [String] = [],
+        configuration: String = "socket-group: root\n", environment: [String: String] = [:],
         _ body: (Testbed, RunningDaemon) async throws -> T
     ) async throws -> T {
-        try await Testbed.with(boards: boards, extraArguments: testbedArguments) { testbed in
+        try await Testbed.with(lane: lane, boards: boards, extraArguments: testbedArguments) { testbed in
             let daemon = try RunningDaemon(busAddress: testbed.busAddress, configuration: configuration, environment: environment)
             defer { daemon.terminate() }
             try await daemon.waitUntilServing()
