@@ -237,7 +237,9 @@ def start(args) -> int:
     os.close(read_end)
     if reply is None or not reply.get("ok"):
         message = reply.get("error") if reply else "the testbed controller did not report ready"
-        _kill_controller(run, proc)
+        # A failure the controller explained is one sentence; an unexplained one comes
+        # with the last lines of the logs.
+        _kill_controller(run, proc, show_logs=reply is None)
         raise TestbedError(message)
     print(f"export DBUS_SYSTEM_BUS_ADDRESS={shlex.quote(run.bus_address)}")
     print(f"export BLEFLEET_TESTBED_RUN_DIR={shlex.quote(str(run.path))}")
@@ -263,7 +265,7 @@ def _read_ready(fd: int, proc: subprocess.Popen, timeout: float) -> dict | None:
         return None
 
 
-def _kill_controller(run: RunDir, proc: subprocess.Popen) -> None:
+def _kill_controller(run: RunDir, proc: subprocess.Popen, show_logs: bool) -> None:
     try:
         entries = run.read_pids()
     except TestbedError:
@@ -276,7 +278,7 @@ def _kill_controller(run: RunDir, proc: subprocess.Popen) -> None:
             proc.kill()
             proc.wait()
     terminate_recorded(entries, grace=3.0)
-    for role in ("controller", "bluezoo", "dbus-daemon", "bridge"):
+    for role in ("controller", "bluezoo", "dbus-daemon", "bridge") if show_logs else ():
         try:
             lines = run.file(f"{role}.log").read_text(errors="replace").strip().splitlines()
         except FileNotFoundError:

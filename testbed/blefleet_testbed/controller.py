@@ -150,10 +150,11 @@ class Controller:
                 result = await self.handle(request)
                 response = {"ok": True, "result": result}
             except TestbedError as e:
-                response = {"ok": False, "error": str(e)}
+                response = {"ok": False, "error": await self.lane.cause_of_failure() or str(e)}
             except Exception as e:  # report, never crash the controller
                 log.exception("command failed")
-                response = {"ok": False, "error": f"the testbed could not do that: {e}"}
+                cause = await self.lane.cause_of_failure()
+                response = {"ok": False, "error": cause or f"the testbed could not do that: {e}"}
             writer.write(json.dumps(response).encode() + b"\n")
             await writer.drain()
         finally:

@@ -17,6 +17,8 @@ starts; `bluezoo_launcher --stock` skips it so tests can show each defect.
   6. SetDiscoveryFilter UUIDs and Pattern are ignored.
   7. Notification sessions are not per client (second subscriber fails, one StopNotify
      stops all) and Confirm is sent for notifications as if they were indications.
+  8. A board's GATT error reaches the central verbatim; over the air it is an ATT error
+     code, which the central's bluetoothd turns into its own D-Bus error.
 
 Each fix is marked "Fix N" at the methods that implement it.
 """
@@ -36,7 +38,8 @@ from bluezoo import events
 from bluezoo.adapter import Adapter
 from bluezoo.device import Device
 from bluezoo.exceptions import (DBusBluezFailedError, DBusBluezInProgressError,
-                                DBusBluezInvalidArgumentsError, DBusBluezNotReadyError,
+                                DBusBluezInvalidArgumentsError, DBusBluezNotAuthorizedError,
+                                DBusBluezNotPermittedError, DBusBluezNotReadyError,
                                 DBusBluezNotSupportedError)
 from bluezoo.gatt import (GattCharacteristicClient, GattCharacteristicClientLink,
                           GattDescriptorClient, GattDescriptorClientLink, GattServiceClient,
@@ -263,8 +266,67 @@ class FixedDevice(Device):
             await self.disconnect(reason=REASON_TIMEOUT)
 
 
+def att_error_code(name: str, message: str, not_permitted: int) -> int:
+    """What the board's bluetoothd sends over the air for a GATT app's D-Bus error
+    (src/gatt-database.c dbus_error_to_att_ecode)."""
+    if name == "org.bluez.Error.Failed":
+        try:
+            code = int(message, 0)
+        except ValueError:
+            return 0x80
+        return code if 0x80 <= code <= 0x9F else 0x0E
+    return {"org.bluez.Error.NotSupported": 0x06, "org.bluez.Error.NotAuthorized": 0x08,
+            "org.bluez.Error.InvalidValueLength": 0x0D, "org.bluez.Error.InvalidOffset": 0x07,
+            "org.bluez.Error.InProgress": 0xFE, "org.bluez.Error.NotPermitted": not_permitted,
+            }.get(name, 0x0E)
+
+
+def central_error(code: int) -> Exception:
+    """What the central's bluetoothd answers its client for an ATT error code
+    (src/gatt-client.c create_gatt_dbus_error)."""
+    if code == 0x02:
+        return DBusBluezNotPermittedError("Read not permitted")
+    if code == 0x03:
+        return DBusBluezNotPermittedError("Write not permitted")
+    if code in (0x05, 0x0C, 0x0F):
+        return DBusBluezNotPermittedError("Not paired")
+    if code == 0x07:
+        return DBusBluezInvalidArgumentsError("Invalid offset")
+    if code == 0x0D:
+        return DBusBluezInvalidArgumentsError("Invalid Length")
+    if code == 0x08:
+        return DBusBluezNotAuthorizedError("Operation Not Authorized")
+    if code == 0x06:
+        return DBusBluezNotSupportedError("Operation is not supported")
+    return DBusBluezFailedError(f"Operation failed with ATT error: 0x{code:02x}")
+
+
+def over_the_air(error: sdbus.SdBusBaseError, not_permitted: int) -> Exception:
+    """Fix 8 — a board's error as the central's client sees it."""
+    name = getattr(error, "dbus_error_name", None) or (error.args[0] if error.args else "")
+    message = str(error.args[-1]) if error.args else ""
+    return central_error(att_error_code(str(name), message, not_permitted))
+
+
 class FixedCharacteristicLink(GattCharacteristicClientLink):
-    """A remote characteristic with BlueZ's per-client notification sessions (Fix 7)."""
+    """A remote characteristic with BlueZ's per-client notification sessions (Fix 7) and
+    its errors as they arrive over the air (Fix 8)."""
+
+    @sdbus.dbus_method_async_override()
+    @dbus_method_async_except_logging
+    async def ReadValue(self, options: dict[str, tuple[str, Any]]) -> bytes:
+        try:
+            return await self.client.ReadValue(self._GattCharacteristicClientLink__prepare_options(options))
+        except sdbus.SdBusBaseError as e:
+            raise over_the_air(e, 0x02) from None
+
+    @sdbus.dbus_method_async_override()
+    @dbus_method_async_except_logging
+    async def WriteValue(self, value: bytes, options: dict[str, tuple[str, Any]]) -> None:
+        try:
+            await self.client.WriteValue(value, self._GattCharacteristicClientLink__prepare_options(options))
+        except sdbus.SdBusBaseError as e:
+            raise over_the_air(e, 0x03) from None
 
     def __init__(self, client, service):
         super().__init__(client, service)

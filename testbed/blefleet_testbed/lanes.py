@@ -82,6 +82,12 @@ class BlueZooLane:
     async def stop_bluez(self) -> None:
         await self.c._terminate("bluezoo")
 
+    async def cause_of_failure(self) -> str | None:
+        proc = self.c.procs.get("bluezoo")
+        if proc is not None and proc.poll() is not None:
+            return f"BlueZoo exited ({proc.returncode}): {self.c._log_tail('bluezoo')}"
+        return None
+
     async def prepare(self, board) -> None:
         """A board's controller exists once BlueZoo is told to emulate it."""
         from .simulator import call
@@ -192,6 +198,16 @@ class RealLane:
 
     async def stop_bluez(self) -> None:
         await self.vm.agent_async("bluez-stop")
+
+    async def cause_of_failure(self) -> str | None:
+        """A command failed: is it because bluetoothd or the VM went away?"""
+        try:
+            await self.vm.agent_async("bluez-status", timeout=10)
+        except TestbedError as e:
+            return str(e).replace("the VM could not 'bluez-status': ", "")
+        except OSError:
+            return f"the testbed VM does not answer (is it still running? see {self.vm.path / 'console.log'})"
+        return None
 
     async def prepare(self, board) -> None:
         """btvirt made every controller when the VM booted. The board's GAP Device Name,

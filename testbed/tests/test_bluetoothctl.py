@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import re
-import shutil
 
 import pexpect
 import pytest
 from support import LED_STATUS, TEMPERATURE, env_with_bus
 
-CENTRAL_ADDRESS = "00:1A:7D:DA:71:13"
-BOARDS = {f"nano-{i:02d}": f"CA:FE:00:00:00:{i:02X}" for i in range(1, 4)}
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\x01|\x02")
 
 
@@ -53,59 +50,70 @@ class Bluetoothctl:
         self.child.close(force=True)
 
 
-@pytest.mark.skipif(shutil.which("bluetoothctl") is None, reason="Debian package bluez is not installed")
-def test_bluetoothctl_session(make_testbed):
-    tb = make_testbed("--boards", str(len(BOARDS)), "--temperature", "-5", "--notify-interval", "0.3")
+def connected(ctl: Bluetoothctl, address: str, timeout: float) -> None:
+    """`connect` answered "Connection successful" and the services were resolved (real
+    bluetoothd answers before it resolves; BlueZoo after)."""
+    resolved = rf"Device {address} ServicesResolved: yes"
+    ctl.expect(rf"(Connection successful[\s\S]*{resolved}|{resolved}[\s\S]*Connection successful)", timeout)
+
+
+def test_bluetoothctl_session(make_testbed, lane):
+    tb = make_testbed("--boards", "3", "--temperature", "-5", "--notify-interval", "0.3")
+    state = tb.state()
+    central = state["central"]["address"]
+    boards = {b["name"]: b["address"] for b in state["boards"]}
+    timeout = tb.scale(15)
     ctl = Bluetoothctl(tb.bus_address)
     try:
-        # bluetoothctl picks the last controller by default; the central is hci0.
-        ctl.send(f"select {CENTRAL_ADDRESS}")
-        ctl.expect(rf"Controller {CENTRAL_ADDRESS} .*\[default\]")
+        # The testbed's boards are controllers too; select the central (hci0) once
+        # bluetoothctl has found bluetoothd.
+        ctl.expect("Agent registered", timeout)
+        ctl.send(f"select {central}")
+        ctl.send("show")
+        ctl.expect(rf"Controller {central} \((public|random)\)", timeout)
 
         ctl.send("scan on")
         seen = set()
-        while seen != set(BOARDS):
-            m = ctl.expect(r"\[NEW\] Device (CA:FE:[0-9A-F:]+) (nano-\d\d)")
-            assert BOARDS[m.group(2)] == m.group(1)
+        while seen != set(boards):
+            m = ctl.expect(r"\[NEW\] Device ([0-9A-F:]{17}) (nano-\d\d)", timeout)
+            assert boards[m.group(2)] == m.group(1)
             seen.add(m.group(2))
         ctl.send("scan off")
-        ctl.expect("Discovery stopped")
+        ctl.expect("Discovery stopped", timeout)
 
-        address = BOARDS["nano-02"]
+        address = boards["nano-02"]
         ctl.send(f"connect {address}")
-        ctl.expect(rf"Device {address} ServicesResolved: yes")
-        ctl.expect("Connection successful")
+        connected(ctl, address, timeout)
 
         ctl.send("menu gatt")
         ctl.send(f"select-attribute {TEMPERATURE}")
-        ctl.expect(r"char000e\]#")
+        temperature = ctl.expect(r"nano-02:/service[0-9a-f]{4}/(char[0-9a-f]{4})\]#", timeout).group(1)
         ctl.send("read")
         # -5 °C is the signed byte 0xfb.
-        ctl.expect(r"(?i)Attempting to read .*char000e")
-        ctl.expect(r"(?i)\b0?x?fb\b")
+        ctl.expect(rf"(?i)Attempting to read .*{temperature}", timeout)
+        ctl.expect(r"(?i)\b0?x?fb\b", timeout)
 
         ctl.send(f"select-attribute {LED_STATUS}")
-        ctl.expect(r"char000b\]#")
+        led = ctl.expect(rf"nano-02:/service[0-9a-f]{{4}}/(?!{temperature})(char[0-9a-f]{{4}})\]#", timeout).group(1)
         ctl.send("write 0x01")
-        ctl.expect(r"Attempting to write")
+        ctl.expect(r"Attempting to write", timeout)
         # The write is acknowledged before bluetoothctl prints the prompt again.
-        ctl.expect(r"char000b\]#")
+        ctl.expect(rf"{led}\]#", timeout)
 
         ctl.send(f"select-attribute {TEMPERATURE}")
-        ctl.expect(r"char000e\]#")
+        ctl.expect(rf"{temperature}\]#", timeout)
         ctl.send("notify on")
-        ctl.expect("Notify started")
+        ctl.expect("Notify started", timeout)
         for _ in range(2):
-            ctl.expect(r"char000e Value:")
+            ctl.expect(rf"{temperature} Value:", timeout)
         ctl.send("notify off")
-        ctl.expect("Notify stopped")
+        ctl.expect("Notify stopped", timeout)
         ctl.send("back")
 
         ctl.send(f"disconnect {address}")
-        ctl.expect(rf"Device {address} Connected: no")
+        ctl.expect(rf"Device {address} Connected: no", timeout)
         ctl.send(f"connect {address}")
-        ctl.expect(rf"Device {address} ServicesResolved: yes")
-        ctl.expect("Connection successful")
+        connected(ctl, address, timeout)
     finally:
         ctl.close()
 

@@ -33,7 +33,7 @@ async def exercise_every_board(expected: dict[str, int], led_for: dict[str, int]
     return readings
 
 
-def test_independent_client_scenario(make_testbed, monkeypatch):
+def test_independent_client_scenario(make_testbed, monkeypatch, lane):
     tb = make_testbed("--boards", str(BOARDS), "--temperature", "distinct:-2")
     monkeypatch.setenv("DBUS_SYSTEM_BUS_ADDRESS", tb.bus_address)
     names = [f"nano-{i:02d}" for i in range(1, BOARDS + 1)]

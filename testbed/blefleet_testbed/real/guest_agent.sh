@@ -5,6 +5,7 @@
 #   ping                  -> ok pong
 #   bluez-stop            bluetoothd stops (SIGTERM, then waits for it to exit)
 #   bluez-start           bluetoothd starts again with $VMDIR/main.conf
+#   bluez-status          "ok running", or why not
 #   bluez-reset           bluetoothd stops, every controller powers off, the stored
 #                         device cache is wiped, bluetoothd starts: a fresh testbed
 #   power-cut N           controller hciN goes silent at once: an HCI_Reset sent straight
@@ -64,6 +65,9 @@ run() {
     bluez-stop) bluez_stop && echo "ok" ;;
     bluez-start) bluez_start && echo "ok" ;;
     bluez-reset) bluez_reset && echo "ok" ;;
+    bluez-status)
+      if kill -0 "$(bluez_pid)" 2>/dev/null; then echo "ok running"
+      else echo "error bluetoothd is not running in the VM (its log ends: $(grep -v '^---' "$VMDIR/bluetoothd.log" | tail -n 2 | tr '\n' ' '))"; fi ;;
     power-cut)
       case "$2" in ''|*[!0-9]*) echo "error power-cut needs a controller index"; return ;; esac
       if out=$(hcitool -i "hci$2" cmd 0x03 0x0003 2>&1); then echo "ok"; else echo "error hcitool: $out" | tr '\n' ' '; echo; fi ;;

@@ -95,11 +95,7 @@ class VMInfo:
         (self.path / "main.conf").write_text(MAIN_CONF.format(temporary_timeout=int(temporary_timeout)))
 
     def log_tail(self, name: str, lines: int = 5) -> str:
-        try:
-            text = (self.path / name).read_text(errors="replace").strip().splitlines()
-        except FileNotFoundError:
-            return ""
-        return " | ".join(text[-lines:])
+        return _tail(self.path / name, lines)
 
 
 def _agent_request(port: int, command: str, timeout: float) -> str:
@@ -145,7 +141,13 @@ def _write_pids(path: Path, entries: list[dict]) -> None:
 # -- what the VM needs from this machine ---------------------------------------------------
 
 def find_kernel() -> tuple[Path, str]:
-    """The newest installed Debian kernel that has the Bluetooth modules (hci_vhci)."""
+    """The newest installed Debian kernel that has the Bluetooth modules (hci_vhci), or
+    $BLEFLEET_TESTBED_KERNEL."""
+    override = os.environ.get("BLEFLEET_TESTBED_KERNEL")
+    if override:
+        if not Path(override).is_file():
+            raise TestbedError(f"BLEFLEET_TESTBED_KERNEL={override}: no such file")
+        return Path(override), "custom"
     candidates = []
     for image in Path("/boot").glob("vmlinuz-*"):
         version = image.name.removeprefix("vmlinuz-")
@@ -154,9 +156,10 @@ def find_kernel() -> tuple[Path, str]:
             candidates.append((image, version))
     if not candidates:
         raise TestbedError("no kernel with Bluetooth modules in /boot: install linux-image-amd64 (scripts/setup)")
-    if not os.access(candidates[0][0], os.R_OK):
-        raise TestbedError(f"{candidates[0][0]} is not readable")
-    return sorted(candidates, key=lambda c: c[0].stat().st_mtime)[-1]
+    newest = sorted(candidates, key=lambda c: c[0].stat().st_mtime)[-1]
+    if not os.access(newest[0], os.R_OK):
+        raise TestbedError(f"{newest[0]} is not readable")
+    return newest
 
 
 def find_vng() -> str:
@@ -368,7 +371,7 @@ def start(path: Path, centrals: int, boards: int, owner_pid: int = 0,
         reply = None
     if reply is None or not reply.get("ok"):
         keeper.wait()
-        message = reply["error"] if reply else f"the VM keeper exited: {_tail(path / 'keeper.log')}"
+        message = reply["error"] if reply else f"the VM keeper exited: {_tail(path / 'keeper.log') or 'no output'}"
         raise TestbedError(message)
     return load(path)
 
@@ -399,12 +402,13 @@ def stop(path: Path) -> None:
         raise TestbedError(f"VM processes {', '.join(str(e['pid']) for e in left)} did not stop")
 
 
-def _tail(file: Path) -> str:
+def _tail(file: Path, count: int = 3) -> str:
+    """The last non-empty lines of a log, joined on one line, white space folded."""
     try:
-        lines = file.read_text(errors="replace").strip().splitlines()
+        lines = [" ".join(line.split()) for line in file.read_text(errors="replace").splitlines()]
     except FileNotFoundError:
-        return "no log"
-    return " | ".join(lines[-3:]) or "no output"
+        return ""
+    return " | ".join([line for line in lines if line][-count:])
 
 
 class Lease:
