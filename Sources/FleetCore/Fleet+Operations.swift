@@ -60,10 +60,13 @@ extension Fleet {
     /// Every selected board's temperature: cached values younger than `maxAge` (default: the
     /// configured maximum age) are served without radio traffic; the others are read.
     public func readTemperature(_ selection: Selection, maxAge: Duration? = nil, timeout: Duration? = nil) async
-        -> FleetResult<TemperatureCache.Entry>
+        -> FleetResult<TemperatureReading>
     {
         let maxAge = maxAge ?? tunables.temperatureMaxAge
-        return await fanOut(selection, timeout: timeout) { try await $0.readTemperature(maxAge: maxAge) }
+        return await fanOut(selection, timeout: timeout) {
+            let entry = try await $0.readTemperature(maxAge: maxAge)
+            return TemperatureReading(value: entry.value, age: entry.age(at: .now))
+        }
     }
 
     /// Connects the selected boards (they stay connected while slots allow).

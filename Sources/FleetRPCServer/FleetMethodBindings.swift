@@ -35,12 +35,11 @@ public enum FleetMethodBindings {
                 selection, maxAge: params.maxAgeMs.map { .milliseconds($0) },
                 timeout: params.timeoutMs.map { .milliseconds($0) })
             try requireMatch(result.outcomes.isEmpty, result.unmatched, params.select)
-            let now = ContinuousClock.now
             let entries = result.outcomes.map { outcome in
                 TemperatureOutcome(
                     address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
                     celsius: outcome.value?.value.degrees,
-                    ageMs: outcome.value.map { milliseconds($0.age(at: now)) },
+                    ageMs: outcome.value.map { milliseconds($0.age) },
                     error: outcome.error.map(BoardError.init), latencyMs: milliseconds(outcome.latency))
             }
             return FleetRPC.FleetResult(results: entries).unmatched(result.unmatched)
