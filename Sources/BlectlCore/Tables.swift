@@ -3,7 +3,8 @@ public import FleetRPC
 /// The tables blectl prints, built from the daemon's results. Pure: the current time is a
 /// parameter.
 public enum Tables {
-    /// `boards` and `scan`: NAME ADDRESS STATE RSSI LED TEMP SEEN.
+    /// `boards` and `scan`: NAME ADDRESS STATE RSSI LED TEMP SEEN. LED is what the board
+    /// has, with the wish beside it when they differ (``led(_:)``).
     public static func boards(_ boards: [BoardInfo], now: Double) -> TextTable {
         TextTable(
             columns: [
@@ -16,11 +17,24 @@ public enum Tables {
                     board.address,
                     board.state.rawValue,
                     board.rssi.map(String.init) ?? "-",
-                    board.led.map { $0 ? "on" : "off" } ?? "-",
+                    led(board),
                     board.temperature.map { Units.celsius($0.celsius) } ?? "-",
                     seen(board.lastSeen, now: now),
                 ]
             })
+    }
+
+    /// The LED column: `on`/`off` when the board has what was asked for (or nothing was
+    /// asked), `off → on` when it has something else, `on (pending)` when nothing was
+    /// written since it (re)connected, `-` when neither is known.
+    public static func led(_ board: BoardInfo) -> String {
+        func word(_ on: Bool) -> String { on ? "on" : "off" }
+        switch (board.led, board.desiredLed) {
+        case (nil, nil): return "-"
+        case (let has?, nil): return word(has)
+        case (nil, let wanted?): return "\(word(wanted)) (pending)"
+        case (let has?, let wanted?): return has == wanted ? word(has) : "\(word(has)) → \(word(wanted))"
+        }
     }
 
     /// `led`, `connect`, `disconnect`, `forget`: NAME ADDRESS RESULT TIME, the result being

@@ -23,6 +23,9 @@ extension BlueZError {
             case "Failed":
                 if let reason = ConnectionFailure.parse(message) {
                     self = .connectionFailed(reason, message)
+                } else if message == "Not connected" {
+                    // src/gatt-client.c: a GATT operation on a device whose link is down.
+                    self = .notConnected(message)
                 } else {
                     self = .failed(message)
                 }

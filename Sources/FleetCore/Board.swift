@@ -10,8 +10,8 @@ actor Board {
     let context: FleetContext
     var logger: Logger
 
-    var name: String?
-    var alias: String?
+    var name: String? { didSet { live.setNames(name: name, alias: alias) } }
+    var alias: String? { didSet { live.setNames(name: name, alias: alias) } }
     var machine: BoardStateMachine
     /// The BlueZ device object, while BlueZ knows the board.
     var device: BlueZDevice?
@@ -46,6 +46,7 @@ actor Board {
         self.context = context
         self.name = record.name
         self.alias = record.alias
+        live.setNames(name: record.name, alias: record.alias)
         self.desiredLED = record.desiredLED
         self.device = device
         let now = ContinuousClock.now
@@ -61,7 +62,12 @@ actor Board {
         live.setAwaitsAdvertisement(machine.phase == .absent)
     }
 
-    var identity: BoardIdentity { BoardIdentity(address: address, name: name, alias: alias) }
+    /// Who the board is, read without waiting for this actor (selections are resolved for
+    /// every board of a fleet-wide call at once).
+    nonisolated var identity: BoardIdentity {
+        let current = live.current
+        return BoardIdentity(address: address, name: current.name, alias: current.alias)
+    }
 
     var snapshot: BoardSnapshot {
         let live = self.live.current
@@ -135,8 +141,10 @@ actor Board {
         }
     }
 
-    /// Forgets the handles and notification session of the current link.
+    /// Forgets the handles and notification session of the current link, and what the LED
+    /// was: a board that lost its link may have rebooted (LED off) until it is written again.
     private func dropLink() {
+        appliedLED = nil
         linkGeneration &+= 1
         notifySession?.cancel()
         notifySession = nil

@@ -7,6 +7,9 @@ import Synchronization
 /// daemon's idle CPU.
 final class BoardLive: Sendable {
     struct State: Sendable {
+        /// Name and alias, for selections resolved without a hop to the board's actor.
+        var name: String?
+        var alias: String?
         var rssi: Int?
         var lastSeen: ContinuousClock.Instant?
         var temperature: TemperatureCache.Entry?
@@ -20,6 +23,13 @@ final class BoardLive: Sendable {
     var current: State { state.withLock { $0 } }
 
     var temperature: TemperatureCache.Entry? { state.withLock { $0.temperature } }
+
+    func setNames(name: String?, alias: String?) {
+        state.withLock {
+            $0.name = name
+            $0.alias = alias
+        }
+    }
 
     func setTemperature(_ entry: TemperatureCache.Entry) {
         state.withLock { $0.temperature = entry }

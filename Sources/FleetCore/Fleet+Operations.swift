@@ -13,12 +13,10 @@ extension Fleet {
         return result
     }
 
-    /// The boards a selection names, and the selectors that named none.
-    func resolve(_ selection: Selection) async -> (boards: [BoardIdentity], unmatched: [Selection.Selector]) {
-        var identities: [BoardIdentity] = []
-        for address in boards.keys.sorted() {
-            if let board = boards[address] { identities.append(await board.identity) }
-        }
+    /// The boards a selection names, and the selectors that named none: once per call,
+    /// from state that needs no hop to any board's actor.
+    func resolve(_ selection: Selection) -> (boards: [BoardIdentity], unmatched: [Selection.Selector]) {
+        let identities = boards.keys.sorted().compactMap { boards[$0]?.identity }
         let match = selection.match(identities)
         return (match.boards, match.unmatched)
     }
@@ -32,7 +30,15 @@ extension Fleet {
         _ selection: Selection, timeout: Duration?,
         _ operation: @escaping @Sendable (Board) async throws -> Value
     ) async -> FleetResult<Value> {
-        let (targets, unmatched) = await resolve(selection)
+        await fanOut(resolve(selection), timeout: timeout, operation)
+    }
+
+    /// Runs `operation` on the resolved boards at once under one deadline.
+    private func fanOut<Value: Sendable>(
+        _ resolved: (boards: [BoardIdentity], unmatched: [Selection.Selector]), timeout: Duration?,
+        _ operation: @escaping @Sendable (Board) async throws -> Value
+    ) async -> FleetResult<Value> {
+        let (targets, unmatched) = resolved
         let boards = self.boards
         let result = await FanOut.run(targets, deadline: deadline(timeout)) { identity in
             guard let board = boards[identity.address] else {
@@ -46,15 +52,21 @@ extension Fleet {
     /// Switches the LED of every selected board at once; one result per board. The state is
     /// remembered (and saved) per board and applied again whenever a board comes back.
     public func setLED(_ selection: Selection, on: Bool, timeout: Duration? = nil) async -> FleetResult<Void> {
-        let (targets, _) = await resolve(selection)
-        for target in targets {
+        let resolved = resolve(selection)
+        // Saved in one registry update while the boards are switched, not before.
+        let registry = self.registry
+        let logger = self.logger
+        let addresses = resolved.boards.map(\.address)
+        async let saved: Void = {
             do {
-                try await registry.setDesiredLED(on ? .on : .off, for: target.address)
+                try await registry.setDesiredLED(on ? .on : .off, for: addresses)
             } catch {
-                logger.error("could not save the desired LED state: \(error)", metadata: ["ble.address": "\(target.address)"])
+                logger.error("could not save the desired LED state: \(error)")
             }
-        }
-        return await fanOut(selection, timeout: timeout) { try await $0.setLED(on) }
+        }()
+        let result = await fanOut(resolved, timeout: timeout) { try await $0.setLED(on) }
+        await saved
+        return result
     }
 
     /// Every selected board's temperature: cached values younger than `maxAge` (default: the
@@ -125,7 +137,7 @@ extension Fleet {
     /// Removes the selected boards from the fleet and from BlueZ. A forgotten board that
     /// advertises again is adopted again (subject to the adoption policy).
     public func forget(_ selection: Selection) async -> FleetResult<Void> {
-        let (targets, unmatched) = await resolve(selection)
+        let (targets, unmatched) = resolve(selection)
         var outcomes: [BoardOutcome<Void>] = []
         for target in targets {
             let start = ContinuousClock.now

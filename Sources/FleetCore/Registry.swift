@@ -92,11 +92,18 @@ public actor Registry {
 
     /// Records the LED state the user asked for; saved at once.
     public func setDesiredLED(_ led: DesiredLED, for address: BoardAddress, now: Date = Date()) throws(RegistryError) {
-        guard var record = records[address] else { throw Self.unknown(address) }
-        guard record.desiredLED != led else { return }
-        record.desiredLED = led
-        records[address] = record
-        try save(now: now)
+        try setDesiredLED(led, for: [address], now: now)
+    }
+
+    /// Records the desired LED of several boards in one update: one atomic write.
+    public func setDesiredLED(_ led: DesiredLED, for addresses: [BoardAddress], now: Date = Date()) throws(RegistryError) {
+        for address in addresses where records[address] == nil { throw Self.unknown(address) }
+        var changed = false
+        for address in addresses where records[address]?.desiredLED != led {
+            records[address]?.desiredLED = led
+            changed = true
+        }
+        if changed { try save(now: now) }
     }
 
     /// Removes a board; saved at once. Returns false when it was not known.

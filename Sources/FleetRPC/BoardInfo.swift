@@ -10,8 +10,11 @@ public struct BoardInfo: Sendable, Hashable, Codable {
     public var state: BoardState
     /// Last received signal strength in dBm, if known.
     public var rssi: Int?
-    /// The LED state last asked for (re-applied whenever the board comes back); nil if never set.
+    /// The LED as last written successfully to the board since it last connected; nil when
+    /// nothing was written since (it may have rebooted: its LED is then off).
     public var led: Bool?
+    /// The LED state asked for (re-applied whenever the board comes back); nil if never set.
+    public var desiredLed: Bool?
     /// The latest temperature, if any.
     public var temperature: TemperatureReading?
     /// When the board was last seen, ISO 8601 UTC (`2024-05-01T12:00:00Z`), if ever.
@@ -19,7 +22,7 @@ public struct BoardInfo: Sendable, Hashable, Codable {
 
     public init(
         address: String, name: String, alias: String? = nil, state: BoardState, rssi: Int? = nil,
-        led: Bool? = nil, temperature: TemperatureReading? = nil, lastSeen: String? = nil
+        led: Bool? = nil, desiredLed: Bool? = nil, temperature: TemperatureReading? = nil, lastSeen: String? = nil
     ) {
         self.address = address
         self.name = name
@@ -27,7 +30,27 @@ public struct BoardInfo: Sendable, Hashable, Codable {
         self.state = state
         self.rssi = rssi
         self.led = led
+        self.desiredLed = desiredLed
         self.temperature = temperature
         self.lastSeen = lastSeen
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case address, name, alias, state, rssi, led, desiredLed, temperature, lastSeen
+    }
+
+    /// `led` and `desiredLed` are always present, `null` when unknown (a script tells
+    /// "not known" from "field missing"); the other optional fields are left out when unknown.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(address, forKey: .address)
+        try container.encode(name, forKey: .name)
+        try container.encodeIfPresent(alias, forKey: .alias)
+        try container.encode(state, forKey: .state)
+        try container.encodeIfPresent(rssi, forKey: .rssi)
+        try container.encode(led, forKey: .led)
+        try container.encode(desiredLed, forKey: .desiredLed)
+        try container.encodeIfPresent(temperature, forKey: .temperature)
+        try container.encodeIfPresent(lastSeen, forKey: .lastSeen)
     }
 }

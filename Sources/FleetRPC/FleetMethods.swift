@@ -172,7 +172,8 @@ enum Schemas {
         "properties": [
             "address": ["type": "string"], "name": ["type": "string"], "alias": ["type": "string"],
             "state": ["type": "string", "enum": .array(BoardState.allCases.map { .string($0.rawValue) })],
-            "rssi": ["type": "integer"], "led": ["type": "boolean"], "temperature": temperature,
+            "rssi": ["type": "integer"], "led": ["type": ["boolean", "null"]],
+            "desiredLed": ["type": ["boolean", "null"]], "temperature": temperature,
             "lastSeen": ["type": "string", "format": "date-time"],
         ],
     ]

@@ -233,7 +233,7 @@ public enum FleetMethodBindings {
 
     static func boardInfo(_ board: BoardSnapshot) -> BoardInfo {
         let now = ContinuousClock.now
-        let led: Bool? =
+        let desired: Bool? =
             switch board.desiredLED {
             case .on: true
             case .off: false
@@ -241,7 +241,7 @@ public enum FleetMethodBindings {
             }
         return BoardInfo(
             address: board.address.rawValue, name: board.name ?? "", alias: board.alias, state: BoardState(board.phase),
-            rssi: board.rssi, led: led,
+            rssi: board.rssi, led: board.appliedLED, desiredLed: desired,
             temperature: board.temperature.map { TemperatureReading(celsius: $0.value.degrees, ageMs: milliseconds($0.age(at: now))) },
             lastSeen: board.lastSeen.map { wallClock($0, now: now) })
     }

@@ -24,6 +24,20 @@ import Testing
         ])
     }
 
+    @Test("boards: the LED column tells what the board has, with the wish beside it when they differ")
+    func ledTruthAndWish() {
+        func row(_ led: Bool?, _ desired: Bool?) -> String {
+            Tables.led(BoardInfo(address: "AA:BB:CC:DD:EE:01", name: "nano-01", state: .ready, led: led, desiredLed: desired))
+        }
+        #expect(row(true, true) == "on")
+        #expect(row(false, false) == "off")
+        #expect(row(false, true) == "off → on")
+        #expect(row(true, false) == "on → off")
+        #expect(row(nil, true) == "on (pending)")
+        #expect(row(true, nil) == "on")
+        #expect(row(nil, nil) == "-")
+    }
+
     @Test("Fleet outcomes: one row per board, the error in words")
     func outcomes() {
         let results = [

@@ -14,6 +14,11 @@ import Testing
         #expect(BlueZError(dbusName: "org.bluez.Error.Failed", message: "Operation failed") == .failed("Operation failed"))
     }
 
+    @Test func aGattOperationOnALinkThatWentIsNotConnected() {
+        // What bluetoothd's gatt-client answers once the link is down.
+        #expect(BlueZError(dbusName: "org.bluez.Error.Failed", message: "Not connected") == .notConnected("Not connected"))
+    }
+
     @Test(arguments: [
         ("org.bluez.Error.InProgress", true),
         ("org.bluez.Error.NotPermitted", false),

@@ -15,6 +15,7 @@ struct BlefleetdConfReloadTests {
         log-target: stderr
         log-level: debug
         connection-limit: 3
+        connect-timeout-ms: 2000
         auto-adopt: false
         allow: [nano-01]
         default-timeout-ms: 1000

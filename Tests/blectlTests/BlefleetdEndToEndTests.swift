@@ -55,6 +55,53 @@ struct BlefleetdEndToEndTests {
         }
     }
 
+    /// Polls `blectl --json boards` (bounded) until `condition` holds for the boards.
+    static func waitForBoards(
+        socket: String, lane: Lane, _ what: String, _ condition: ([JSONValue]) -> Bool
+    ) async throws -> [JSONValue] {
+        let deadline = ContinuousClock.now + lane.allowing(.seconds(20))
+        var last: [JSONValue] = []
+        while ContinuousClock.now < deadline {
+            let output = try await Blectl.run(["--socket", socket, "--json", "boards"], timeout: .seconds(5))
+            last = (try? JSONValue(parsing: output.stdout))?["boards"]?.arrayValue ?? []
+            if condition(last) { return last }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw FixtureError("the daemon's boards never showed \(what); last: \(last)")
+    }
+
+    @Test(arguments: Lane.enabled)
+    func boardsTableTellsWhatTheBoardsHaveAndWhatWasAskedFor(lane: Lane) async throws {
+        try await RunningDaemon.with(lane: lane, boards: 3) { testbed, daemon in
+            try await Self.waitForReadyBoards(3, socket: daemon.socket, lane: lane)
+            let off = try await Blectl.run(["--socket", daemon.socket, "led", "off", "--all"])
+            #expect(off.status == 0, "\(off)")
+            try await testbed.run(["board", "drop", "nano-02"])
+            let on = try await Blectl.run(["--socket", daemon.socket, "led", "on", "--all"])
+            #expect(on.status == 1, "nano-02 is off: \(on)")
+            // nano-02 has not got the LED on (nothing written since it went), the others have.
+            let table = try await Blectl.run(["--socket", daemon.socket, "boards"])
+            let row = try #require(table.stdout.split(separator: "\n").first { $0.hasPrefix("nano-02") })
+            #expect(row.contains("on (pending)"), "\(table)")
+            let json = try await Blectl.run(["--socket", daemon.socket, "--json", "boards"])
+            let boards = try #require(try JSONValue(parsing: json.stdout)["boards"]?.arrayValue)
+            for board in boards {
+                let dropped = board["name"]?.stringValue == "nano-02"
+                #expect(board["desiredLed"]?.boolValue == true)
+                #expect(dropped ? board["led"] == .null : board["led"]?.boolValue == true, "\(board)")
+            }
+            #expect(try await testbed.state().first { $0.name == "nano-02" }?.led != 1)
+            // Back on: the daemon writes the wish, and the table converges to the truth.
+            try await testbed.run(["board", "restore", "nano-02"])
+            _ = try await Self.waitForBoards(socket: daemon.socket, lane: lane, "nano-02 with its LED on") {
+                $0.contains { $0["name"]?.stringValue == "nano-02" && $0["led"]?.boolValue == true }
+            }
+            #expect(try await testbed.state().allSatisfy { $0.led == 1 })
+            let after = try await Blectl.run(["--socket", daemon.socket, "boards"])
+            #expect(!after.stdout.contains("pending") && !after.stdout.contains("→"), "\(after)")
+        }
+    }
+
     @Test func fixedMethodAndParameterNamesOverRawJSONRPC() async throws {
         try await RunningDaemon.with(boards: 3) { testbed, daemon in
             try await Self.waitForReadyBoards(3, socket: daemon.socket)

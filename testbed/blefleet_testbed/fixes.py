@@ -312,21 +312,35 @@ class FixedCharacteristicLink(GattCharacteristicClientLink):
     """A remote characteristic with BlueZ's per-client notification sessions (Fix 7) and
     its errors as they arrive over the air (Fix 8)."""
 
+    def _link_gone(self) -> Exception | None:
+        """An answer that comes after the link went never reaches the central: its
+        bluetoothd fails the operation with "Not connected" (src/gatt-client.c)."""
+        return None if self.service.device.connected else DBusBluezFailedError("Not connected")
+
     @sdbus.dbus_method_async_override()
     @dbus_method_async_except_logging
     async def ReadValue(self, options: dict[str, tuple[str, Any]]) -> bytes:
+        if gone := self._link_gone():
+            raise gone
         try:
-            return await self.client.ReadValue(self._GattCharacteristicClientLink__prepare_options(options))
+            value = await self.client.ReadValue(self._GattCharacteristicClientLink__prepare_options(options))
         except sdbus.SdBusBaseError as e:
-            raise over_the_air(e, 0x02) from None
+            raise (self._link_gone() or over_the_air(e, 0x02)) from None
+        if gone := self._link_gone():
+            raise gone
+        return value
 
     @sdbus.dbus_method_async_override()
     @dbus_method_async_except_logging
     async def WriteValue(self, value: bytes, options: dict[str, tuple[str, Any]]) -> None:
+        if gone := self._link_gone():
+            raise gone
         try:
             await self.client.WriteValue(value, self._GattCharacteristicClientLink__prepare_options(options))
         except sdbus.SdBusBaseError as e:
-            raise over_the_air(e, 0x03) from None
+            raise (self._link_gone() or over_the_air(e, 0x03)) from None
+        if gone := self._link_gone():
+            raise gone
 
     def __init__(self, client, service):
         super().__init__(client, service)

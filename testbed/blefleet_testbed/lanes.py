@@ -95,8 +95,9 @@ class BlueZooLane:
                    board.adapter_index, board.address)
 
     async def switch_off(self, sim, board) -> None:
-        board.present = False
+        """Power is cut: the link drops; what reached the board before was done."""
         await sim.power(board, False)
+        board.present = False
 
     async def switch_on(self, sim, board) -> None:
         board.present = True
