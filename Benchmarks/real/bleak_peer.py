@@ -15,7 +15,12 @@ import statistics
 import sys
 import time
 
-from bleak import BleakClient, BleakScanner
+import os
+
+from bleak import BleakScanner
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from bleak_connect import connect  # noqa: E402
 
 LED_SERVICE = "cd48409a-f3cc-11ed-a05b-0242ac120003"
 LED_STATUS = "cd48409b-f3cc-11ed-a05b-0242ac120003"
@@ -36,7 +41,7 @@ async def scan(count: int) -> list:
     return list(found.values())
 
 
-async def write(client: BleakClient) -> None:
+async def write(client) -> None:
     await client.write_gatt_char(LED_STATUS, b"\x01", response=True)
 
 
@@ -45,9 +50,7 @@ async def main(count: int, runs: int) -> dict:
     devices = await scan(count)
     clients = []
     for device in devices:
-        client = BleakClient(device, bluez={"adapter": ADAPTER}, timeout=30)
-        await client.connect()
-        clients.append(client)
+        clients.append(await connect(device, ADAPTER))
     ready = time.monotonic() - start
 
     def ms(samples):
@@ -66,8 +69,9 @@ async def main(count: int, runs: int) -> dict:
     start = time.monotonic()
     devices = await scan(count)
     for device in devices:
-        async with BleakClient(device, bluez={"adapter": ADAPTER}, timeout=30) as client:
-            await write(client)
+        client = await connect(device, ADAPTER)
+        await write(client)
+        await client.disconnect()
     cold = time.monotonic() - start
     return {"boards": count, "ready_s": round(ready, 2), "one_ms": ms(one), "all_ms": ms(every),
             "cold_s": round(cold, 2)}
