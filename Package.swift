@@ -2,6 +2,9 @@
 // blefleet: one daemon owns the BlueZ adapter and serves a fleet of BLE boards to
 // unprivileged clients over JSON-RPC on a Unix socket.
 //
+// Linux only: it talks to BlueZ over the system D-Bus (libdbus-1) and to systemd
+// (libsystemd), both from Debian's -dev packages; no Apple platform is claimed.
+//
 // Layers (dependencies point one way):
 //   blectl → FleetRPCClient → FleetRPC
 //   blefleetd → FleetRPCServer → FleetCore → BlueZ → DBus → CDBus (libdbus-1)
@@ -15,7 +18,6 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "blefleet",
-    platforms: [.macOS(.v14)],
     products: [],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
