@@ -5,7 +5,8 @@ the same real-BlueZ testbed, in the same run. Prints one JSON object.
                  controller are fragile on real BlueZ, and a careful script avoids them)
   one_ms, all_ms with every board connected, in-process: write the LED of 1 board, of all
                  boards at once (median of RUNS)
-  cold_s         one-shot, nothing connected: scan, connect, write every board, disconnect
+  cold_s         one-shot, nothing connected: scan, then for every board find it again,
+                 connect, write, disconnect
 
 Usage: python bleak_peer.py COUNT [RUNS]   (DBUS_SYSTEM_BUS_ADDRESS points at the testbed)
 """
@@ -68,7 +69,10 @@ async def main(count: int, runs: int) -> dict:
 
     start = time.monotonic()
     devices = await scan(count)
-    for device in devices:
+    for address in [d.address for d in devices]:
+        # A device not connected expires from BlueZ (TemporaryTimeout) while the others
+        # are done: found again just before it is connected, as a script must.
+        device = await BleakScanner.find_device_by_address(address, timeout=30, bluez={"adapter": ADAPTER})
         client = await connect(device, ADAPTER)
         await write(client)
         await client.disconnect()
