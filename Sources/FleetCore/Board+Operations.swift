@@ -16,10 +16,23 @@ extension Board {
                 return try await operation()
             } catch let error as FleetError where error.code == .notConnected {
                 logger.debug("link lost during an operation; retrying once the board is back", metadata: ["error": "\(error)"])
-                // Let the mirror report the disconnect before asking for readiness again.
-                try await Task.sleep(for: .milliseconds(100))
+                await linkWentDown()
             }
         }
+    }
+
+    /// An operation failed because the link went: waits (bounded) until BlueZ reports the
+    /// link down, and makes sure the state machine has it too (the fleet hands the same
+    /// change to this actor a moment later; it is then a no-op), so that the next
+    /// `ensureReady` connects again instead of retrying on a link that is gone.
+    private func linkWentDown() async {
+        guard let device else { return }
+        let path = device.path
+        let mirror = context.client.mirror
+        let down = (try? await mirror.wait(timeout: .seconds(2), description: "the link of \(address) going down") {
+            ($0.tree.device(at: path)?.hasLink ?? false) ? .pending : .done(())
+        }) != nil
+        if down, machine.isReady { apply { $0.disconnected(now: $1) } }
     }
 
     private func gatt<T: Sendable>(_ body: () async throws -> T) async throws -> T {

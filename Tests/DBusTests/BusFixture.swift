@@ -10,6 +10,8 @@ struct BusFixture: Sendable {
     let bus: PrivateBus
     let client: DBusConnection
     let service: DBusConnection
+    /// One element each time a `Hang` call reaches the service.
+    let hangs: AsyncStream<Void>
 
     static let path = "/echo"
     static let interface = "com.example.Echo"
@@ -21,6 +23,7 @@ struct BusFixture: Sendable {
             let service = try await DBusConnection.connect(to: .address(bus.address))
             defer { service.close() }
             let barrier = Barrier()
+            let (hangs, hangArrived) = AsyncStream.makeStream(of: Void.self)
             try service.exportObject(path: path) { call in
                 switch call.member {
                 case "Echo":
@@ -28,6 +31,7 @@ struct BusFixture: Sendable {
                 case "Fail":
                     throw DBusError(name: "com.example.Error.Custom", message: "It failed on purpose.")
                 case "Hang":
+                    hangArrived.yield()
                     try await Task.sleep(for: .seconds(3600))
                     return []
                 case "Barrier":
@@ -37,7 +41,7 @@ struct BusFixture: Sendable {
                     throw DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "No \(call.member).")
                 }
             }
-            try await body(BusFixture(bus: bus, client: client, service: service))
+            try await body(BusFixture(bus: bus, client: client, service: service, hangs: hangs))
         }
     }
 

@@ -160,8 +160,9 @@ struct DBusConnectionTests {
 
     @Test func cancellingTheCallerCancelsTheCall() async throws {
         try await BusFixture.with { bus in
+            var arrivals = bus.hangs.makeAsyncIterator()
             let task = Task { try await bus.invoke("Hang", [], timeout: .seconds(60)) }
-            try await Task.sleep(for: .milliseconds(50))
+            _ = await arrivals.next()  // the call is in flight: the service has it
             task.cancel()
             let outcome = try await within(5, "cancelled call") { await task.result }
             #expect(throws: CancellationError.self) { try outcome.get() }
@@ -202,10 +203,13 @@ struct DBusConnectionTests {
         try await BusFixture.with { bus in
             let rule = DBusMatchRule(interface: "com.example.Sig", member: "Never")
             let stream = try await bus.client.signals(matching: rule)
+            let (started, start) = AsyncStream.makeStream(of: Void.self)
             let consumer = Task {
+                start.yield()
                 for try await _ in stream {}
             }
-            try await Task.sleep(for: .milliseconds(20))
+            var starts = started.makeAsyncIterator()
+            _ = await starts.next()  // the consumer is running
             consumer.cancel()
             _ = try await within(5, "consumer end") { await consumer.result }
             let error = await dbusError {

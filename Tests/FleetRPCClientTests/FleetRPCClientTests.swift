@@ -67,15 +67,19 @@ struct FleetRPCClientTests {
             #expect(try await client.call("x") == ["text": "a\nb", "n": 1])
             #expect(try await client.call("y") == ["text": "a\nb", "n": 1])
         }
+        let (arrived, arrival) = AsyncStream.makeStream(of: String.self)
         try await LineJSONServer.with(handler: { line, connection in
-            guard let request = Received(line), request.method == "second" else { return }
+            guard let request = Received(line) else { return }
+            arrival.yield(request.method)
+            guard request.method == "second" else { return }
             // Answer both calls in one write, the first with CRLF.
             let first = Received(#"{"jsonrpc":"2.0","method":"first","id":1}"#)!
             connection.send(first.result("one").replacingOccurrences(of: "\n", with: "\r\n") + request.result("two"))
         }) { server in
             let client = try FleetRPCClient(socketPath: server.path)
             async let first = client.call("first")
-            try await Task.sleep(for: .milliseconds(50))
+            var arrivals = arrived.makeAsyncIterator()
+            _ = await arrivals.next()  // the server has "first" before "second" is sent
             async let second = client.call("second")
             #expect(try await first == "one")
             #expect(try await second == "two")
@@ -193,10 +197,12 @@ struct FleetRPCClientTests {
 
     @Test("A cancelled call ends with cancelled")
     func cancellation() async throws {
-        try await LineJSONServer.with(handler: { _, _ in }) { server in
+        let (arrived, arrival) = AsyncStream.makeStream(of: Void.self)
+        try await LineJSONServer.with(handler: { _, _ in arrival.yield() }) { server in
             let client = try FleetRPCClient(socketPath: server.path)
             let task = Task { try await client.call("silent", timeout: .seconds(30)) }
-            try await Task.sleep(for: .milliseconds(50))
+            var arrivals = arrived.makeAsyncIterator()
+            _ = await arrivals.next()  // the call is in flight: the server has it
             task.cancel()
             await #expect(throws: FleetRPCClientError.cancelled(method: "silent")) { try await task.value }
         }

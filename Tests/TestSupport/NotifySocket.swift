@@ -44,9 +44,9 @@ public final class NotifySocket: @unchecked Sendable {
         reader.stop()
     }
 
-    /// Waits until a datagram containing `text` has arrived (true), or `timeout` passes.
-    public func wait(for text: String, timeout: TimeInterval) -> Bool {
-        reader.wait(for: text, until: Date().addingTimeInterval(timeout))
+    /// Waits until `count` datagrams containing `text` have arrived (true), or `timeout` passes.
+    public func wait(for text: String, count: Int = 1, timeout: TimeInterval) -> Bool {
+        reader.wait(for: text, count: count, until: Date().addingTimeInterval(timeout))
     }
 
     /// The datagrams received so far, without stopping.
@@ -89,11 +89,12 @@ public final class NotifySocket: @unchecked Sendable {
             }
         }
 
-        func wait(for text: String, until deadline: Date) -> Bool {
+        func wait(for text: String, count: Int, until deadline: Date) -> Bool {
             lock.lock()
             defer { lock.unlock() }
-            while !messages.contains(where: { $0.contains(text) }) {
-                if done || !lock.wait(until: deadline) { return messages.contains(where: { $0.contains(text) }) }
+            func enough() -> Bool { messages.filter { $0.contains(text) }.count >= count }
+            while !enough() {
+                if done || !lock.wait(until: deadline) { return enough() }
             }
             return true
         }

@@ -44,6 +44,40 @@ enum Blectl {
             timeout: Double(timeout.components.seconds))
         return BlectlOutput(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
+
+    /// Starts `blectl arguments…` and gives its stdout line by line as it prints them (the
+    /// stream ends when it exits); its stderr goes to the test's.
+    static func start(_ arguments: [String]) throws -> (process: ChildProcess, lines: AsyncStream<String>) {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw FixtureError("pipe() failed: errno \(errno)") }
+        let process: ChildProcess
+        do {
+            process = try ChildProcess(try path(), arguments, environment: environment(), stdout: ends[1], stderr: 2)
+        } catch {
+            close(ends[0])
+            close(ends[1])
+            throw error
+        }
+        close(ends[1])
+        let (lines, sink) = AsyncStream.makeStream(of: String.self)
+        let readEnd = ends[0]
+        Thread.detachNewThread {
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = read(readEnd, &buffer, buffer.count)
+                if count <= 0 { break }
+                pending += buffer.prefix(count)
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    sink.yield(String(decoding: pending[..<newline], as: UTF8.self))
+                    pending.removeSubrange(...newline)
+                }
+            }
+            close(readEnd)
+            sink.finish()
+        }
+        return (process, lines)
+    }
 }
 
 

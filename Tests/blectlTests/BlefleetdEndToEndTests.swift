@@ -141,27 +141,38 @@ struct BlefleetdEndToEndTests {
             try await testbed.run(["board", "temp", "nano-01", "5"])
             // A client follows nano-01's temperature characteristic (the one the daemon
             // itself subscribes to) for 15 values; the board drops and comes back meanwhile.
-            async let followed = Blectl.run(
-                [
-                    "--socket", daemon.socket, "--json", "gatt", "notify", "nano-01", "--count", "15",
-                    "--service", "d888a9c2-f3cc-11ed-a05b-0242ac120003",
-                    "--characteristic", "d888a9c3-f3cc-11ed-a05b-0242ac120003",
-                ], timeout: lane.allowing(.seconds(40)))
-            try await Task.sleep(for: .seconds(1))
+            let (follower, lines) = try Blectl.start([
+                "--socket", daemon.socket, "--json", "gatt", "notify", "nano-01", "--count", "15",
+                "--service", "d888a9c2-f3cc-11ed-a05b-0242ac120003",
+                "--characteristic", "d888a9c3-f3cc-11ed-a05b-0242ac120003",
+            ])
+            defer { follower.signal(SIGKILL) }
+            var values: [String?] = []
+            var received = lines.makeAsyncIterator()
+            if let first = await received.next() { values.append(try JSONValue(parsing: Array(first.utf8))["value"]?.stringValue) }
             try await testbed.run(["board", "drop", "nano-01"])
-            try await Task.sleep(for: .seconds(1))
             try await testbed.run(["board", "restore", "nano-01"])
             try await testbed.run(["board", "temp", "nano-01", "-3"])
-            let output = try await followed
-            #expect(output.status == 0, "\(output)")
-            let values = try output.stdout.split(separator: "\n").map { try JSONValue(parsing: Array($0.utf8))["value"]?.stringValue }
+            while let line = await received.next() {
+                values.append(try JSONValue(parsing: Array(line.utf8))["value"]?.stringValue)
+            }
+            #expect(await follower.exit(timeout: lane.allowing(.seconds(10))) == 0)
             #expect(values.count == 15)
-            #expect(values.contains("05"), "no value before the drop: \(values)")
+            #expect(values.first == "05", "no value before the drop: \(values)")
             #expect(values.contains("fd"), "no value after the reconnect (-3 is fd): \(values)")
-            // The client's session ended; the daemon's own one goes on.
-            try await Task.sleep(for: .milliseconds(500))
-            let board = try #require(try await testbed.state().first { $0.name == "nano-01" })
-            #expect(board.notifying, "the board stopped notifying when the client left")
+            // The client's session ended; the daemon's own one goes on: a new temperature
+            // reaches its cache (read with a long maximum age: only a notification updates it).
+            try await testbed.run(["board", "temp", "nano-01", "7"])
+            let deadline = ContinuousClock.now + lane.allowing(.seconds(5))
+            var cached: Int64?
+            while cached != 7, ContinuousClock.now < deadline {
+                let read = try await Blectl.run([
+                    "--socket", daemon.socket, "rpc", "temperature.read", #"{"select": ["nano-01"], "maxAgeMs": 600000}"#,
+                ])
+                let reply = try JSONValue(parsing: read.stdout)
+                cached = (reply["result"] ?? reply)["results"]?.arrayValue?.first?["celsius"]?.int64Value
+            }
+            #expect(cached == 7, "the daemon's own notifications stopped when the client left")
         }
     }
 
@@ -181,9 +192,9 @@ struct BlefleetdEndToEndTests {
             let status = try await Blectl.run(["--socket", daemon.socket, "status"])
             #expect(status.status == 0, "\(status)")
             #expect(notify.received.contains { $0.contains("STATUS=") && $0.contains("adapter hci0 on") })
-            try await Task.sleep(for: .seconds(1))
+            // WATCHDOG_USEC 400 ms: a ping every 200 ms, so three within a second.
             let pings = notify.received.filter { $0.contains("WATCHDOG=1") }.count
-            #expect(pings >= 3, "expected pings every 200 ms, got \(pings)")
+            #expect(notify.wait(for: "WATCHDOG=1", count: pings + 3, timeout: 1), "expected pings every 200 ms")
 
             #expect(daemon.terminate() == 0, "log:\n\(daemon.log)")
             #expect(notify.wait(for: "STOPPING=1", timeout: 1))
