@@ -84,7 +84,6 @@ let package = Package(
             dependencies: [
                 "FleetRPC",
                 "FleetCore",
-                "BlueZ",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -116,7 +115,7 @@ let package = Package(
         .target(
             name: "BlefleetDaemon",
             dependencies: [
-                "FleetRPCServer", "FleetCore", "BlueZ", "DBus", "Systemd",
+                "FleetRPCServer", "FleetCore", "Systemd",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

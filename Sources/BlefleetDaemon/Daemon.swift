@@ -1,5 +1,3 @@
-import BlueZ
-import DBus
 import FleetCore
 import FleetRPC
 import FleetRPCServer
@@ -43,23 +41,20 @@ public struct Daemon: Sendable {
             throw DaemonExit(status: DaemonExit.configuration, "\(error)")
         }
 
-        let connection: DBusConnection
+        try Self.makeDirectory(config.stateDirectory, what: "state directory (--state-dir)")
+        let registry = Registry(directory: config.stateDirectory, logger: logger)
+        let fleet: Fleet
         do {
-            connection = try await DBusConnection.connect(
-                to: config.bus == "system" ? .system : .address(config.bus), logger: logger)
+            fleet = try await Fleet.connect(
+                bus: config.bus == "system" ? .system : .address(config.bus), adapter: config.adapter,
+                configuration: fleetConfiguration, registry: registry, logger: logger)
         } catch {
             let bus = config.bus == "system"
                 ? "the system bus (\(ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"] ?? "unix:path=/run/dbus/system_bus_socket"))"
                 : config.bus
-            throw DaemonExit(status: DaemonExit.unavailable, "cannot connect to \(bus): \(error). Is dbus running?")
+            throw DaemonExit(status: DaemonExit.unavailable, "cannot connect to \(bus): \(error.message). Is dbus running?")
         }
-        defer { connection.close() }
-
-        try Self.makeDirectory(config.stateDirectory, what: "state directory (--state-dir)")
-        let registry = Registry(directory: config.stateDirectory, logger: logger)
-        let client = BlueZClient(connection: connection, logger: logger)
-        let fleet = Fleet(
-            client: client, adapter: config.adapter, configuration: fleetConfiguration, registry: registry, logger: logger)
+        defer { fleet.close() }
 
         let server = try makeServer(fleet: fleet)
         do {

@@ -20,6 +20,18 @@ public final class BlueZClient: Sendable {
         self.mirror = BlueZObjectMirror(connection: connection, logger: logger)
     }
 
+    /// Connects to the bus BlueZ is on: the system bus (`nil`), or a D-Bus address.
+    public static func connect(busAddress: String?, logger: Logger) async throws -> BlueZClient {
+        let connection = try await DBusConnection.connect(
+            to: busAddress.map { .address($0) } ?? .system, logger: logger)
+        return BlueZClient(connection: connection, logger: logger)
+    }
+
+    /// Closes the bus connection.
+    public func close() {
+        connection.close()
+    }
+
     /// Keeps the mirror in sync until cancelled; throws when the bus connection is lost.
     public func run() async throws {
         try await mirror.run()

@@ -10,3 +10,17 @@ public enum BlueZMirrorEvent: Sendable {
     /// A complete snapshot was loaded (at start, or after `org.bluez` came back): re-read state.
     case serviceLoaded
 }
+
+extension BlueZMirrorEvent {
+    /// Device properties that only say the device advertised again.
+    public static let advertisementProperties: Set<String> = ["RSSI", "ManufacturerData", "ServiceData", "TxPower"]
+
+    /// The device this event only says advertised again, and its RSSI if it came with it;
+    /// nil for any other event (a device that changed otherwise, or lost a property).
+    public var advertisement: (path: String, rssi: Int16?)? {
+        guard case .propertiesChanged(let path, BlueZInterfaces.device, let changed, let invalidated) = self,
+            invalidated.isEmpty, changed.keys.allSatisfy(Self.advertisementProperties.contains)
+        else { return nil }
+        return (path, changed["RSSI"]?.int16)
+    }
+}

@@ -200,9 +200,9 @@ actor Board {
         guard let device, generation == linkGeneration else { return }
         let client = context.client
         let led = try? await client.characteristic(
-            device: device, service: NanoProfile.ledService, characteristic: NanoProfile.ledStatus)
+            device: device, service: NanoProfile.ledService.bluetooth, characteristic: NanoProfile.ledStatus.bluetooth)
         let temperature = try? await client.characteristic(
-            device: device, service: NanoProfile.sensorService, characteristic: NanoProfile.temperature)
+            device: device, service: NanoProfile.sensorService.bluetooth, characteristic: NanoProfile.temperature.bluetooth)
         guard generation == linkGeneration, machine.isReady else { return }
         ledCharacteristic = led
         temperatureCharacteristic = temperature

@@ -33,9 +33,6 @@ extension Fleet {
         }
     }
 
-    /// Device properties that only say the device advertised again.
-    static let advertisementProperties: Set<String> = ["RSSI", "ManufacturerData", "ServiceData", "TxPower"]
-
     /// Notes in the registry the boards whose advertisements were recorded on the mirror.
     func noteSightings() async {
         for (address, board) in boards {
@@ -111,7 +108,7 @@ extension Fleet {
             return
         }
         let identity = BoardIdentity(address: address, name: device.name, alias: nil)
-        guard tunables.adoption.shouldAdopt(identity, advertisesLEDService: device.advertises(NanoProfile.ledService))
+        guard tunables.adoption.shouldAdopt(identity, advertisesLEDService: device.advertises(NanoProfile.ledService.bluetooth))
         else { return }
         await adopt(device, address: address)
     }

@@ -1,4 +1,4 @@
-public import BlueZ
+import BlueZ
 import Foundation
 
 extension Fleet {
@@ -93,31 +93,34 @@ extension Fleet {
 
     /// Reads any characteristic of the selected boards.
     public func readCharacteristic(
-        _ selection: Selection, service: BluetoothUUID, characteristic: BluetoothUUID, timeout: Duration? = nil
+        _ selection: Selection, service: GattUUID, characteristic: GattUUID, timeout: Duration? = nil
     ) async -> FleetResult<[UInt8]> {
         await fanOut(selection, timeout: timeout) {
-            try await $0.readCharacteristic(service: service, characteristic: characteristic)
+            try await $0.readCharacteristic(service: service.bluetooth, characteristic: characteristic.bluetooth)
         }
     }
 
     /// Writes any characteristic of the selected boards.
     public func writeCharacteristic(
-        _ selection: Selection, service: BluetoothUUID, characteristic: BluetoothUUID, value: [UInt8],
+        _ selection: Selection, service: GattUUID, characteristic: GattUUID, value: [UInt8],
         withResponse: Bool = true, timeout: Duration? = nil
     ) async -> FleetResult<Void> {
         await fanOut(selection, timeout: timeout) {
             try await $0.writeCharacteristic(
-                service: service, characteristic: characteristic, value: value, withResponse: withResponse)
+                service: service.bluetooth, characteristic: characteristic.bluetooth, value: value,
+                withResponse: withResponse)
         }
     }
 
     /// Subscribes to any characteristic of the selected boards: one stream of values per
     /// board, each ending when that board's link drops.
     public func notifications(
-        _ selection: Selection, service: BluetoothUUID, characteristic: BluetoothUUID, timeout: Duration? = nil
-    ) async -> FleetResult<BlueZValueStream> {
+        _ selection: Selection, service: GattUUID, characteristic: GattUUID, timeout: Duration? = nil
+    ) async -> FleetResult<NotificationStream> {
         await fanOut(selection, timeout: timeout) {
-            try await $0.notifications(service: service, characteristic: characteristic)
+            NotificationStream(
+                values: try await $0.notifications(service: service.bluetooth, characteristic: characteristic.bluetooth),
+                address: $0.address)
         }
     }
 

@@ -1,4 +1,4 @@
-public import BlueZ
+import BlueZ
 public import Logging
 import Synchronization
 
@@ -46,7 +46,36 @@ public actor Fleet {
     /// The settings that can change while running (`reconfigure`).
     public private(set) var tunables: Tunables
 
-    public init(
+    /// Where BlueZ is: the system bus, or a D-Bus address.
+    public enum Bus: Sendable, Hashable {
+        case system
+        case address(String)
+    }
+
+    /// Connects to BlueZ on `bus` for a fleet that owns `adapter` (an interface name or an
+    /// address). `run()` then keeps it in step with BlueZ; ``close()`` ends the connection.
+    public static func connect(
+        bus: Bus, adapter: String, configuration: FleetConfiguration, registry: Registry, logger: Logger
+    ) async throws(FleetError) -> Fleet {
+        let address: String? =
+            switch bus {
+            case .system: nil
+            case .address(let address): address
+            }
+        do {
+            let client = try await BlueZClient.connect(busAddress: address, logger: logger)
+            return Fleet(client: client, adapter: adapter, configuration: configuration, registry: registry, logger: logger)
+        } catch {
+            throw FleetError(.bluezUnavailable, "\(error)")
+        }
+    }
+
+    /// Closes the connection to BlueZ.
+    public nonisolated func close() {
+        client.close()
+    }
+
+    init(
         client: BlueZClient, adapter: String, configuration: FleetConfiguration, registry: Registry, logger: Logger
     ) {
         self.client = client
@@ -81,9 +110,8 @@ public actor Fleet {
         let pathIndex = self.pathIndex
         let observation = await client.mirror.observe(interfaces: [BlueZInterfaces.adapter, BlueZInterfaces.device]) {
             event in
-            if case .propertiesChanged(let path, BlueZInterfaces.device, let changed, let invalidated) = event,
-                invalidated.isEmpty, changed.keys.allSatisfy(Fleet.advertisementProperties.contains),
-                let live = pathIndex.live(at: path), live.advertised(rssi: changed["RSSI"]?.int16.map(Int.init))
+            if let advertisement = event.advertisement, let live = pathIndex.live(at: advertisement.path),
+                live.advertised(rssi: advertisement.rssi.map(Int.init))
             {
                 return
             }

@@ -25,7 +25,7 @@ final class FleetContext: Sendable {
         self.configuration = configuration
         self.scheduler = ConnectScheduler(limit: configuration.concurrentConnects)
         self.discovery = DiscoveryGovernor(
-            client: client, filter: DiscoveryFilter(serviceUUIDs: [NanoProfile.ledService]), logger: logger)
+            client: client, filter: DiscoveryFilter(serviceUUIDs: [NanoProfile.ledService.bluetooth]), logger: logger)
         self.events = events
         self.tally = tally
         self.logger = logger

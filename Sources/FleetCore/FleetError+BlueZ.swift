@@ -1,8 +1,8 @@
-public import BlueZ
+import BlueZ
 
 extension ConnectErrorClass {
     /// How a failed connect is retried (the reconnect policy's input).
-    public init(_ error: BlueZError) {
+    init(_ error: BlueZError) {
         switch error {
         case .connectionFailed(.concurrentConnectionLimit, _):
             self = .outOfResources
@@ -22,7 +22,7 @@ extension ConnectErrorClass {
 
 extension FleetError {
     /// A BlueZ failure during GATT work on a board, as the fleet reports it.
-    public init(gatt error: BlueZError, board: BoardAddress) {
+    init(gatt error: BlueZError, board: BoardAddress) {
         switch error {
         case .notConnected, .objectVanished:
             self.init(.notConnected, "\(board) disconnected during the operation (\(error)).")

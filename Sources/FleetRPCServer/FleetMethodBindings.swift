@@ -1,6 +1,5 @@
 public import FleetCore
 import FleetRPC
-import BlueZ
 import Foundation
 
 /// Binds the fleet's operations to the method catalogue (`FleetMethods`): the one place
@@ -141,15 +140,15 @@ public enum FleetMethodBindings {
     /// drops (the stream ends), subscribes again each time the board is ready again, so a
     /// `gatt.notify` subscription survives reconnects as the daemon's own temperature one does.
     static func follow(
-        _ first: BlueZValueStream, of address: FleetCore.BoardAddress, service: BluetoothUUID,
-        characteristic: BluetoothUUID, fleet: Fleet, send: @escaping @Sendable ([UInt8]) -> Bool
+        _ first: NotificationStream, of address: FleetCore.BoardAddress, service: GattUUID,
+        characteristic: GattUUID, fleet: Fleet, send: @escaping @Sendable ([UInt8]) -> Bool
     ) async {
         // Subscribed before the first stream can end, so no return to ready is missed.
         let ready = fleet.events.subscribe(bufferSize: 8) { event in
             if case .boardPhaseChanged(address, _, .ready) = event { true } else { false }
         }
         var readyIterator = ready.makeAsyncIterator()
-        var current: BlueZValueStream? = first
+        var current: NotificationStream? = first
         while !Task.isCancelled {
             if let stream = current {
                 do {
@@ -201,11 +200,11 @@ public enum FleetMethodBindings {
         return (try coreSelection(wire), wire)
     }
 
-    static func uuids(_ service: String, _ characteristic: String) throws -> (BluetoothUUID, BluetoothUUID) {
-        guard let serviceUUID = BluetoothUUID(service) else {
+    static func uuids(_ service: String, _ characteristic: String) throws -> (GattUUID, GattUUID) {
+        guard let serviceUUID = GattUUID(service) else {
             throw RPCError(.invalidParams, "service: \"\(service)\" is not a UUID (like FFE0 or 0000ffe0-0000-1000-8000-00805f9b34fb).")
         }
-        guard let characteristicUUID = BluetoothUUID(characteristic) else {
+        guard let characteristicUUID = GattUUID(characteristic) else {
             throw RPCError(.invalidParams, "characteristic: \"\(characteristic)\" is not a UUID (like FFE1).")
         }
         return (serviceUUID, characteristicUUID)

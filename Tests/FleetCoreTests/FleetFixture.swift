@@ -1,5 +1,3 @@
-import BlueZ
-import DBus
 import FleetCore
 import Foundation
 import Logging
@@ -19,15 +17,13 @@ struct FleetFixture {
         try await Testbed.with(lane: lane, boards: boards, extraArguments: testbedArguments) { testbed in
             let stateDirectory = try makeTemporaryDirectory(prefix: "blefleet-state")
             defer { try? FileManager.default.removeItem(at: stateDirectory) }
-            let connection = try await DBusConnection.connect(to: .address(testbed.busAddress))
-            defer { connection.close() }
             var logger = Logger(label: "blefleet.tests.fleet")
             logger.logLevel = ProcessInfo.processInfo.environment["BLEFLEET_TEST_LOG"] == nil ? .critical : .debug
-            let client = BlueZClient(connection: connection, logger: logger)
             let registry = Registry(directory: stateDirectory.path, logger: logger)
-            let fleet = Fleet(
-                client: client, adapter: "hci0", configuration: configuration(stateDirectory.path),
+            let fleet = try await Fleet.connect(
+                bus: .address(testbed.busAddress), adapter: "hci0", configuration: configuration(stateDirectory.path),
                 registry: registry, logger: logger)
+            defer { fleet.close() }
             let runner = Task { try await fleet.run() }
             defer { runner.cancel() }
             return try await body(FleetFixture(testbed: testbed, fleet: fleet, stateDirectory: stateDirectory))

@@ -1,4 +1,3 @@
-import BlueZ
 import FleetCore
 import Foundation
 import TestSupport
@@ -231,7 +230,7 @@ struct FleetTests {
             #expect(received == [[0xF9], [0xF9]])
 
             let missing = await fleet.readCharacteristic(
-                .all, service: BluetoothUUID("FFE0")!, characteristic: BluetoothUUID("FFE1")!)
+                .all, service: GattUUID("FFE0")!, characteristic: GattUUID("FFE1")!)
             #expect(missing.outcomes.allSatisfy { $0.error?.code == .notFound })
         }
     }
