@@ -80,10 +80,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "FleetWire",
+            dependencies: ["FleetCore", "FleetRPC"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "FleetRPCServer",
             dependencies: [
                 "FleetRPC",
                 "FleetCore",
+                "FleetWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

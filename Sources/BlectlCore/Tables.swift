@@ -3,12 +3,13 @@ public import FleetRPC
 /// The tables blectl prints, built from the daemon's results. Pure: the current time is a
 /// parameter.
 public enum Tables {
-    /// `boards` and `scan`: NAME ADDRESS STATE RSSI LED TEMP SEEN. LED is what the board
-    /// has, with the wish beside it when they differ (``led(_:)``).
+    /// `boards` and `scan`: NAME ADDRESS STATE ADAPTER RSSI LED TEMP SEEN. ADAPTER is the
+    /// one the board is linked through, else the one that hears it best. LED is what the
+    /// board has, with the wish beside it when they differ (``led(_:)``).
     public static func boards(_ boards: [BoardInfo], now: Double) -> TextTable {
         TextTable(
             columns: [
-                .init("NAME"), .init("ADDRESS"), .init("STATE"), .init("RSSI", .right), .init("LED"),
+                .init("NAME"), .init("ADDRESS"), .init("STATE"), .init("ADAPTER"), .init("RSSI", .right), .init("LED"),
                 .init("TEMP", .right), .init("SEEN"),
             ],
             rows: boards.map { board in
@@ -16,6 +17,7 @@ public enum Tables {
                     displayName(name: board.name, alias: board.alias),
                     board.address,
                     board.state.rawValue,
+                    board.adapter ?? "-",
                     board.rssi.map(String.init) ?? "-",
                     led(board),
                     board.temperature.map { Units.celsius($0.celsius) } ?? "-",
@@ -38,13 +40,17 @@ public enum Tables {
     }
 
     /// `led`, `connect`, `disconnect`, `forget`: NAME ADDRESS RESULT TIME, the result being
-    /// `verb` or the error in words.
+    /// `verb`, the error in words, or for a change kept for later (`pending`) the error and
+    /// that it is applied when the board is back.
     public static func outcomes(_ results: [BoardOutcome], verb: String) -> TextTable {
         TextTable(
             columns: [.init("NAME"), .init("ADDRESS"), .init("TIME", .right), .init("RESULT")],
             rows: results.map { outcome in
-                [outcome.name, outcome.address, Units.latency(milliseconds: outcome.latencyMs),
-                 outcome.ok ? verb : failure(outcome.error)]
+                let result =
+                    if outcome.ok { verb } else if outcome.pending == true {
+                        "pending: \(outcome.error?.message ?? "not reachable now.") Switched \(verb) when it is back."
+                    } else { failure(outcome.error) }
+                return [outcome.name, outcome.address, Units.latency(milliseconds: outcome.latencyMs), result]
             })
     }
 
@@ -70,20 +76,39 @@ public enum Tables {
             })
     }
 
-    /// `status`: one `key: value` line each.
+    /// `status`: one `key: value` line each, one `Adapter:` line per adapter.
     public static func status(_ status: DaemonStatus) -> [String] {
-        let rows: [(String, String)] = [
+        var rows: [(String, String)] = [
             ("Version", status.version),
             ("Uptime", Units.span(seconds: status.uptimeSeconds)),
             ("BlueZ", status.bluez ? "reachable" : "not reachable"),
-            ("Adapter", status.adapter ?? "none"),
-            ("Powered", status.powered ? "yes" : "no"),
-            ("Scanning", status.discovering ? "yes" : "no"),
+        ]
+        if status.adapters.isEmpty {
+            // A daemon that does not list its adapters (older), or has none.
+            rows += [
+                ("Adapter", status.adapter ?? "none"),
+                ("Powered", status.powered ? "yes" : "no"),
+                ("Scanning", status.discovering ? "yes" : "no"),
+            ]
+        } else {
+            rows += status.adapters.map { ("Adapter", adapterLine($0)) }
+        }
+        rows += [
             ("Boards", "\(status.boards.known) known, \(status.boards.connected) connected, \(status.boards.ready) ready"),
             ("Clients", String(status.clients)),
         ]
         let width = rows.map(\.0.count).max() ?? 0
         return rows.map { key, value in key + ":" + String(repeating: " ", count: width - key.count + 1) + value }
+    }
+
+    /// `hci0 (00:1A:7D:DA:71:13): on, scanning, 3 of 5 slots used`, or why it is not used.
+    public static func adapterLine(_ adapter: DaemonStatus.Adapter) -> String {
+        guard adapter.present else { return "\(adapter.name): missing (BlueZ does not show it)" }
+        let name = adapter.address.map { "\(adapter.name) (\($0))" } ?? adapter.name
+        var facts = [adapter.powered ? "on" : "off"]
+        if adapter.discovering { facts.append("scanning") }
+        facts.append("\(adapter.slotsUsed) of \(adapter.slotsLimit) slots used")
+        return "\(name): \(facts.joined(separator: ", "))"
     }
 
     /// The alias when there is one, else the advertised name.

@@ -31,12 +31,14 @@ public enum Units {
         return "\(seconds / 86400) d \(seconds % 86400 / 3600) h"
     }
 
-    /// The summary line of a fleet-wide command: `12/12 boards on`, `11/12 boards on, 1 failed`.
-    public static func summary(ok: Int, failed: Int, verb: String) -> String {
+    /// The summary line of a fleet-wide command: `12/12 boards on`, `11/12 boards on, 1 failed`,
+    /// `11/12 boards on, 1 pending` (`pending` of the `failed` keep the change for later).
+    public static func summary(ok: Int, failed: Int, pending: Int = 0, verb: String) -> String {
         let total = ok + failed
         let noun = total == 1 ? "board" : "boards"
         var text = "\(ok)/\(total) \(noun) \(verb)"
-        if failed > 0 { text += ", \(failed) failed" }
+        if failed - pending > 0 { text += ", \(failed - pending) failed" }
+        if pending > 0 { text += ", \(pending) pending (switched \(verb) when back)" }
         return text
     }
 }

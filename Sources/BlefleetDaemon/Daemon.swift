@@ -46,7 +46,7 @@ public struct Daemon: Sendable {
         let fleet: Fleet
         do {
             fleet = try await Fleet.connect(
-                bus: config.bus == "system" ? .system : .address(config.bus), adapter: config.adapter,
+                bus: config.bus == "system" ? .system : .address(config.bus), adapters: config.adapter,
                 configuration: fleetConfiguration, registry: registry, logger: logger)
         } catch {
             let bus = config.bus == "system"

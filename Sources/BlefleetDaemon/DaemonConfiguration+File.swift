@@ -1,3 +1,4 @@
+import FleetCore
 import Foundation
 import Yams
 
@@ -98,9 +99,18 @@ extension DaemonConfiguration {
         Setting(key: "state-dir", allowed: "an absolute path") { config, node in
             config.stateDirectory = try absolutePath(node)
         },
-        Setting(key: "adapter", allowed: "an adapter name like hci0, or its address like 00:1A:7D:DA:71:13")
-        { config, node in
-            config.adapter = try adapterName(try scalar(node))
+        Setting(
+            key: "adapter",
+            allowed: "an adapter name like hci0 or its address like 00:1A:7D:DA:71:13, a list of them like [hci0, hci1], or `all`"
+        ) { config, node in
+            if let sequence = node.sequence {
+                config.adapter = try adapterSelection(sequence.map { item in
+                    guard let text = item.scalar?.string else { throw SettingProblem(text: "every entry must be a single name") }
+                    return text
+                })
+            } else {
+                config.adapter = try adapterSelection([try scalar(node)])
+            }
         },
         Setting(key: "bus", allowed: "`system`, or a D-Bus address like unix:path=/run/dbus/system_bus_socket")
         { config, node in
@@ -118,8 +128,30 @@ extension DaemonConfiguration {
             }
             config.logLevel = text
         },
-        Setting(key: "connection-limit", allowed: "a whole number from 1 to 32") { config, node in
-            config.connectionLimit = try integer(node, in: 1...32)
+        Setting(
+            key: "connection-limit",
+            allowed: "a whole number from 1 to 32 (per adapter), or a mapping like {default: 5, hci1: 3}"
+        ) { config, node in
+            guard let mapping = node.mapping else {
+                config.connectionLimit = try integer(node, in: 1...32)
+                config.adapterConnectionLimits = [:]
+                return
+            }
+            var limits: [String: Int] = [:]
+            var fallback: Int?
+            for (keyNode, valueNode) in mapping {
+                guard let key = keyNode.string else { throw SettingProblem(text: "keys must be adapter names") }
+                let value = try integer(valueNode, in: 1...32)
+                if key == "default" {
+                    fallback = value
+                } else {
+                    let name = try adapterName(key)
+                    guard limits[name] == nil else { throw SettingProblem(text: "\(name) is given twice") }
+                    limits[name] = value
+                }
+            }
+            if let fallback { config.connectionLimit = fallback }
+            config.adapterConnectionLimits = limits
         },
         Setting(key: "auto-adopt", allowed: "true or false") { config, node in
             config.autoAdopt = try boolean(node)
@@ -156,7 +188,68 @@ extension DaemonConfiguration {
         Setting(key: "max-queued-notifications", allowed: "a whole number from 16 to 1000000") { config, node in
             config.maxQueuedNotifications = try integer(node, in: 16...1_000_000)
         },
+        Setting(
+            key: "mqtt",
+            allowed: "a mapping of " + MQTTSettings.keys.map(\.key).joined(separator: ", ") + " (see blefleetd.conf(5))"
+        ) { config, node in
+            config.mqtt = try mqttSettings(node)
+        },
     ]
+
+    static func mqttSettings(_ node: Node) throws -> MQTTSettings {
+        guard let mapping = node.mapping else { throw SettingProblem(text: "expected a mapping with at least url") }
+        var values: [String: Node] = [:]
+        for (keyNode, valueNode) in mapping {
+            guard let key = keyNode.string else { throw SettingProblem(text: "keys must be plain words") }
+            guard MQTTSettings.keys.contains(where: { $0.key == key }) else {
+                throw SettingProblem(text: "\(key) is not a key of mqtt")
+            }
+            guard values.updateValue(valueNode, forKey: key) == nil else { throw SettingProblem(text: "\(key) is set twice") }
+        }
+        func text(_ key: String) throws -> String? {
+            guard let node = values[key] else { return nil }
+            guard let scalar = node.scalar else { throw SettingProblem(text: "\(key): expected a single value") }
+            return scalar.string
+        }
+        guard let url = try text("url"), !url.isEmpty else { throw SettingProblem(text: "url is missing") }
+        guard url.hasPrefix("mqtt://") || url.hasPrefix("mqtts://") else {
+            throw SettingProblem(text: "url: got \"\(url)\", which is not mqtt:// or mqtts://")
+        }
+        var settings = MQTTSettings(url: url)
+        if let gateway = try text("gateway") {
+            guard !gateway.isEmpty, gateway != "all", gateway.utf8.count <= 128,
+                !gateway.contains(where: { "/+#".contains($0) })
+            else {
+                throw SettingProblem(text: "gateway: got \"\(gateway)\"; a name without /, + or #, not \"all\"")
+            }
+            settings.gateway = gateway
+        }
+        settings.username = try text("username").flatMap { $0.isEmpty ? nil : $0 }
+        if let path = try text("password-file") {
+            guard path.hasPrefix("/") else { throw SettingProblem(text: "password-file: got \"\(path)\", not an absolute path") }
+            settings.passwordFile = path
+            settings.password = try MQTTSettings.readPassword(path)
+            guard settings.username != nil else { throw SettingProblem(text: "password-file is given without username") }
+        }
+        if let path = try text("ca-file") {
+            guard path.hasPrefix("/") else { throw SettingProblem(text: "ca-file: got \"\(path)\", not an absolute path") }
+            guard url.hasPrefix("mqtts://") else { throw SettingProblem(text: "ca-file is only used with an mqtts:// url") }
+            settings.caFile = path
+        }
+        if let prefix = try text("topic-prefix") {
+            guard !prefix.isEmpty, !prefix.hasPrefix("/"), !prefix.hasSuffix("/"), !prefix.contains(where: { "+#".contains($0) })
+            else { throw SettingProblem(text: "topic-prefix: got \"\(prefix)\"") }
+            settings.topicPrefix = prefix
+        }
+        if let prefix = try text("discovery-prefix") {
+            guard !prefix.hasPrefix("/"), !prefix.hasSuffix("/"), !prefix.contains(where: { "+#".contains($0) }) else {
+                throw SettingProblem(text: "discovery-prefix: got \"\(prefix)\"")
+            }
+            settings.discoveryPrefix = prefix
+        }
+        if let node = values["commands"] { settings.commands = try boolean(node) }
+        return settings
+    }
 
     static func scalar(_ node: Node) throws -> String {
         guard let scalar = node.scalar else { throw SettingProblem(text: "expected a single value, not a list or map") }
@@ -202,6 +295,23 @@ extension DaemonConfiguration {
             return text.uppercased()
         }
         throw SettingProblem(text: "got \"\(text)\"")
+    }
+
+    /// The adapters named by `--adapter` flags or the `adapter` key: `all`, or names and
+    /// addresses (each once).
+    static func adapterSelection(_ texts: [String]) throws -> AdapterSelection {
+        guard !texts.isEmpty else { throw SettingProblem(text: "got an empty list") }
+        if texts.contains("all") {
+            guard texts.count == 1 else { throw SettingProblem(text: "`all` cannot be combined with names") }
+            return .all
+        }
+        var names: [String] = []
+        for text in texts {
+            let name = try adapterName(text)
+            guard !names.contains(name) else { throw SettingProblem(text: "\(name) is given twice") }
+            names.append(name)
+        }
+        return .named(names)
     }
 
     /// `system` or something that looks like a D-Bus address (`transport:key=value,…`).

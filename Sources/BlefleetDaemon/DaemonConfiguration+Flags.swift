@@ -3,12 +3,13 @@ extension DaemonConfiguration {
     public struct Overrides: Sendable {
         public var socket: String?
         public var stateDirectory: String?
-        public var adapter: String?
+        /// `--adapter`, as often as given; empty when not given.
+        public var adapter: [String]
         public var bus: String?
         public var logTarget: String?
 
         public init(
-            socket: String? = nil, stateDirectory: String? = nil, adapter: String? = nil,
+            socket: String? = nil, stateDirectory: String? = nil, adapter: [String] = [],
             bus: String? = nil, logTarget: String? = nil
         ) {
             self.socket = socket
@@ -42,9 +43,9 @@ extension DaemonConfiguration {
             }
             stateDirectory = dir
         }
-        if let adapter = overrides.adapter {
-            self.adapter = try check("--adapter", "an adapter name like hci0, or its address") {
-                try Self.adapterName(adapter)
+        if !overrides.adapter.isEmpty {
+            self.adapter = try check("--adapter", "an adapter name like hci0, its address, or `all`; give it once per adapter") {
+                try Self.adapterSelection(overrides.adapter)
             }
         }
         if let bus = overrides.bus {

@@ -5,6 +5,7 @@ extension DaemonConfiguration {
     public func fleetConfiguration() throws -> FleetConfiguration {
         FleetConfiguration(
             connectionLimit: connectionLimit,
+            adapterLimits: adapterConnectionLimits,
             connectTimeout: .milliseconds(connectTimeoutMilliseconds),
             defaultCommandTimeout: .milliseconds(defaultTimeoutMilliseconds),
             temperatureMaxAge: .milliseconds(temperatureMaxAgeMilliseconds),

@@ -1,3 +1,5 @@
+public import FleetCore
+
 /// Everything `blefleetd` can be told, from `/etc/blefleet/blefleetd.conf` and its flags.
 /// Flags override the file; the file overrides the defaults below.
 public struct DaemonConfiguration: Sendable, Equatable {
@@ -9,16 +11,20 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var readOnlyGroup: String? = nil
     /// Where the board registry is kept (`--state-dir`, `state-dir`).
     public var stateDirectory: String = "/var/lib/blefleet"
-    /// The adapter to own: interface name or address (`--adapter`, `adapter`).
-    public var adapter: String = "hci0"
+    /// The adapters to own: interface names or addresses, or every adapter BlueZ shows
+    /// (`--adapter`, `adapter`).
+    public var adapter: AdapterSelection = .named("hci0")
     /// The bus BlueZ is on: `system` or a D-Bus address (`--bus`, `bus`).
     public var bus: String = "system"
     /// `auto`, `journal` or `stderr` (`--log-target`, `log-target`).
     public var logTarget: LogTargetSetting = .auto
     /// `trace` … `critical` (`log-level`).
     public var logLevel: String = "info"
-    /// Most boards connected at once (`connection-limit`).
+    /// Most boards connected at once through one adapter (`connection-limit`).
     public var connectionLimit: Int = 7
+    /// Per-adapter overrides of ``connectionLimit`` by name or address (`connection-limit`
+    /// as a mapping).
+    public var adapterConnectionLimits: [String: Int] = [:]
     /// Adopt every board that advertises the LED service (`auto-adopt`).
     public var autoAdopt: Bool = true
     /// If not empty, only boards whose address or name matches one of these are adopted (`allow`).
@@ -36,6 +42,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var maxCallsPerClient: Int = 64
     /// Notifications queued for a client that does not read before it is dropped (`max-queued-notifications`).
     public var maxQueuedNotifications: Int = 1024
+    /// The bridge to an MQTT broker (`mqtt`); nil: off.
+    public var mqtt: MQTTSettings? = nil
 
     public init() {}
 

@@ -53,10 +53,13 @@ struct ReloadService: Service {
         if old.adapter != new.adapter { changed.append("adapter") }
         if old.bus != new.bus { changed.append("bus") }
         if old.logTarget != new.logTarget { changed.append("log-target") }
-        if old.connectionLimit != new.connectionLimit { changed.append("connection-limit") }
+        if old.connectionLimit != new.connectionLimit || old.adapterConnectionLimits != new.adapterConnectionLimits {
+            changed.append("connection-limit")
+        }
         if old.connectTimeoutMilliseconds != new.connectTimeoutMilliseconds { changed.append("connect-timeout-ms") }
         if old.maxFrameBytes != new.maxFrameBytes { changed.append("max-frame-bytes") }
         if old.maxCallsPerClient != new.maxCallsPerClient { changed.append("max-calls-per-client") }
+        if old.mqtt != new.mqtt { changed.append("mqtt") }
         if old.maxQueuedNotifications != new.maxQueuedNotifications { changed.append("max-queued-notifications") }
         return changed
     }

@@ -16,11 +16,13 @@ enum FleetOutput {
             let style = Output.style
             let rendered = table(result.results).render(legend: !session.options.noLegend) { row, column, cell in
                 guard row != nil else { return style.bold(cell) }
-                return column == 3 && cell.hasPrefix("failed") ? style.bad(cell) : cell
+                return column == 3 && (cell.hasPrefix("failed") || cell.hasPrefix("pending")) ? style.bad(cell) : cell
             }
             Output.lines(rendered)
             if !session.options.noLegend {
-                let summary = Units.summary(ok: result.totals.ok, failed: result.totals.failed, verb: verb)
+                let pending = result.results.filter { ($0 as? BoardOutcome)?.pending == true }.count
+                let summary = Units.summary(
+                    ok: result.totals.ok, failed: result.totals.failed, pending: pending, verb: verb)
                 Output.line(result.totals.failed > 0 ? style.bad(summary) : summary)
             }
         }

@@ -10,7 +10,7 @@ import Systemd
 struct Blefleetd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blefleetd",
-        abstract: "Own a BlueZ adapter and serve a fleet of BLE boards over JSON-RPC.",
+        abstract: "Own BlueZ adapters and serve a fleet of BLE boards over JSON-RPC.",
         discussion: """
             Flags override the configuration file; see blefleetd(8) and blefleetd.conf(5).
             Normally started by systemd (blefleetd.service, blefleetd.socket).
@@ -26,8 +26,10 @@ struct Blefleetd: AsyncParsableCommand {
     @Option(name: .customLong("state-dir"), help: ArgumentHelp("Where the board registry is kept (default /var/lib/blefleet).", valueName: "DIR"))
     var stateDirectory: String?
 
-    @Option(help: ArgumentHelp("Adapter to own: hci0 (default) or its address.", valueName: "hci0|ADDRESS"))
-    var adapter: String?
+    @Option(help: ArgumentHelp(
+        "Adapter to own: hci0 (default) or its address; give it once per adapter, or `all` for every adapter BlueZ shows.",
+        valueName: "hci0|ADDRESS|all"))
+    var adapter: [String] = []
 
     @Option(help: ArgumentHelp("D-Bus bus BlueZ is on: system (default) or an address.", valueName: "system|ADDRESS"))
     var bus: String?

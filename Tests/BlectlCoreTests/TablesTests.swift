@@ -5,22 +5,24 @@ import Testing
 @Suite struct TablesTests {
     let now = Timestamp.parse("2024-05-01T12:00:10Z")!
 
-    @Test("boards: NAME ADDRESS STATE RSSI LED TEMP SEEN, alias before name, dashes for unknowns")
+    @Test("boards: NAME ADDRESS STATE ADAPTER RSSI LED TEMP SEEN, alias before name, dashes for unknowns")
     func boards() {
+        var first = BoardInfo(
+            address: "AA:BB:CC:DD:EE:01", name: "nano-01", state: .ready, rssi: -61, led: true,
+            temperature: TemperatureReading(celsius: 21, ageMs: 3000), lastSeen: "2024-05-01T12:00:07Z")
+        first.adapter = "hci1"
         let boards = [
-            BoardInfo(
-                address: "AA:BB:CC:DD:EE:01", name: "nano-01", state: .ready, rssi: -61, led: true,
-                temperature: TemperatureReading(celsius: 21, ageMs: 3000), lastSeen: "2024-05-01T12:00:07Z"),
+            first,
             BoardInfo(
                 address: "AA:BB:CC:DD:EE:02", name: "nano-02", alias: "freezer", state: .absent,
                 temperature: TemperatureReading(celsius: -5, ageMs: 0), lastSeen: "2024-05-01T11:58:10Z"),
             BoardInfo(address: "AA:BB:CC:DD:EE:03", name: "", state: .discovered, led: false),
         ]
         #expect(Tables.boards(boards, now: now).render() == [
-            "NAME     ADDRESS            STATE       RSSI  LED   TEMP  SEEN",
-            "nano-01  AA:BB:CC:DD:EE:01  ready        -61  on   21 °C  3 s ago",
-            "freezer  AA:BB:CC:DD:EE:02  absent         -  -    -5 °C  2 min ago",
-            "-        AA:BB:CC:DD:EE:03  discovered     -  off      -  -",
+            "NAME     ADDRESS            STATE       ADAPTER  RSSI  LED   TEMP  SEEN",
+            "nano-01  AA:BB:CC:DD:EE:01  ready       hci1      -61  on   21 °C  3 s ago",
+            "freezer  AA:BB:CC:DD:EE:02  absent      -           -  -    -5 °C  2 min ago",
+            "-        AA:BB:CC:DD:EE:03  discovered  -           -  off      -  -",
         ])
     }
 
@@ -88,5 +90,29 @@ import Testing
         #expect(lines.contains("Uptime:   1 h 2 min"))
         #expect(lines.contains("Powered:  no"))
         #expect(lines.contains("Boards:   12 known, 11 connected, 10 ready"))
+    }
+
+    @Test("status prints one Adapter line per adapter, a missing one said in words")
+    func statusWithSeveralAdapters() {
+        let status = DaemonStatus(
+            version: "1.0.0", uptimeSeconds: 5, bluez: true, adapter: "hci0 (00:1A:7D:DA:71:13)", powered: true,
+            discovering: true,
+            adapters: [
+                .init(
+                    name: "hci0", address: "00:1A:7D:DA:71:13", present: true, powered: true, discovering: true,
+                    slotsUsed: 4, slotsLimit: 4),
+                .init(
+                    name: "hci1", address: "00:1A:7D:DA:71:14", present: true, powered: false, discovering: false,
+                    slotsUsed: 0, slotsLimit: 5),
+                .init(name: "hci2", address: nil, present: false, powered: false, discovering: false, slotsUsed: 0, slotsLimit: 5),
+            ],
+            boards: .init(known: 12, connected: 4, ready: 4), clients: 1)
+        let lines = Tables.status(status)
+        #expect(lines.filter { $0.hasPrefix("Adapter:") } == [
+            "Adapter: hci0 (00:1A:7D:DA:71:13): on, scanning, 4 of 4 slots used",
+            "Adapter: hci1 (00:1A:7D:DA:71:14): off, 0 of 5 slots used",
+            "Adapter: hci2: missing (BlueZ does not show it)",
+        ])
+        #expect(!lines.contains { $0.hasPrefix("Powered:") || $0.hasPrefix("Scanning:") })
     }
 }

@@ -79,10 +79,22 @@ import Testing
         #expect(m.lastFailure == .transient)
         let delay = try! #require(retryDelay(action))
         #expect(delay >= .milliseconds(800) && delay <= .milliseconds(1200))
-        // Asking again while backing off does not bypass the delay.
-        #expect(m.connectRequested(now: at(1.1)) == .none)
+        // Reconnecting by itself while backing off does not bypass the delay.
+        #expect(m.connectRequested(reason: .automatic, now: at(1.1)) == .none)
         #expect(m.backoffTimerFired(token: token(action)!, now: at(2)) == .startConnect)
         #expect(m.phase == .connecting)
+    }
+
+    @Test func aCommandWhileBackingOffConnectsAtOnceAndTheStaleTimerIsIgnored() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectAttemptStarted(now: at(0))
+        let action = m.connectFailed(.transient, now: at(1))
+        #expect(m.phase == .backingOff)
+        // Someone is waiting for this board: try now rather than after the delay.
+        #expect(m.connectRequested(reason: .command, now: at(1.1)) == .startConnect)
+        #expect(m.phase == .connecting)
+        #expect(m.backoffTimerFired(token: token(action)!, now: at(2)) == .none)
     }
 
     @Test func backoffGrowsAndSuccessResetsIt() {

@@ -10,7 +10,7 @@ struct FleetFixture {
     let stateDirectory: URL
 
     static func with<T: Sendable>(
-        lane: Lane = .bluezoo, boards: Int, testbedArguments: [String] = [],
+        lane: Lane = .bluezoo, boards: Int, testbedArguments: [String] = [], adapters: AdapterSelection = .named("hci0"),
         configuration: (String) -> FleetConfiguration = { FleetConfiguration(stateDirectory: $0) },
         _ body: (FleetFixture) async throws -> T
     ) async throws -> T {
@@ -21,7 +21,7 @@ struct FleetFixture {
             logger.logLevel = ProcessInfo.processInfo.environment["BLEFLEET_TEST_LOG"] == nil ? .critical : .debug
             let registry = Registry(directory: stateDirectory.path, logger: logger)
             let fleet = try await Fleet.connect(
-                bus: .address(testbed.busAddress), adapter: "hci0", configuration: configuration(stateDirectory.path),
+                bus: .address(testbed.busAddress), adapters: adapters, configuration: configuration(stateDirectory.path),
                 registry: registry, logger: logger)
             defer { fleet.close() }
             let runner = Task { try await fleet.run() }

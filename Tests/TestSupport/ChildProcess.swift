@@ -17,7 +17,10 @@ public final class ChildProcess: @unchecked Sendable {
     ) throws {
         // Only 0, 1 and 2 reach the child: the descriptors given for its output are marked
         // close-on-exec (dup2 clears the flag on the copies at 1 and 2), so a child that
-        // daemonizes cannot keep a caller's pipe open.
+        // daemonizes cannot keep a caller's pipe open; and every other descriptor is closed
+        // in the child, because not all of the test process's descriptors are close-on-exec
+        // (NIO accepts connections without SOCK_CLOEXEC): a daemon started while another
+        // test's server holds connections would otherwise keep those connections alive.
         for fd in [stdout, stderr] { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -25,6 +28,9 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, stdout, 1)
         posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+        guard Self.addCloseFrom(&actions, 3) == 0 else {
+            throw FixtureError("cannot ask posix_spawn to close the test's descriptors in \(executable)")
+        }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -48,6 +54,16 @@ public final class ChildProcess: @unchecked Sendable {
         }
         self.pid = pid
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc module
+    /// does not declare.
+    private static let addCloseFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 = {
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
+            fatalError("glibc 2.34 or later is needed: posix_spawn_file_actions_addclosefrom_np is missing")
+        }
+        return unsafeBitCast(
+            symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
 
     /// The exit status (128 + signal for a killed child) once it has exited, else nil.
     public var status: Int32? {

@@ -367,7 +367,7 @@ extension BlefleetdEndToEndTests {
             }
             try await reload(
                 "socket-group: root\nconnection-limit: lots\n",
-                expecting: "connection-limit: got \"lots\"; allowed: a whole number from 1 to 32")
+                expecting: "connection-limit: got \"lots\"; allowed: a whole number from 1 to 32 (per adapter), or a mapping like {default: 5, hci1: 3}")
             try await reload(
                 "socket-group: root\ndefault-timeout-ms: 2000\nconnection-limit: 3\n",
                 expecting: "these settings take effect at the next restart: connection-limit")

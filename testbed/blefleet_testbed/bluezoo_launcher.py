@@ -1,5 +1,6 @@
-"""Runs BlueZoo 1.0.2 on the system bus (DBUS_SYSTEM_BUS_ADDRESS) with one powered
-central adapter, after installing the project's BlueZ fidelity fixes (unless --stock)."""
+"""Runs BlueZoo 1.0.2 on the system bus (DBUS_SYSTEM_BUS_ADDRESS) with powered central
+adapters (hci0, hci1, ... one per --central), after installing the project's BlueZ fidelity
+fixes (unless --stock)."""
 
 from __future__ import annotations
 
@@ -13,20 +14,24 @@ import sys
 def arrange_roles() -> None:
     """Testbed arrangement (stock or fixed): the boards are emulated as extra controllers,
     which a real gateway does not have. They report Roles ["peripheral"], so clients that
-    pick "the first powered controller with the central role" (bleak, ...) pick hci0."""
+    pick "the first powered controller with the central role" (bleak, ...) pick hci0, and
+    a daemon told to use `all` adapters takes only the centrals: the adapters whose address
+    has the central prefix (those given with --central, and ones plugged in later)."""
     from bluezoo.adapter import Adapter
 
+    from .profile import CENTRAL_PREFIX
     roles = Adapter.__dict__["Roles"]
     central_roles = roles.property_getter
 
     def getter(self):
-        return central_roles(self) if self.id == 0 else ["peripheral"]
+        return central_roles(self) if str(self.address).upper().startswith(CENTRAL_PREFIX) else ["peripheral"]
     roles.property_getter = getter
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="bluezoo_launcher")
-    parser.add_argument("--central", required=True, help="address of the central adapter hci0")
+    parser.add_argument("--central", action="append", required=True,
+                        help="address of a central adapter (hci0, hci1, ... in order)")
     parser.add_argument("--scan-interval", type=float, default=1.0)
     parser.add_argument("--temporary-timeout", type=float, default=30.0)
     parser.add_argument("--connect-timeout", type=float, default=2.0)
@@ -57,8 +62,12 @@ def main() -> int:
         loop.add_signal_handler(sig, stop.set)
 
     async def run() -> None:
-        await bz_main.startup(bus="system", adapters=[BluetoothAddress(args.central)],
+        await bz_main.startup(bus="system", adapters=[BluetoothAddress(a) for a in args.central],
                               auto_enable=True, scan_interval=args.scan_interval)
+        if not args.stock:
+            from . import fixes
+            knobs = fixes.TestbedKnobs()
+            knobs.export_to_dbus("/org/blefleet/testbed", bz_main.startup.bus)
         await stop.wait()
 
     loop.run_until_complete(run())

@@ -79,8 +79,28 @@ def _celsius(text: str) -> int:
     return value
 
 
+def _central_count(text: str) -> int:
+    value = _positive(int)(text)
+    if value > profile.MAX_CENTRALS:
+        raise argparse.ArgumentTypeError(f"at most {profile.MAX_CENTRALS} central adapters are supported")
+    return value
+
+
+def _rssi(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number of dBm") from None
+    if not -127 <= value <= 20:
+        raise argparse.ArgumentTypeError(f"{value} dBm is not a signal a controller reports (-127…20)")
+    return value
+
+
 def add_start_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--boards", type=_board_count, default=5, help="number of boards (default 5)")
+    p.add_argument("--centrals", type=_central_count, default=1,
+                   help="central adapters the gateway has: hci0, hci1, ... (default 1); the boards' "
+                        "adapters follow them")
     p.add_argument("--latency-ms", type=_nonnegative(float), default=0.0,
                    help="added latency per radio operation (connect, read, write, subscribe)")
     p.add_argument("--jitter-ms", type=_nonnegative(float), default=0.0, help="± random jitter on that latency")
@@ -127,15 +147,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_run_dir(board.add_parser("temp", help="set the temperature a board measures"))
     p.add_argument("name")
     p.add_argument("celsius", type=_celsius)
+    p = with_run_dir(board.add_parser(
+        "signal", help="set the RSSI a central adapter hears a board with (in its next advertising reports)"))
+    p.add_argument("name", help="nano-NN or all")
+    p.add_argument("rssi", type=_rssi, help="dBm, e.g. -45 (near) or -90 (far)")
+    p.add_argument("--adapter", help="the central adapter (default hci0)")
 
     bluez = sub.add_parser("bluez", help="disturb BlueZ").add_subparsers(
         dest="action", required=True, parser_class=Parser)
     with_run_dir(bluez.add_parser("restart", help="org.bluez vanishes and returns"))
 
-    adapter = sub.add_parser("adapter", help="power the central adapter").add_subparsers(
+    adapter = sub.add_parser("adapter", help="power a central adapter, plug one in or pull it out").add_subparsers(
         dest="action", required=True, parser_class=Parser)
-    with_run_dir(adapter.add_parser("off"))
-    with_run_dir(adapter.add_parser("on"))
+    for action in ("off", "on"):
+        p = with_run_dir(adapter.add_parser(action, help=f"power a central adapter {action}"))
+        p.add_argument("name", nargs="?", help="hci0 (default), hci1, ...")
+    with_run_dir(adapter.add_parser("plug", help="one more central adapter appears; prints its name"))
+    with_run_dir(adapter.add_parser("unplug", help="the plugged-in adapter vanishes"))
 
     vm = sub.add_parser("vm", help="a VM for the --real lane, booted once for many testbeds").add_subparsers(
         dest="action", required=True, parser_class=Parser)
@@ -211,6 +239,7 @@ def start(args) -> int:
     argv = [sys.executable, "-m", "blefleet_testbed", "_controller", "--run-dir", str(run.path),
             "--boards", str(args.boards), "--latency-ms", str(args.latency_ms),
             "--jitter-ms", str(args.jitter_ms), "--temperature", args.temperature,
+            "--centrals", str(args.centrals),
             "--notify-interval", str(args.notify_interval), "--owner-pid", str(args.owner_pid),
             "--temporary-timeout", str(args.temporary_timeout),
             "--connect-timeout", str(args.connect_timeout), "--scan-interval", str(args.scan_interval)]
@@ -232,7 +261,8 @@ def start(args) -> int:
     if lease:
         os.close(lease.fd)  # the controller holds the VM now
     lane = "real BlueZ in a VM" if args.real else "BlueZoo"
-    print(f"testbed: starting {args.boards} boards on {lane} in {run.path}", file=sys.stderr)
+    centrals = f" and {args.centrals} central adapters" if args.centrals > 1 else ""
+    print(f"testbed: starting {args.boards} boards{centrals} on {lane} in {run.path}", file=sys.stderr)
     reply = _read_ready(read_end, proc, REAL_START_TIMEOUT if args.real else START_TIMEOUT)
     os.close(read_end)
     if reply is None or not reply.get("ok"):
@@ -377,12 +407,19 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "board":
             if args.action == "temp":
                 request(run, {"op": "temp", "board": args.name, "celsius": args.celsius})
+            elif args.action == "signal":
+                request(run, {"op": "signal", "board": args.name, "rssi": args.rssi, "adapter": args.adapter})
             else:
                 request(run, {"op": args.action, "board": args.name})
         elif args.command == "bluez":
             request(run, {"op": "bluez-restart"})
         elif args.command == "adapter":
-            request(run, {"op": "adapter", "powered": args.action == "on"})
+            if args.action == "plug":
+                print(request(run, {"op": "plug"}))
+            elif args.action == "unplug":
+                request(run, {"op": "unplug"})
+            else:
+                request(run, {"op": "adapter", "powered": args.action == "on", "adapter": args.name})
         return 0
     except TestbedError as e:
         print(f"testbed: {e}", file=sys.stderr)

@@ -169,20 +169,35 @@ class Controller:
             raise TestbedError(f"there is no board named '{name}' (this testbed has {names})")
         return [board]
 
-    async def central(self) -> dict:
+    async def centrals(self) -> list[dict]:
         from .simulator import get_property
-        powered = False
-        try:
-            powered = bool(await asyncio.wait_for(
-                get_property(self.bus, self.lane.central_path, "org.bluez.Adapter1", "Powered"), 2))
-        except Exception:
-            pass
-        return {"name": self.lane.central_name, "address": self.lane.central_address, "powered": powered}
+        found = []
+        for index, address in sorted(self.lane.central_addresses().items()):
+            powered = False
+            try:
+                powered = bool(await asyncio.wait_for(
+                    get_property(self.bus, f"/org/bluez/hci{index}", "org.bluez.Adapter1", "Powered"), 2))
+            except Exception:
+                pass
+            found.append({"name": f"hci{index}", "address": address, "powered": powered,
+                          "plugged": index == self.lane.plugged})
+        return found
+
+    def _central(self, name: str | None) -> int:
+        """hci index of central `name` (default hci0)."""
+        centrals = self.lane.central_addresses()
+        name = name or "hci0"
+        index = int(name[3:]) if name.startswith("hci") and name[3:].isdigit() else None
+        if index not in centrals:
+            known = ", ".join(f"hci{i}" for i in sorted(centrals))
+            raise TestbedError(f"there is no central adapter named '{name}' (this testbed has {known})")
+        return index
 
     async def handle(self, request: dict):
         op = request.get("op")
         if op == "state":
-            return {"central": await self.central(), "boards": [b.state() for b in self.sim.boards]}
+            centrals = await self.centrals()
+            return {"central": centrals[0], "centrals": centrals, "boards": [b.state() for b in self.sim.boards]}
         if op == "stop":
             self.stopping.set()
             return None
@@ -206,8 +221,22 @@ class Controller:
                 return None
             if op == "adapter":
                 from .simulator import set_property
-                await set_property(self.bus, self.lane.central_path, "org.bluez.Adapter1", "Powered", "b",
+                index = self._central(request.get("adapter"))
+                await set_property(self.bus, f"/org/bluez/hci{index}", "org.bluez.Adapter1", "Powered", "b",
                                    bool(request["powered"]))
+                return None
+            if op == "plug":
+                return f"hci{await self.lane.plug()}"
+            if op == "unplug":
+                await self.lane.unplug()
+                return None
+            if op == "signal":
+                rssi = int(request["rssi"])
+                if not -127 <= rssi <= 20:
+                    raise TestbedError(f"{rssi} dBm is not a signal a controller reports (-127…20)")
+                index = self._central(request.get("adapter"))
+                for board in self._boards(request["board"]):
+                    await self.lane.set_signal(index, board, rssi)
                 return None
         raise TestbedError(f"unknown testbed command '{op}'")
 

@@ -632,7 +632,9 @@ class FixedAdapter(Adapter):
                 device.manufacturer_data = adv.ManufacturerData.get({})
                 device.service_data = {BluetoothUUID(k): v for k, v in adv.ServiceData.get({}).items()}
                 device.tx_power = adv.TxPower.get()
-                rssi = -40 - (peer.id * 7) % 40 + _rng.randint(-4, 4)
+                rssi = SIGNALS.get((self.id, peer.id))
+                if rssi is None:
+                    rssi = -40 - (peer.id * 7) % 40 + _rng.randint(-4, 4)
                 if not self._wanted(device, rssi):
                     continue
                 device.rssi = rssi
@@ -645,6 +647,23 @@ class FixedAdapter(Adapter):
                 if isinstance(existing, FixedDevice):
                     existing.seen(rssi if rssi != existing.rssi else rssi - 1)
             await asyncio.sleep(self.mock.scan_interval)
+
+
+# -- Testbed knob: the signal each central hears each board with ---------------------------
+
+# (scanner adapter id, advertiser adapter id) -> dBm; unset pairs use the default formula.
+SIGNALS: dict[tuple[int, int], int] = {}
+
+
+class TestbedKnobs(sdbus.DbusInterfaceCommonAsync, interface_name="org.blefleet.Testbed1"):
+    """Exported by the launcher at /org/blefleet/testbed: what the testbed controller may
+    change in the emulated radio."""
+
+    @sdbus.dbus_method_async(input_signature="yyn", input_args_names=["scanner", "advertiser", "rssi"],
+                             flags=sdbus.DbusUnprivilegedFlag)
+    async def SetSignal(self, scanner: int, advertiser: int, rssi: int) -> None:
+        """The RSSI adapter `scanner` hears adapter `advertiser` with from now on."""
+        SIGNALS[(scanner, advertiser)] = rssi
 
 
 class FixedMockService(bz_main.BluezMockService):

@@ -7,7 +7,9 @@
   socket in the run directory. What users run.
 
 Both give the controller the same things: a bus socket at run.bus_address, org.bluez with
-a central adapter, one adapter per board, and a way to stop and start BlueZ."""
+--centrals central adapters (hci0, hci1, ...), one adapter per board, a way to stop and
+start BlueZ, the signal each central hears each board with, and one more central that can
+be plugged in and pulled out (a USB dongle)."""
 
 from __future__ import annotations
 
@@ -29,17 +31,45 @@ def make_lane(controller):
 
 
 class BlueZooLane:
-    central_name = profile.CENTRAL_NAME
-    central_path = f"/org/bluez/{profile.CENTRAL_NAME}"
-    central_address = profile.CENTRAL_ADDRESS
     fixed_handles = True
     advertises_while_off = True  # a powered-off BlueZoo adapter sends nothing anyway
 
     def __init__(self, controller):
         self.c = controller
+        self.centrals = controller.args.centrals
+        self.plugged: int | None = None
 
     def adapter_index(self, board: int) -> int:
-        return board
+        """Boards follow the centrals: hci{centrals}, ..."""
+        return self.centrals + board - 1
+
+    def central_addresses(self) -> dict[int, str]:
+        """Every central (and a plugged-in one) by hci index."""
+        found = {i: profile.central_address(i) for i in range(self.centrals)}
+        if self.plugged is not None:
+            found[self.plugged] = profile.central_address(self.plugged)
+        return found
+
+    async def set_signal(self, central: int, board, rssi: int) -> None:
+        from .simulator import call
+        await call(self.c.bus, "/org/blefleet/testbed", "org.blefleet.Testbed1", "SetSignal", "yyn",
+                   central, board.adapter_index, rssi)
+
+    async def plug(self) -> int:
+        """One more central adapter appears (after the boards' adapters)."""
+        from .simulator import call
+        if self.plugged is None:
+            index = self.centrals + len(self.c.sim.boards)
+            await call(self.c.bus, "/org/bluezoo", "org.bluezoo.Manager1", "AddAdapter", "ys",
+                       index, profile.central_address(index))
+            self.plugged = index
+        return self.plugged
+
+    async def unplug(self) -> None:
+        from .simulator import call
+        if self.plugged is not None:
+            await call(self.c.bus, "/org/bluezoo", "org.bluezoo.Manager1", "RemoveAdapter", "y", self.plugged)
+            self.plugged = None
 
     def extra_records(self) -> list[dict]:
         return []
@@ -55,7 +85,7 @@ class BlueZooLane:
         a = self.c.args
         env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.c.run.bus_address, PYTHONUNBUFFERED="1")
         argv = [sys.executable, "-m", "blefleet_testbed.bluezoo_launcher",
-                "--central", profile.CENTRAL_ADDRESS,
+                *[arg for i in range(self.centrals) for arg in ("--central", profile.central_address(i))],
                 "--scan-interval", str(a.scan_interval),
                 "--temporary-timeout", str(a.temporary_timeout),
                 "--connect-timeout", str(a.connect_timeout),
@@ -71,7 +101,8 @@ class BlueZooLane:
             if proc.poll() is not None:
                 raise TestbedError(f"BlueZoo exited at start: {self.c._log_tail('bluezoo')}")
             try:
-                await get_property(self.c.bus, self.central_path, "org.bluez.Adapter1", "Address")
+                await get_property(self.c.bus, "/org/bluez/hci0", "org.bluez.Adapter1", "Address")
+                self.plugged = None  # a fresh BlueZoo has only the adapters it was started with
                 return
             except Exception:
                 pass
@@ -113,8 +144,6 @@ class RealLane:
     `scripts/testbed vm start`, leased by the CLI with an flock() this process inherits)
     or private to this testbed (booted here, stopped with it)."""
 
-    central_name = "hci0"
-    central_path = "/org/bluez/hci0"
     fixed_handles = False
     advertises_while_off = False
 
@@ -122,7 +151,43 @@ class RealLane:
         self.c = controller
         self.vm = None
         self.private_vm: Path | None = None
-        self.central_address = ""
+        self.centrals = controller.args.centrals
+        self.addresses: dict[int, str] = {}
+        self.plugged: int | None = None
+
+    def central_addresses(self) -> dict[int, str]:
+        found = {i: self.addresses.get(i, "") for i in range(self.centrals)}
+        if self.plugged is not None:
+            found[self.plugged] = self.addresses.get(self.plugged, "")
+        return found
+
+    async def set_signal(self, central: int, board, rssi: int) -> None:
+        """The patched btvirt reports this RSSI in the central's advertising reports."""
+        await self.vm.agent_async(f"rssi {central} {board.adapter_index} {rssi}")
+
+    async def plug(self) -> int:
+        """The patched btvirt opens one more controller (the next free hci index)."""
+        if self.plugged is None:
+            index = int(await self.vm.agent_async("hotplug on"))
+            from .simulator import get_property
+            deadline = time.monotonic() + ADAPTERS_TIMEOUT
+            while True:
+                try:
+                    self.addresses[index] = str(await get_property(
+                        self.c.bus, f"/org/bluez/hci{index}", "org.bluez.Adapter1", "Address"))
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise TestbedError(f"bluetoothd did not show the plugged-in hci{index} within "
+                                           f"{ADAPTERS_TIMEOUT:.0f} s") from None
+                    await asyncio.sleep(0.1)
+            self.plugged = index
+        return self.plugged
+
+    async def unplug(self) -> None:
+        if self.plugged is not None:
+            await self.vm.agent_async("hotplug off")
+            self.plugged = None
 
     def adapter_index(self, board: int) -> int:
         return self.vm.board_index(board)
@@ -142,11 +207,15 @@ class RealLane:
         else:
             self.private_vm = self.c.run.file(PRIVATE_VM_DIR)
             self.vm = await loop.run_in_executor(
-                None, lambda: vmmod.start(self.private_vm, centrals=1, boards=a.boards, owner_pid=os.getpid()))
+                None, lambda: vmmod.start(self.private_vm, centrals=self.centrals, boards=a.boards,
+                                          owner_pid=os.getpid()))
             self.c._write_pids()
         if a.boards > self.vm.boards:
             raise TestbedError(f"the testbed VM in {self.vm.path} has {self.vm.boards} board controllers; "
                                f"{a.boards} were asked for")
+        if self.centrals > self.vm.centrals:
+            raise TestbedError(f"the testbed VM in {self.vm.path} has {self.vm.centrals} central controllers; "
+                               f"{self.centrals} were asked for (`testbed vm start --centrals N`)")
         run = self.c.run
         proc = self.c._spawn("bridge", [sys.executable, "-m", "blefleet_testbed", "_bridge",
                                         "--listen", str(run.file(BUS_SOCKET)), "--port", str(self.vm.bus_port)])
@@ -157,13 +226,18 @@ class RealLane:
         wiped first, so no link or device of an earlier testbed survives."""
         self.vm.write_main_conf(self.c.args.temporary_timeout)
         await self.vm.agent_async("bluez-reset" if fresh else "bluez-start")
+        if fresh:
+            self.plugged = None  # bluez-reset pulls a plugged-in controller out
         adapters = await self._wait_for_adapters()
-        used = {self.vm.central_index(0)} | {self.adapter_index(b.index) for b in self.c.sim.boards}
+        used = ({self.vm.central_index(i) for i in range(self.centrals)}
+                | {self.adapter_index(b.index) for b in self.c.sim.boards})
+        if self.plugged is not None:
+            used.add(self.plugged)
         from .simulator import set_property
         for index in range(self.vm.controllers):
             if index not in used and adapters[index]["Powered"]:
                 await set_property(self.c.bus, f"/org/bluez/hci{index}", "org.bluez.Adapter1", "Powered", "b", False)
-        self.central_address = adapters[self.vm.central_index(0)]["Address"]
+        self.addresses = {index: adapter["Address"] for index, adapter in adapters.items()}
         for board in self.c.sim.boards:
             board.address = adapters[board.adapter_index]["Address"]
 

@@ -20,6 +20,9 @@ TEMPERATURE_HANDLE = 0x000E
 
 CENTRAL_ADDRESS = "00:1A:7D:DA:71:13"
 CENTRAL_NAME = "hci0"
+# Every central adapter's address starts so (boards' addresses never do).
+CENTRAL_PREFIX = "00:1A:7D:DA:"
+MAX_CENTRALS = 8
 MAX_BOARDS = 200
 
 # A signed byte is what the sketch writes: (int)HTS.readTemperature() into a byte.
@@ -30,6 +33,12 @@ MAX_CELSIUS = 127
 def board_name(index: int) -> str:
     """nano-01, nano-02, ... (index starts at 1)."""
     return f"nano-{index:02d}"
+
+
+def central_address(index: int) -> str:
+    """hci0's address is CENTRAL_ADDRESS; more centrals (and plugged-in ones) follow it."""
+    n = 0x7113 + index
+    return f"{CENTRAL_PREFIX}{n >> 8:02X}:{n & 0xFF:02X}"
 
 
 def board_address(index: int) -> str:

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from support import (CENTRAL, LED_STATUS, SCRIPT, TEMPERATURE, BluezError, Client, device_path,
+from dbus_fast import Variant
+from support import (CENTRAL, LED_SERVICE, LED_STATUS, SCRIPT, TEMPERATURE, BluezError, Client, device_path,
                      run, run_cli)
 
 ROLES = {"bluezoo": {"controller", "dbus-daemon", "bluezoo"}, "real": {"controller", "bridge"}}
@@ -45,7 +46,8 @@ def test_start_prints_eval_able_exports_and_default_state(make_testbed, lane):
 
     state = tb.state()
     central = {"bluezoo": "00:1A:7D:DA:71:13", "real": state["central"]["address"]}[lane]
-    assert state["central"] == {"name": "hci0", "address": central, "powered": True}
+    assert state["central"] == {"name": "hci0", "address": central, "powered": True, "plugged": False}
+    assert state["centrals"] == [state["central"]]
     boards = state["boards"]
     assert [b["name"] for b in boards] == ["nano-01", "nano-02", "nano-03", "nano-04", "nano-05"]
     assert len({b["address"] for b in boards}) == 5
@@ -338,3 +340,64 @@ def test_a_connected_board_stops_advertising_unless_told_otherwise(make_testbed,
         finally:
             c.close()
     run(scenario())
+
+
+def test_several_centrals_a_plugged_dongle_and_signal_heard_per_adapter(make_testbed, lane):
+    """`--centrals 2`: BlueZ shows two central adapters; `board signal … --adapter hci1` is the
+    RSSI hci1's scan reports for that board while hci0 still hears the default; `adapter plug`
+    makes a third adapter appear in BlueZ and `adapter unplug` makes it vanish."""
+    tb = make_testbed("--boards", "2", "--centrals", "2")
+    state = tb.state()
+    centrals = state["centrals"]
+    assert [c["name"] for c in centrals] == ["hci0", "hci1"]
+    assert all(c["powered"] and not c["plugged"] for c in centrals)
+    assert len({c["address"] for c in centrals}) == 2
+    nano1 = tb.address("nano-01")
+    tb.cli("board", "signal", "nano-01", "-35", "--adapter", "hci1")
+    tb.cli("board", "signal", "nano-01", "-80", "--adapter", "hci0")
+
+    async def adapters(client) -> dict[str, dict]:
+        return {p: ifs["org.bluez.Adapter1"] for p, ifs in (await client.objects()).items()
+                if "org.bluez.Adapter1" in ifs}
+
+    async def heard(client, adapter: str) -> int | None:
+        path = f"{adapter}/dev_{nano1.replace(':', '_')}"
+        await client.call(adapter, "org.bluez.Adapter1", "SetDiscoveryFilter", "a{sv}",
+                          [{"UUIDs": Variant("as", [LED_SERVICE]), "Transport": Variant("s", "le")}])
+        await client.call(adapter, "org.bluez.Adapter1", "StartDiscovery")
+        try:
+            async def rssi():
+                return (await client.objects()).get(path, {}).get("org.bluez.Device1", {}).get("RSSI")
+            return await client.wait_until(rssi, tb.scale(10))
+        finally:
+            await client.call(adapter, "org.bluez.Adapter1", "StopDiscovery")
+
+    async def check():
+        client = await Client.connect(tb.bus_address)
+        try:
+            shown = await adapters(client)
+            for central in centrals:
+                adapter = shown.get(f"/org/bluez/{central['name']}")
+                assert adapter is not None, f"BlueZ does not show {central['name']}: {sorted(shown)}"
+                assert adapter["Address"] == central["address"]
+                assert "central" in adapter["Roles"]
+            assert await heard(client, "/org/bluez/hci1") == -35
+            assert await heard(client, "/org/bluez/hci0") == -80
+
+            name = tb.cli("adapter", "plug").stdout.strip()
+            assert name.startswith("hci") and name not in ("hci0", "hci1")
+            plugged = [c for c in tb.state()["centrals"] if c["plugged"]]
+            assert [c["name"] for c in plugged] == [name]
+
+            async def present():
+                return f"/org/bluez/{name}" in await adapters(client)
+            assert await client.wait_until(present, tb.scale(10)), f"{name} never appeared in BlueZ"
+            tb.cli("adapter", "unplug")
+
+            async def gone():
+                return f"/org/bluez/{name}" not in await adapters(client)
+            assert await client.wait_until(gone, tb.scale(10)), f"{name} stayed in BlueZ after unplug"
+            assert [c["name"] for c in tb.state()["centrals"]] == ["hci0", "hci1"]
+        finally:
+            client.close()
+    run(check())

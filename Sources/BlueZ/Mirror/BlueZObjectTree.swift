@@ -96,6 +96,9 @@ public struct BlueZAdapter: Sendable, Hashable {
     public let address: String
     public let powered: Bool
     public let discovering: Bool
+    /// `Roles`: what the controller can be (`central`, `peripheral`, …); nil when BlueZ
+    /// does not say (before 5.56).
+    public let roles: [String]?
 
     public init(path: String, properties: BlueZObjectTree.Properties) {
         self.path = path
@@ -103,7 +106,11 @@ public struct BlueZAdapter: Sendable, Hashable {
         self.address = properties["Address"]?.string ?? ""
         self.powered = properties["Powered"]?.bool ?? false
         self.discovering = properties["Discovering"]?.bool ?? false
+        self.roles = properties["Roles"]?.array.map { $0.compactMap(\.string) }
     }
+
+    /// Whether the controller can connect to peripherals (a central), as far as BlueZ says.
+    public var canBeCentral: Bool { roles.map { $0.contains("central") } ?? true }
 }
 
 /// `org.bluez.Device1`, as far as blefleet needs it.
@@ -124,7 +131,9 @@ public struct BlueZDevice: Sendable, Hashable {
         self.address = (properties["Address"]?.string ?? "").uppercased()
         self.name = properties["Name"]?.string
         self.alias = properties["Alias"]?.string
-        self.rssi = properties["RSSI"]?.int16
+        // bluetoothd shows no RSSI as 0 (src/device.c: "rssi == 0" is none); 127 is the
+        // controller's "not available".
+        self.rssi = properties["RSSI"]?.int16.flatMap { $0 == 0 || $0 > 20 ? nil : $0 }
         self.uuids = (properties["UUIDs"]?.array ?? []).compactMap { $0.string.flatMap(BluetoothUUID.init) }
         self.connected = properties["Connected"]?.bool ?? false
         self.servicesResolved = properties["ServicesResolved"]?.bool ?? false

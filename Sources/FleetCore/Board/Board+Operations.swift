@@ -54,9 +54,7 @@ extension Board {
     func setLED(_ on: Bool) async throws {
         desiredLED = on ? .on : .off
         try await whenReady {
-            guard let led = ledCharacteristic else {
-                throw FleetError(.gattError, "\(address) has no LED characteristic (is it running the Nano sketch?).")
-            }
+            let led = try await sketchCharacteristic(.led)
             try await gatt { try await context.client.writeValue([on ? 1 : 0], to: led, type: .request) }
         }
         appliedLED = on
@@ -67,9 +65,7 @@ extension Board {
     func readTemperature(maxAge: Duration) async throws -> TemperatureCache.Entry {
         if let cached = live.temperature, cached.age(at: .now) <= maxAge { return cached }
         let bytes = try await whenReady {
-            guard let characteristic = temperatureCharacteristic else {
-                throw FleetError(.gattError, "\(address) has no temperature characteristic (is it running the Nano sketch?).")
-            }
+            let characteristic = try await sketchCharacteristic(.temperature)
             return try await gatt { try await context.client.readValue(characteristic) }
         }
         record(temperatureBytes: bytes)
@@ -109,6 +105,35 @@ extension Board {
         }
     }
 
+    /// The LED or temperature characteristic of the current link: as found when the board
+    /// became ready, else looked up again (a link that went shows as `notConnected`, which
+    /// `whenReady` answers by connecting again).
+    private func sketchCharacteristic(_ which: SketchCharacteristic) async throws -> BlueZCharacteristic {
+        if let known = which == .led ? ledCharacteristic : temperatureCharacteristic { return known }
+        guard let device else { throw FleetError(.notConnected, "\(address) is no longer known to BlueZ.") }
+        let (service, characteristic, name) =
+            which == .led
+            ? (NanoProfile.ledService, NanoProfile.ledStatus, "LED")
+            : (NanoProfile.sensorService, NanoProfile.temperature, "temperature")
+        do {
+            let found = try await context.client.characteristic(
+                device: device, service: service.bluetooth, characteristic: characteristic.bluetooth)
+            guard machine.isReady, device.path == self.device?.path else {
+                throw FleetError(.notConnected, "The link of \(address) went while looking up its \(name) characteristic.")
+            }
+            if which == .led { ledCharacteristic = found } else { temperatureCharacteristic = found }
+            return found
+        } catch let error as FleetError {
+            throw error
+        } catch BlueZError.notConnected(let message), BlueZError.objectVanished(let message) {
+            throw FleetError(.notConnected, message.prefix(1).uppercased() + message.dropFirst() + ".")
+        } catch {
+            throw FleetError(.gattError, "\(address) has no \(name) characteristic (is it running the Nano sketch?).")
+        }
+    }
+
+    enum SketchCharacteristic { case led, temperature }
+
     private func lookUp(service: BluetoothUUID, characteristic: BluetoothUUID) async throws -> BlueZCharacteristic {
         guard let device else { throw FleetError(.notConnected, "\(address) is no longer known to BlueZ.") }
         do {
@@ -128,9 +153,11 @@ extension Board {
     /// Disconnects for a user (or to free a slot) and returns once the link is down. The
     /// board stays disconnected until the next command needs it.
     func disconnect(timeout: Duration = .seconds(10)) async {
+        // The device of the link, taken before the request drops the link's bookkeeping.
+        let linked = device
         apply { $0.disconnectRequested(now: $1) }
-        guard let device else { return }
-        let path = device.path
+        guard let linked else { return }
+        let path = linked.path
         _ = try? await context.client.mirror.wait(timeout: timeout, description: "disconnect of \(address)") {
             ($0.tree.device(at: path)?.hasLink ?? false) ? .pending : .done(())
         }
@@ -141,8 +168,10 @@ extension Board {
     }
 
     /// Removes the board from the fleet: disconnects it and fails anyone waiting for it.
-    func forget() -> BlueZDevice? {
+    /// Returns its device objects (one per adapter that knows it), for BlueZ to forget.
+    func forget() -> [BlueZDevice] {
+        let known = Array(devices.values)
         apply { $0.forget(now: $1) }
-        return device
+        return known
     }
 }

@@ -1,40 +1,91 @@
 import BlueZ
 
 extension Board {
-    /// BlueZ added the device or changed its properties. `changed` names the properties
-    /// that changed (all of them for a new object).
+    /// BlueZ added one of the board's device objects (one per adapter that knows it) or
+    /// changed its properties. `changed` names the properties that changed (all of them for
+    /// a new object).
     func deviceUpdated(_ device: BlueZDevice, changed: Set<String>) {
-        let isNew = self.device == nil
-        self.device = device
+        let adapter = device.adapterPath
+        let isNew = devices[adapter] == nil
+        devices[adapter] = device
         if let newName = device.name, newName != name { name = newName }
         let advertised = isNew || changed.contains("RSSI") || changed.contains("ManufacturerData")
             || changed.contains("ServiceData") || changed.contains("TxPower")
         if advertised {
-            _ = live.advertised(rssi: device.rssi.map(Int.init), force: true)
+            _ = live.advertised(rssi: device.rssi.map(Int.init), adapter: adapter, force: true)
             apply { $0.advertisementSeen(now: $1) }
         } else if let value = device.rssi {
-            live.setRSSI(Int(value))
+            _ = live.advertised(rssi: Int(value), adapter: adapter, force: true)
         }
         // The link as BlueZ reports it: up while Connected or ServicesResolved (bluetoothd
-        // may set only the latter), usable once resolved.
-        if changed.contains("Connected") || changed.contains("ServicesResolved") {
-            if !device.hasLink {
-                apply { $0.disconnected(now: $1) }
-            } else {
-                apply { $0.connectSucceeded(now: $1) }
-                if device.servicesResolved { apply { $0.servicesResolved(now: $1) } }
-            }
+        // may set only the latter), usable once resolved. Only the device of the board's
+        // link counts; a link someone else made through any adapter is adopted.
+        guard changed.contains("Connected") || changed.contains("ServicesResolved") else { return }
+        if linkAdapter == nil, device.hasLink { linkAdapter = adapter }
+        guard adapter == linkAdapter else {
+            // A second link to the board (left by an earlier run, or made by someone else)
+            // only takes a slot: the board is used through one.
+            if device.hasLink { closeStrayLink(device) }
+            return
+        }
+        if !device.hasLink {
+            apply { $0.disconnected(now: $1) }
+        } else {
+            apply { $0.connectSucceeded(now: $1) }
+            if device.servicesResolved { apply { $0.servicesResolved(now: $1) } }
         }
     }
 
-    /// BlueZ removed the device object (it expired, was removed, or BlueZ went away).
-    func deviceRemoved() {
-        guard device != nil else { return }
-        device = nil
-        live.setRSSI(nil)
+    private func closeStrayLink(_ device: BlueZDevice) {
+        logger.info(
+            "closing a second link to the board", metadata: ["stray.adapter": "\(Fleet.adapterName(device.adapterPath))"])
+        let client = context.client
+        Task { try? await client.disconnect(device) }
+    }
+
+    /// BlueZ removed the board's device object on `adapter` (it expired, was removed, the
+    /// adapter went, or BlueZ did). The board is gone when no adapter knows it any more; a
+    /// link through that adapter is lost.
+    func deviceRemoved(adapter: String) {
+        guard devices.removeValue(forKey: adapter) != nil else { return }
+        live.forget(adapter: adapter)
+        if devices.isEmpty {
+            apply { $0.deviceVanished(now: $1) }
+        } else if adapter == linkAdapter {
+            apply { $0.disconnected(now: $1) }
+        }
+    }
+
+    /// After BlueZ's objects were loaded afresh: forgets the devices of other adapters.
+    func keepDevices(onAdapters present: Set<String>) {
+        for adapter in devices.keys where !present.contains(adapter) { deviceRemoved(adapter: adapter) }
+    }
+
+    /// BlueZ went away: every device object with it.
+    func allDevicesRemoved() {
+        guard !devices.isEmpty else { return }
+        devices = [:]
+        live.forgetAllAdapters()
         apply { $0.deviceVanished(now: $1) }
     }
 
+    /// An adapter the fleet used went (powered off, unplugged). A board whose link went
+    /// with it is not gone: it reconnects through another adapter, at once where one knows
+    /// it, else when one hears it.
+    func adapterLost(_ path: String) {
+        guard lastLinkAdapter == path else { return }
+        if linkAdapter == path { apply { $0.disconnected(now: $1) } }
+        guard machine.phase == .absent else { return }
+        movingSince = .now
+        if devices.keys.contains(where: { $0 != path }) { apply { $0.advertisementSeen(now: $1) } }
+    }
+
+    /// An adapter came (plugged in, powered on) while others were in use.
+    func connectionRoomAppeared() {
+        apply { $0.connectionRoomAppeared(now: $1) }
+    }
+
+    /// Whether any adapter the fleet uses is powered.
     func adapterPowered(_ powered: Bool) {
         apply { powered ? $0.adapterPoweredOn(now: $1) : $0.adapterPoweredOff(now: $1) }
     }

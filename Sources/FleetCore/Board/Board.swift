@@ -13,8 +13,29 @@ actor Board {
     var name: String? { didSet { live.setNames(name: name, alias: alias) } }
     var alias: String? { didSet { live.setNames(name: name, alias: alias) } }
     var machine: BoardStateMachine
-    /// The BlueZ device object, while BlueZ knows the board.
-    var device: BlueZDevice?
+    /// The board's BlueZ device objects, one per adapter that knows it, by adapter path.
+    var devices: [String: BlueZDevice] = [:]
+    /// The adapter (path) of the board's link, or of the connect in progress.
+    var linkAdapter: String? {
+        didSet {
+            guard linkAdapter != oldValue else { return }
+            if let linkAdapter { lastLinkAdapter = linkAdapter }
+            context.tally.boardChanged(address, board: ObjectIdentifier(self), phase: machine.phase, adapter: linkAdapter)
+        }
+    }
+    /// The adapter of the board's last link.
+    var lastLinkAdapter: String?
+    /// Set when the board lost its link because the fleet's adapter went (powered off,
+    /// unplugged): the board is not gone, so commands wait for it to be heard through
+    /// another adapter instead of being answered `absent` at once.
+    var movingSince: ContinuousClock.Instant?
+    /// How long a moving board is waited for before it counts as absent.
+    static let moveGrace: Duration = .seconds(10)
+    /// The device object the link goes through.
+    var device: BlueZDevice? { linkAdapter.flatMap { devices[$0] } }
+    /// How long a connect waits for an adapter with room to hear the board when the ones
+    /// that heard it are full.
+    static let placementWait: Duration = .seconds(2)
     /// RSSI, last advertisement and latest temperature, recorded without this actor.
     nonisolated let live = BoardLive()
 
@@ -41,18 +62,18 @@ actor Board {
     /// so the actor alone would let a second write start while the first waits for its answer.
     let gattQueue = ConnectScheduler(limit: 1)
 
-    init(record: BoardRecord, device: BlueZDevice?, adapterPowered: Bool, context: FleetContext) {
+    init(record: BoardRecord, devices: [BlueZDevice], adapterPowered: Bool, context: FleetContext) {
         self.address = record.address
         self.context = context
         self.name = record.name
         self.alias = record.alias
         live.setNames(name: record.name, alias: record.alias)
         self.desiredLED = record.desiredLED
-        self.device = device
+        self.devices = Dictionary(devices.map { ($0.adapterPath, $0) }) { first, _ in first }
         let now = ContinuousClock.now
         self.lastUsed = now
         let machine = BoardStateMachine(
-            policy: context.configuration.reconnect, present: device != nil, adapterPowered: adapterPowered, now: now)
+            policy: context.configuration.reconnect, present: !devices.isEmpty, adapterPowered: adapterPowered, now: now)
         self.machine = machine
         var logger = context.logger
         logger[metadataKey: "ble.address"] = "\(record.address)"
@@ -71,10 +92,14 @@ actor Board {
 
     var snapshot: BoardSnapshot {
         let live = self.live.current
+        // The adapter of its link, else the one that hears it best.
+        let heard = live.rssiByAdapter.filter { devices[$0.key] != nil }.max { $0.value < $1.value }?.key
+        let adapter = linkAdapter ?? heard ?? devices.keys.sorted().first
         return BoardSnapshot(
-            address: address, name: name, alias: alias, phase: machine.phase, rssi: live.rssi, desiredLED: desiredLED,
-            appliedLED: appliedLED, temperature: live.temperature, lastFailure: machine.lastFailure,
-            lastSeen: live.lastSeen)
+            address: address, name: name, alias: alias, phase: machine.phase,
+            rssi: live.rssiByAdapter.values.max(), desiredLED: desiredLED, appliedLED: appliedLED,
+            temperature: live.temperature, lastFailure: machine.lastFailure, lastSeen: live.lastSeen,
+            adapter: adapter.map(Fleet.adapterName))
     }
 
     /// Whether the board holds a link it is not using right now (eviction candidate).
@@ -91,7 +116,7 @@ actor Board {
         let after = machine.phase
         if before != after {
             logger.debug("board \(before) → \(after)")
-            context.tally.phaseChanged(address, board: ObjectIdentifier(self), to: after)
+            context.tally.boardChanged(address, board: ObjectIdentifier(self), phase: after, adapter: linkAdapter)
             if (before == .absent) != (after == .absent) { live.setAwaitsAdvertisement(after == .absent) }
             context.events.publish(.boardPhaseChanged(address, from: before, to: after))
         }
@@ -119,8 +144,8 @@ actor Board {
             if let code { failWaiters(code) }
             connectTask?.cancel()
             connectTask = nil
-            dropLink()
             let device = self.device
+            dropLink()
             let client = context.client
             Task { [weak self] in
                 if let device { try? await client.disconnect(device) }
@@ -145,6 +170,8 @@ actor Board {
     /// was: a board that lost its link may have rebooted (LED off) until it is written again.
     private func dropLink() {
         appliedLED = nil
+        linkAdapter = nil
+        logger[metadataKey: "ble.adapter"] = nil
         linkGeneration &+= 1
         notifySession?.cancel()
         notifySession = nil
@@ -154,18 +181,53 @@ actor Board {
     }
 
     private func runConnect(command: Bool) async {
-        // Discovery stays off from the moment a connect is wanted until the last queued one
-        // is done: connecting while discovering waits for a discovery-window boundary.
-        await context.discovery.hold()
+        // Through the adapter that hears the board best and has room (Placement).
+        guard var choice = await context.placement(for: address, link: linkAdapter, rssi: live.current.rssiByAdapter)
+        else {
+            guard !Task.isCancelled else { return }
+            apply { $0.connectFailed(.absent, now: $1) }
+            return
+        }
+        // Adapters report a board one after another (and not while they connect): one with
+        // room may not have heard it yet. Rather than free a slot on a full adapter (a
+        // disconnect and a connect), wait briefly for one of them to hear it; for a connect
+        // nobody waits for, wait for the adapters lately started, to settle where it is
+        // heard best.
+        let waitOn = choice.full ? choice.roomWhereUnheard : (command ? [] : choice.freshRoomWhereUnheard)
+        if !waitOn.isEmpty {
+            choice.adapter.unclaim(address)
+            await context.waitUntilHeard(address, on: waitOn, all: !choice.full, within: Self.placementWait)
+            guard !Task.isCancelled,
+                let again = await context.placement(for: address, link: linkAdapter, rssi: live.current.rssiByAdapter)
+            else {
+                if !Task.isCancelled { apply { $0.connectFailed(.absent, now: $1) } }
+                return
+            }
+            choice = again
+        }
+        let adapter = choice.adapter
+        let full = choice.full
+        let device = choice.device
+        defer { adapter.unclaim(address) }
+        // Discovery stays off on that adapter from the moment a connect is wanted until the
+        // last queued one is done: connecting while discovering waits for a discovery-window
+        // boundary.
+        await adapter.discovery.hold()
         do {
-            try await context.scheduler.acquire()
+            try await adapter.scheduler.acquire()
         } catch {
-            await context.discovery.release()
+            await adapter.discovery.release()
             return  // cancelled while queued: whoever cancelled has told the machine
         }
-        let outcome = await attemptConnect(command: command)
-        context.scheduler.release()
-        await context.discovery.release()
+        // The boards waiting in line on this adapter (this one included) must stay known.
+        let path = adapter.path
+        let waiting = Set(adapter.placedBoards.map(\.rawValue) + [address.rawValue])
+        await adapter.discovery.refreshIfPausedLong { tree in
+            tree.devices(onAdapter: path).allSatisfy { !waiting.contains($0.address) || $0.hasLink || $0.rssi != nil }
+        }
+        let outcome = await attemptConnect(on: adapter, device: device, full: full, command: command)
+        adapter.scheduler.release()
+        await adapter.discovery.release()
         guard !Task.isCancelled else { return }
         switch outcome {
         case .success:
@@ -173,18 +235,29 @@ actor Board {
             apply { $0.servicesResolved(now: $1) }
         case .failure(let error):
             let errorClass = ConnectErrorClass(error)
-            logger.warning("connect failed", metadata: ["error": "\(error)", "error.class": "\(errorClass.rawValue)"])
+            logger.warning(
+                "connect failed",
+                metadata: ["error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter.name)"])
+            if errorClass != .outOfResources { adapter.noteFailure(of: address) }
+            if machine.phase == .connecting { linkAdapter = nil }
             apply { $0.connectFailed(errorClass, now: $1) }
         }
     }
 
-    /// With the adapter's connect permit held: take a link slot, then connect until resolved.
-    private func attemptConnect(command: Bool) async -> Result<Void, BlueZError> {
+    /// With `adapter`'s connect permit held: take a link slot there, then connect until
+    /// resolved. `full`: placement found no free slot anywhere (a command may evict).
+    private func attemptConnect(
+        on adapter: FleetAdapter, device: BlueZDevice, full: Bool, command: Bool
+    ) async -> Result<Void, BlueZError> {
         guard !Task.isCancelled else { return .failure(.timeout("cancelled")) }
-        guard await context.reserveSlot(address, command) else {
-            return .failure(.connectionFailed(.concurrentConnectionLimit, "all \(context.configuration.connectionLimit) connection slots are in use"))
+        guard await context.reserveSlot(for: address, on: adapter, command: command) else {
+            return .failure(.connectionFailed(
+                .concurrentConnectionLimit, "all \(adapter.limit) connection slots of \(adapter.name) are in use"))
         }
-        guard let device else { return .failure(.notFound("\(address) is not known to BlueZ")) }
+        // Placement read the device from the mirror; the fleet may not have handed it here yet.
+        if devices[adapter.path] == nil { devices[adapter.path] = device }
+        linkAdapter = adapter.path
+        logger[metadataKey: "ble.adapter"] = "\(adapter.name)"
         apply { $0.connectAttemptStarted(now: $1) }
         do {
             try await context.client.connect(device, timeout: context.configuration.connectTimeout)
@@ -198,23 +271,51 @@ actor Board {
     /// subscribe to temperature notifications and put the LED back as last asked.
     private func prepareReady(generation: UInt64) async {
         guard let device, generation == linkGeneration else { return }
-        let client = context.client
-        let led = try? await client.characteristic(
-            device: device, service: NanoProfile.ledService.bluetooth, characteristic: NanoProfile.ledStatus.bluetooth)
-        let temperature = try? await client.characteristic(
-            device: device, service: NanoProfile.sensorService.bluetooth, characteristic: NanoProfile.temperature.bluetooth)
+        let (led, temperature) = await Self.sketchCharacteristics(of: device, in: context.client.mirror)
         guard generation == linkGeneration, machine.isReady else { return }
         ledCharacteristic = led
         temperatureCharacteristic = temperature
         handlesReady = true
+        movingSince = nil
         lastUsed = .now
         if led == nil || temperature == nil {
-            logger.notice("board lacks the Nano sketch's LED or temperature characteristic")
+            logger.notice(
+                "board lacks the Nano sketch's LED or temperature characteristic",
+                metadata: ["ble.device": "\(device.path)", "led": "\(led != nil)", "temperature": "\(temperature != nil)"])
         }
         logger.info("board ready")
         resumeWaiters()
         if let temperature { subscribeTemperature(temperature, generation: generation) }
         await reapplyDesiredLED(generation: generation)
+    }
+
+    /// How long a resolved board's characteristics may take to show in the mirror.
+    static let handlesWait: Duration = .seconds(3)
+
+    /// The LED and temperature characteristics under `device`, once the mirror shows both
+    /// (BlueZ exports them with the resolve, but the mirror may see the resolve first), or
+    /// what it shows after ``handlesWait`` or when the link goes.
+    static func sketchCharacteristics(
+        of device: BlueZDevice, in mirror: BlueZObjectMirror
+    ) async -> (led: BlueZCharacteristic?, temperature: BlueZCharacteristic?) {
+        let path = device.path
+        @Sendable func lookUp(_ tree: BlueZObjectTree) -> (BlueZCharacteristic?, BlueZCharacteristic?) {
+            (
+                tree.characteristic(
+                    device: path, service: NanoProfile.ledService.bluetooth, characteristic: NanoProfile.ledStatus.bluetooth),
+                tree.characteristic(
+                    device: path, service: NanoProfile.sensorService.bluetooth,
+                    characteristic: NanoProfile.temperature.bluetooth)
+            )
+        }
+        let settled = try? await mirror.wait(timeout: handlesWait, description: "the characteristics of \(device.address)") {
+            snapshot -> MirrorWaitStep<Bool> in
+            guard snapshot.tree.device(at: path)?.hasLink == true else { return .done(false) }
+            let (led, temperature) = lookUp(snapshot.tree)
+            return led != nil && temperature != nil ? .done(true) : .pending
+        }
+        _ = settled
+        return lookUp(await mirror.tree)
     }
 
     private func subscribeTemperature(_ characteristic: BlueZCharacteristic, generation: UInt64) {
@@ -286,10 +387,12 @@ actor Board {
         if machine.isReady && handlesReady { return }
         nextWaiterID &+= 1
         let id = nextWaiterID
+        let moving = machine.phase == .absent && (movingSince.map { $0.duration(to: .now) < Self.moveGrace } ?? false)
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 waiters[id] = continuation
-                if !machine.isReady {
+                // A moving board is about to be heard elsewhere: its advertisement connects it.
+                if !machine.isReady && !moving {
                     apply { $0.connectRequested(reason: .command, now: $1) }
                 }
             }
@@ -316,9 +419,22 @@ actor Board {
         for continuation in current.values { continuation.resume(throwing: error) }
     }
 
+    /// `last seen 12 s ago`, for an absent board's answer.
+    private var lastSeenText: String {
+        guard let seen = live.current.lastSeen else { return "not seen since the daemon started" }
+        let seconds = Int(seen.duration(to: .now).components.seconds)
+        let ago =
+            switch seconds {
+            case ..<120: "\(seconds) s"
+            case ..<7200: "\(seconds / 60) min"
+            default: "\(seconds / 3600) h"
+            }
+        return "last seen \(ago) ago"
+    }
+
     private func message(for code: FleetErrorCode) -> String {
         switch code {
-        case .absent: "\(address) is not advertising (powered off or out of range?)."
+        case .absent: "\(address) is not advertising (powered off or out of range?); \(lastSeenText)."
         case .adapterOff: "The Bluetooth adapter is powered off or missing."
         case .bluezUnavailable: "BlueZ (bluetoothd) is not running."
         case .cancelled: "A disconnect of \(address) was requested meanwhile."

@@ -10,7 +10,9 @@ final class BoardLive: Sendable {
         /// Name and alias, for selections resolved without a hop to the board's actor.
         var name: String?
         var alias: String?
-        var rssi: Int?
+        /// The last signal each adapter reported, dBm, by adapter path (kept when BlueZ
+        /// invalidates RSSI at the end of a discovery: placement still needs it).
+        var rssiByAdapter: [String: Int] = [:]
         var lastSeen: ContinuousClock.Instant?
         var temperature: TemperatureCache.Entry?
         /// The state machine waits for an advertisement (the board is absent): then an
@@ -21,6 +23,9 @@ final class BoardLive: Sendable {
     private let state = Mutex(State())
 
     var current: State { state.withLock { $0 } }
+
+    /// The best signal any adapter reports.
+    var rssi: Int? { state.withLock { $0.rssiByAdapter.values.max() } }
 
     var temperature: TemperatureCache.Entry? { state.withLock { $0.temperature } }
 
@@ -35,8 +40,13 @@ final class BoardLive: Sendable {
         state.withLock { $0.temperature = entry }
     }
 
-    func setRSSI(_ rssi: Int?) {
-        state.withLock { $0.rssi = rssi }
+    /// The adapter no longer knows the board (its device object went).
+    func forget(adapter: String) {
+        state.withLock { _ = $0.rssiByAdapter.removeValue(forKey: adapter) }
+    }
+
+    func forgetAllAdapters() {
+        state.withLock { $0.rssiByAdapter = [:] }
     }
 
     func setAwaitsAdvertisement(_ awaits: Bool) {
@@ -45,10 +55,10 @@ final class BoardLive: Sendable {
 
     /// Records an advertisement. Returns false (and records nothing) when the board waits
     /// for one: the caller must then tell the board.
-    func advertised(rssi: Int?, force: Bool = false) -> Bool {
+    func advertised(rssi: Int?, adapter: String, force: Bool = false) -> Bool {
         state.withLock { state in
             guard force || !state.awaitsAdvertisement else { return false }
-            if let rssi { state.rssi = rssi }
+            if let rssi { state.rssiByAdapter[adapter] = rssi }
             state.lastSeen = .now
             return true
         }

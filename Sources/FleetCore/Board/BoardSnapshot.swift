@@ -14,6 +14,8 @@ public struct BoardSnapshot: Sendable, Hashable {
     /// The error of the last failed connect, if any since the last success.
     public var lastFailure: ConnectErrorClass?
     public var lastSeen: ContinuousClock.Instant?
+    /// The adapter (`hci0`) of its link, else the one that hears it best, if any.
+    public var adapter: String? = nil
 
     public var identity: BoardIdentity { BoardIdentity(address: address, name: name, alias: alias) }
 }

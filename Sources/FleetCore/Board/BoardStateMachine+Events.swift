@@ -16,6 +16,10 @@ extension BoardStateMachine {
         case .idle:
             wanted = true
             return beginConnect()
+        case .backingOff where reason == .command:
+            // Someone waits: try now (a command may free a slot) rather than at the timer.
+            wanted = true
+            return beginConnect()
         case .connecting, .resolving, .ready, .backingOff:
             wanted = true
             return .none
@@ -175,6 +179,13 @@ extension BoardStateMachine {
             state = .idle
             return .none
         }
+        return beginConnect()
+    }
+
+    /// An adapter came (plugged in, powered on): a board waiting to retry tries now, as it
+    /// may have waited for a free slot.
+    public mutating func connectionRoomAppeared(now: ContinuousClock.Instant) -> Action {
+        guard case .backingOff = state, wanted else { return .none }
         return beginConnect()
     }
 

@@ -11,7 +11,18 @@ import Logging
 /// queued connects and resumes when the last one is done. `hold()` returns once discovery
 /// is stopped. Start/Stop calls are made by one caller at a time; the others wait until the
 /// session matches what everyone wants.
+///
+/// A long burst (a rotation of many boards through few slots) must not make BlueZ forget
+/// the boards waiting in line: it removes an unconnected device `TemporaryTimeout` (30 s by
+/// default) after it last heard it, and the fleet would then take it for switched off. So
+/// between two connects, ``refreshIfPausedLong(heard:)`` lets discovery run for a moment
+/// once it has been paused for ``longestPause``.
 actor DiscoveryGovernor {
+    /// Paused longer than this, discovery runs for a moment between two connects; below
+    /// BlueZ's default TemporaryTimeout (30 s).
+    static let longestPause: Duration = .seconds(20)
+    /// The longest such moment (it ends sooner once every waiting board was heard).
+    static let refreshWindow: Duration = .seconds(2)
     private let client: BlueZClient
     private let filter: DiscoveryFilter
     private let logger: Logger
@@ -23,6 +34,10 @@ actor DiscoveryGovernor {
     /// A caller is making Start/Stop calls; the others wait in `settled`.
     private var reconciling = false
     private var settled: [CheckedContinuation<Void, Never>] = []
+    /// Since when our session has been paused for connects (nil while it runs).
+    private var pausedSince: ContinuousClock.Instant?
+    /// A refresh runs discovery although connects hold it.
+    private var refreshing = false
 
     init(client: BlueZClient, filter: DiscoveryFilter, logger: Logger) {
         self.client = client
@@ -55,7 +70,25 @@ actor DiscoveryGovernor {
         await reconcile()
     }
 
-    private var wanted: Bool { adapter != nil && holds == 0 }
+    /// Called with the adapter's connect permit held (no connect in progress there): when
+    /// discovery has been paused for ``longestPause``, runs it until `heard` says the boards
+    /// waiting were heard again, or for ``refreshWindow`` at most.
+    func refreshIfPausedLong(heard: @escaping @Sendable (BlueZObjectTree) -> Bool) async {
+        guard let since = pausedSince, since.duration(to: .now) >= Self.longestPause, let adapter, !refreshing else {
+            return
+        }
+        logger.debug("discovery resumed for a moment: boards waiting for a slot must stay known to BlueZ",
+                     metadata: ["ble.adapter": "\(adapter.name)"])
+        refreshing = true
+        await reconcile()
+        _ = try? await client.mirror.wait(timeout: Self.refreshWindow, description: "boards heard again") {
+            heard($0.tree) ? .done(()) : .pending
+        }
+        refreshing = false
+        await reconcile()
+    }
+
+    private var wanted: Bool { adapter != nil && (holds == 0 || refreshing) }
 
     private func reconcile() async {
         if reconciling {
@@ -73,6 +106,7 @@ actor DiscoveryGovernor {
                     try await client.stopDiscovery(adapter: adapter)
                 }
                 running = start
+                pausedSince = start ? nil : .now
                 logger.debug(start ? "discovery on" : "discovery paused for connects", metadata: ["ble.adapter": "\(adapter.name)"])
             } catch {
                 if start {
@@ -81,9 +115,13 @@ actor DiscoveryGovernor {
                 }
                 // "No discovery started": it is off, which is what was asked for.
                 running = false
+                pausedSince = .now
             }
         }
-        if adapter == nil { running = false }
+        if adapter == nil {
+            running = false
+            pausedSince = nil
+        }
         reconciling = false
         let waiting = settled
         settled = []

@@ -13,18 +13,18 @@ extension Fleet {
             logger.warning("BlueZ left the bus; boards wait for it to return")
             bluezAvailable = false
             noteSynchronised(false)
-            await adapterChanged(to: nil)
-            for board in boards.values { await board.deviceRemoved() }
+            await refreshAdapters()
+            for board in boards.values { await board.allDevicesRemoved() }
             devicePaths = [:]
         case .interfacesAdded(let path, let interfaces):
-            if interfaces[BlueZInterfaces.adapter] != nil { await adapterChanged(to: await currentAdapter()) }
+            if interfaces[BlueZInterfaces.adapter] != nil { await refreshAdapters() }
             if interfaces[BlueZInterfaces.device] != nil { await deviceChanged(at: path, changed: nil) }
         case .interfacesRemoved(let path, let interfaces):
-            if interfaces.contains(BlueZInterfaces.adapter) { await adapterChanged(to: await currentAdapter()) }
+            if interfaces.contains(BlueZInterfaces.adapter) { await refreshAdapters() }
             if interfaces.contains(BlueZInterfaces.device) { await deviceRemoved(at: path) }
         case .propertiesChanged(let path, let interface, let changed, _):
-            if interface == BlueZInterfaces.adapter, path == adapter?.path || adapter == nil {
-                await adapterChanged(to: await currentAdapter())
+            if interface == BlueZInterfaces.adapter {
+                await refreshAdapters()
             } else if interface == BlueZInterfaces.device {
                 // Advertisements of boards that do not wait for one never get here: they are
                 // recorded on the mirror (see `run()`).
@@ -57,45 +57,84 @@ extension Fleet {
         }
     }
 
-    private func currentAdapter() async -> BlueZAdapter? {
-        await client.mirror.tree.adapter(matching: adapterName)
-    }
-
     /// Brings every board in line with a freshly loaded mirror.
     private func synchronise() async {
-        await adapterChanged(to: await currentAdapter())
+        await refreshAdapters()
         let tree = await client.mirror.tree
-        guard let adapter else { return }
-        let present = tree.devices(onAdapter: adapter.path)
-        for device in present { await deviceChanged(at: device.path, changed: nil) }
-        let presentAddresses = Set(present.compactMap { BoardAddress($0.address) })
-        for (address, board) in boards where !presentAddresses.contains(address) {
-            await board.deviceRemoved()
+        var present: [BoardAddress: Set<String>] = [:]
+        for adapter in adapters.values {
+            for device in tree.devices(onAdapter: adapter.path) {
+                await deviceChanged(at: device.path, changed: nil)
+                if let address = BoardAddress(device.address) { present[address, default: []].insert(adapter.path) }
+            }
+        }
+        for (address, board) in boards {
+            await board.keepDevices(onAdapters: present[address] ?? [])
         }
     }
 
-    private func adapterChanged(to new: BlueZAdapter?) async {
-        let old = adapter
-        adapter = new
-        let wasOn = old?.powered ?? false
-        let isOn = new?.powered ?? false
-        if old?.path != new?.path, old != nil || new != nil {
-            logger.info(
-                new == nil ? "adapter missing" : "adapter present",
-                metadata: ["ble.adapter": "\(adapterName)", "adapter.address": "\(new?.address ?? "-")"])
+    /// Takes the adapters BlueZ shows now that the selection names: new ones are used (their
+    /// discovery starts), gone or powered-off ones hand their boards to the others (those
+    /// boards lose their link and reconnect where they are heard).
+    func refreshAdapters() async {
+        let shown = bluezAvailable ? await client.mirror.tree.adapters.filter(adapterSelection.matches) : []
+        let wasPowered = anyAdapterPowered
+        var roomAppeared = false
+        var lost: [String] = []
+        for (path, adapter) in adapters where !shown.contains(where: { $0.path == path }) {
+            adapters[path] = nil
+            lost.append(path)
+            await adapter.discovery.setAdapter(nil)
+            logger.info("adapter gone", metadata: ["ble.adapter": "\(adapter.name)"])
         }
-        discovering = new?.discovering ?? false
-        guard wasOn != isOn || old?.path != new?.path else { return }
-        await context.discovery.setAdapter(isOn ? new : nil)
-        guard wasOn != isOn else { return }
-        logger.info("adapter \(isOn ? "powered on" : "powered off or gone")", metadata: ["ble.adapter": "\(adapterName)"])
-        events.publish(.adapterPowered(isOn))
-        for board in boards.values { await board.adapterPowered(isOn) }
+        for current in shown {
+            if let adapter = adapters[current.path] {
+                let before = adapter.adapter
+                adapter.update(current)
+                if before.powered != current.powered {
+                    logger.info(
+                        "adapter \(current.powered ? "powered on" : "powered off")", metadata: ["ble.adapter": "\(current.name)"])
+                    if current.powered {
+                        adapter.poweredOn()
+                        roomAppeared = true
+                    } else {
+                        lost.append(current.path)
+                    }
+                    await adapter.discovery.setAdapter(current.powered ? current : nil)
+                }
+            } else {
+                let adapter = FleetAdapter(
+                    adapter: current, limit: configuration.limit(for: current), client: client,
+                    filter: DiscoveryFilter(serviceUUIDs: [NanoProfile.ledService.bluetooth]), logger: logger)
+                adapters[current.path] = adapter
+                logger.info(
+                    "adapter present",
+                    metadata: ["ble.adapter": "\(current.name)", "adapter.address": "\(current.address)",
+                               "adapter.powered": "\(current.powered)", "adapter.limit": "\(adapter.limit)"])
+                if current.powered {
+                    await adapter.discovery.setAdapter(current)
+                    roomAppeared = true
+                }
+            }
+        }
+        noteAdapterState()
+        for path in lost {
+            for board in boards.values { await board.adapterLost(path) }
+        }
+        let isPowered = anyAdapterPowered
+        guard wasPowered != isPowered else {
+            if roomAppeared {
+                for board in boards.values { await board.connectionRoomAppeared() }
+            }
+            return
+        }
+        events.publish(.adapterPowered(isPowered))
+        for board in boards.values { await board.adapterPowered(isPowered) }
     }
 
     /// A device appeared (`changed == nil`) or some of its properties changed.
     private func deviceChanged(at path: String, changed: Set<String>?) async {
-        guard let adapter, let device = await client.mirror.tree.device(at: path), device.adapterPath == adapter.path,
+        guard let device = await client.mirror.tree.device(at: path), adapters[device.adapterPath] != nil,
             let address = BoardAddress(device.address)
         else { return }
         devicePaths[path] = address
@@ -121,7 +160,7 @@ extension Fleet {
         }
         let record = await registry.record(for: address)
             ?? BoardRecord(address: address, name: device.name, firstSeen: .now, lastSeen: .now)
-        let board = Board(record: record, device: device, adapterPowered: adapter?.powered ?? false, context: context)
+        let board = Board(record: record, devices: [device], adapterPowered: anyAdapterPowered, context: context)
         boards[address] = board
         logger.info("board adopted", metadata: ["ble.address": "\(address)", "ble.name": "\(device.name ?? "")"])
         events.publish(.boardAdded(address, name: device.name))
@@ -131,6 +170,17 @@ extension Fleet {
 
     private func deviceRemoved(at path: String) async {
         guard let address = devicePaths.removeValue(forKey: path) else { return }
-        await boards[address]?.deviceRemoved()
+        await boards[address]?.deviceRemoved(adapter: Fleet.adapterPath(ofDevice: path))
+    }
+
+    /// `/org/bluez/hci0` → `hci0`.
+    nonisolated static func adapterName(_ path: String) -> String {
+        String(path.split(separator: "/").last ?? Substring(path))
+    }
+
+    /// `/org/bluez/hci0/dev_AA_BB_…` → `/org/bluez/hci0`.
+    nonisolated static func adapterPath(ofDevice path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[..<slash])
     }
 }

@@ -147,14 +147,14 @@ extension Fleet {
             guard let board = boards.removeValue(forKey: target.address) else { continue }
             tally.remove(target.address)
             lastNotedSeen[target.address] = nil
-            let device = await board.forget()
+            let devices = await board.forget()
             var result: Result<Void, FleetError> = .success(())
             do {
                 try await registry.forget(target.address)
             } catch {
                 result = .failure(FleetError(.failed, "Could not save the registry: \(error)"))
             }
-            if let device { try? await client.removeDevice(device) }
+            for device in devices { try? await client.removeDevice(device) }
             events.publish(.boardRemoved(target.address))
             outcomes.append(BoardOutcome(address: target.address, name: target.name, result: result, latency: start.duration(to: .now)))
         }
@@ -164,11 +164,12 @@ extension Fleet {
     /// Waits `duration` with discovery on and returns the boards seen meanwhile.
     public func scan(for duration: Duration) async throws -> [BoardSnapshot] {
         guard bluezAvailable else { throw FleetError(.bluezUnavailable, "BlueZ (bluetoothd) is not running.") }
-        guard let adapter, adapter.powered else {
-            throw FleetError(.adapterOff, "The adapter \(adapterName) is powered off or missing.")
+        let powered = adapters.values.filter { $0.adapter.powered }
+        guard !powered.isEmpty else {
+            throw FleetError(.adapterOff, "The adapter \(adapterSelection) is powered off or missing.")
         }
         let start = ContinuousClock.now
-        await context.discovery.resume()
+        for adapter in powered { await adapter.discovery.resume() }
         try await Task.sleep(for: duration)
         return await snapshots().filter { ($0.lastSeen ?? start) > start || $0.phase == .ready }
     }

@@ -2,17 +2,17 @@ import BlueZ
 public import Logging
 import Synchronization
 
-/// The fleet: every known board (one ``Board`` actor each), the adapter they share, and the
-/// operations that run on many boards at once.
+/// The fleet: every known board (one ``Board`` actor each), the adapters they connect
+/// through, and the operations that run on many boards at once.
 ///
 /// `run()` keeps it in step with BlueZ until cancelled: it runs the BlueZ mirror, adopts
-/// boards that advertise the LED service, keeps discovery on while the adapter is powered,
-/// and feeds every board the changes of its device, of the adapter and of BlueZ itself.
+/// boards that advertise the LED service, keeps discovery on while an adapter is powered,
+/// and feeds every board the changes of its devices, of the adapters and of BlueZ itself.
 public actor Fleet {
     public nonisolated let events: EventBroadcaster<FleetEvent>
     public nonisolated let configuration: FleetConfiguration
-    /// The adapter to use: interface name (`hci0`) or address.
-    public nonisolated let adapterName: String
+    /// The adapters to connect through.
+    public nonisolated let adapterSelection: AdapterSelection
     let client: BlueZClient
     let registry: Registry
     let logger: Logger
@@ -26,14 +26,11 @@ public actor Fleet {
     }
     /// `devicePaths` to the boards' live state, for advertisements recorded on the mirror.
     nonisolated let pathIndex = DevicePathIndex()
-    var adapter: BlueZAdapter? {
-        didSet { noteAdapterState() }
-    }
+    /// The adapters in use (shown by BlueZ and named by the selection), by object path.
+    var adapters: [String: FleetAdapter] = [:]
+    var anyAdapterPowered: Bool { adapters.values.contains { $0.adapter.powered } }
     var bluezAvailable = false {
         didSet { tally.bluezChanged(available: bluezAvailable) }
-    }
-    var discovering = false {
-        didSet { noteAdapterState() }
     }
     /// Counts and adapter state for `status`, readable without awaiting this actor or any board.
     nonisolated let tally: FleetTally
@@ -52,10 +49,10 @@ public actor Fleet {
         case address(String)
     }
 
-    /// Connects to BlueZ on `bus` for a fleet that owns `adapter` (an interface name or an
-    /// address). `run()` then keeps it in step with BlueZ; ``close()`` ends the connection.
+    /// Connects to BlueZ on `bus` for a fleet that owns `adapters`. `run()` then keeps it in
+    /// step with BlueZ; ``close()`` ends the connection.
     public static func connect(
-        bus: Bus, adapter: String, configuration: FleetConfiguration, registry: Registry, logger: Logger
+        bus: Bus, adapters: AdapterSelection, configuration: FleetConfiguration, registry: Registry, logger: Logger
     ) async throws(FleetError) -> Fleet {
         let address: String? =
             switch bus {
@@ -64,7 +61,8 @@ public actor Fleet {
             }
         do {
             let client = try await BlueZClient.connect(busAddress: address, logger: logger)
-            return Fleet(client: client, adapter: adapter, configuration: configuration, registry: registry, logger: logger)
+            return Fleet(
+                client: client, adapters: adapters, configuration: configuration, registry: registry, logger: logger)
         } catch {
             throw FleetError(.bluezUnavailable, "\(error)")
         }
@@ -76,10 +74,11 @@ public actor Fleet {
     }
 
     init(
-        client: BlueZClient, adapter: String, configuration: FleetConfiguration, registry: Registry, logger: Logger
+        client: BlueZClient, adapters: AdapterSelection, configuration: FleetConfiguration, registry: Registry,
+        logger: Logger
     ) {
         self.client = client
-        self.adapterName = adapter
+        self.adapterSelection = adapters
         self.configuration = configuration
         self.registry = registry
         self.logger = logger
@@ -88,16 +87,14 @@ public actor Fleet {
             temperatureMaxAge: configuration.temperatureMaxAge, adoption: configuration.adoption)
         let events = EventBroadcaster<FleetEvent>(defaultBufferSize: configuration.eventBufferSize)
         self.events = events
-        let tally = FleetTally(adapterName: adapter)
+        let tally = FleetTally(adapterSelection: adapters.description)
         self.tally = tally
         // Boards ask the fleet for a connection slot; the fleet owns the boards, so the way
         // back is a weak reference, set once the fleet exists.
         let fleetReference = WeakFleetReference()
         self.context = FleetContext(
             client: client, configuration: configuration, events: events, tally: tally, logger: logger,
-            reserveSlot: { address, command in
-                await fleetReference.fleet?.reserveSlot(for: address, command: command) ?? false
-            })
+            fleet: fleetReference)
         fleetReference.fleet = self
     }
 
@@ -111,7 +108,8 @@ public actor Fleet {
         let observation = await client.mirror.observe(interfaces: [BlueZInterfaces.adapter, BlueZInterfaces.device]) {
             event in
             if let advertisement = event.advertisement, let live = pathIndex.live(at: advertisement.path),
-                live.advertised(rssi: advertisement.rssi.map(Int.init))
+                live.advertised(
+                    rssi: advertisement.rssi.map(Int.init), adapter: Fleet.adapterPath(ofDevice: advertisement.path))
             {
                 return
             }
@@ -119,9 +117,10 @@ public actor Fleet {
         }
         defer { observation.cancel() }
         for record in await registry.boards where boards[record.address] == nil {
-            boards[record.address] = Board(record: record, device: nil, adapterPowered: false, context: context)
+            boards[record.address] = Board(record: record, devices: [], adapterPowered: false, context: context)
         }
-        logger.info("fleet starting", metadata: ["fleet.known": "\(boards.count)", "ble.adapter": "\(adapterName)"])
+        logger.info(
+            "fleet starting", metadata: ["fleet.known": "\(boards.count)", "ble.adapters": "\(adapterSelection)"])
         try await withThrowingTaskGroup(of: Void.self) { group in
             let client = self.client
             group.addTask { try await client.run() }
@@ -218,19 +217,74 @@ public actor Fleet {
         pathIndex.replace(with: devicePaths.compactMapValues { boards[$0]?.live })
     }
 
-    private func noteAdapterState() {
-        tally.adapterChanged(
-            address: adapter?.address, present: adapter != nil, powered: adapter?.powered ?? false,
-            discovering: discovering)
+    func noteAdapterState() {
+        var entries = adapters.values.map { fleetAdapter in
+            let adapter = fleetAdapter.adapter
+            return FleetTally.AdapterEntry(
+                path: adapter.path, name: adapter.name, address: adapter.address, powered: adapter.powered,
+                discovering: adapter.discovering, limit: fleetAdapter.limit)
+        }
+        // Named adapters BlueZ does not show are listed too, as missing.
+        let shown = adapters.values.map(\.adapter)
+        for name in adapterSelection.missing(among: shown) {
+            entries.append(FleetTally.AdapterEntry(
+                path: nil, name: name, address: nil, powered: false, discovering: false,
+                limit: configuration.adapterLimits[name] ?? configuration.connectionLimit))
+        }
+        tally.adaptersChanged(entries)
     }
 
-    // MARK: Connection slots
+    // MARK: Placement and connection slots
 
-    /// Called by a board holding the adapter's connect permit: may it take a link? Counts the
-    /// adapter's connected devices (ours and anyone else's); for a command, evicts the least
-    /// recently used idle board when all slots are taken.
-    func reserveSlot(for address: BoardAddress, command: Bool) async -> Bool {
-        guard let adapter else { return false }
+    /// The adapter `board` should connect through now: one that hears it (BlueZ has its
+    /// device there), is powered and in use, scored by ``Placement``; nil when none does.
+    /// The adapter chosen is claimed (``FleetAdapter/claim(_:)``): the caller unclaims it
+    /// when its connect is done.
+    func placement(for board: BoardAddress, link: String?, rssi: [String: Int]) async -> PlacementChoice? {
+        let tree = await client.mirror.tree
+        var candidates: [Placement.Candidate] = []
+        var devices: [String: BlueZDevice] = [:]
+        var roomWhereUnheard: [String] = []
+        var freshRoomWhereUnheard: [String] = []
+        for (path, adapter) in adapters where adapter.adapter.powered {
+            // Slots taken: links up, and connects placed here that will take one.
+            let onAdapter = tree.devices(onAdapter: path)
+            var taken = Set(onAdapter.filter(\.hasLink).compactMap { BoardAddress($0.address) })
+            taken.formUnion(adapter.placedBoards)
+            taken.remove(board)
+            let freeSlots = max(0, adapter.limit - taken.count)
+            guard let device = onAdapter.first(where: { BoardAddress($0.address) == board }) else {
+                if freeSlots > 0 {
+                    roomWhereUnheard.append(path)
+                    if adapter.isFresh { freshRoomWhereUnheard.append(path) }
+                }
+                continue
+            }
+            devices[path] = device
+            candidates.append(Placement.Candidate(
+                path: path, rssi: rssi[path] ?? device.rssi.map(Int.init), freeSlots: freeSlots,
+                connectsInProgress: adapter.connectsInProgress, recentFailures: adapter.recentFailures(of: board)))
+        }
+        // No suspension from reading the claims to taking one: placements that run at the
+        // same moment see each other's.
+        let decision = Placement.choose(candidates, current: link)
+        let chosen: (path: String, full: Bool)? =
+            switch decision {
+            case .connect(let path): (path, false)
+            case .full(let path): (path, true)
+            case .none: nil
+            }
+        guard let chosen, let adapter = adapters[chosen.path], let device = devices[chosen.path] else { return nil }
+        adapter.claim(board)
+        return PlacementChoice(
+            adapter: adapter, device: device, full: chosen.full, roomWhereUnheard: roomWhereUnheard,
+            freshRoomWhereUnheard: freshRoomWhereUnheard)
+    }
+
+    /// Called by a board holding `adapter`'s connect permit: may it take a link there?
+    /// Counts the adapter's links (ours and anyone else's); for a command, evicts the least
+    /// recently used idle board on that adapter when all its slots are taken.
+    func reserveSlot(for address: BoardAddress, on adapter: FleetAdapter, command: Bool) async -> Bool {
         let connected = await client.mirror.tree.devices(onAdapter: adapter.path).filter(\.hasLink)
         var links: [ConnectionSlots.Link] = []
         for device in connected {
@@ -242,14 +296,14 @@ public actor Fleet {
                 links.append(ConnectionSlots.Link(address: other, lastUsed: .now, isBusy: true))
             }
         }
-        switch ConnectionSlots.decide(for: address, links: links, limit: configuration.connectionLimit) {
+        switch ConnectionSlots.decide(for: address, links: links, limit: adapter.limit) {
         case .available:
             return true
         case .evict(let victim):
             guard command, let board = boards[victim] else { return false }
             logger.info(
                 "evicting the least recently used idle board to free a connection slot",
-                metadata: ["ble.address": "\(address)", "evicted": "\(victim)"])
+                metadata: ["ble.address": "\(address)", "evicted": "\(victim)", "ble.adapter": "\(adapter.name)"])
             await board.disconnect()
             return true
         case .noSlot:

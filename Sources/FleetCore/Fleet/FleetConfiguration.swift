@@ -1,8 +1,12 @@
+import BlueZ
+
 /// Settings of the fleet core; immutable, with defaults for everything.
 public struct FleetConfiguration: Sendable, Hashable {
-    /// Maximum simultaneous connections; idle boards are evicted (least recently used)
-    /// beyond it. Typical controllers hold 5–9 LE connections.
+    /// Maximum simultaneous connections per adapter; idle boards are evicted (least recently
+    /// used) beyond it. Typical controllers hold 5–9 LE connections.
     public let connectionLimit: Int
+    /// Per-adapter overrides of ``connectionLimit``, by interface name or address.
+    public let adapterLimits: [String: Int]
     /// Connect operations allowed at once per adapter (parallel connects are fragile).
     public let concurrentConnects: Int
     /// Deadline for one connect, from `Device1.Connect` until services are resolved.
@@ -24,6 +28,7 @@ public struct FleetConfiguration: Sendable, Hashable {
 
     public init(
         connectionLimit: Int = 7,
+        adapterLimits: [String: Int] = [:],
         concurrentConnects: Int = 1,
         connectTimeout: Duration = .seconds(10),
         defaultCommandTimeout: Duration = .seconds(5),
@@ -35,6 +40,7 @@ public struct FleetConfiguration: Sendable, Hashable {
         eventBufferSize: Int = 256
     ) {
         self.connectionLimit = max(1, connectionLimit)
+        self.adapterLimits = adapterLimits.mapValues { max(1, $0) }
         self.concurrentConnects = max(1, concurrentConnects)
         self.connectTimeout = connectTimeout
         self.defaultCommandTimeout = defaultCommandTimeout
@@ -44,5 +50,10 @@ public struct FleetConfiguration: Sendable, Hashable {
         self.stateDirectory = stateDirectory
         self.lastSeenSaveInterval = lastSeenSaveInterval
         self.eventBufferSize = max(1, eventBufferSize)
+    }
+
+    /// The connection limit of `adapter`: its override, else ``connectionLimit``.
+    func limit(for adapter: BlueZAdapter) -> Int {
+        adapterLimits.first { AdapterSelection.names($0.key, adapter) }?.value ?? connectionLimit
     }
 }

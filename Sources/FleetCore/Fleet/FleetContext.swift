@@ -1,34 +1,61 @@
 import BlueZ
 import Logging
 
-/// What every board actor shares: the BlueZ client, the adapter's connect scheduler and
-/// discovery governor, the configuration, the event stream, and the fleet's
-/// connection-slot arbiter.
+/// What every board actor shares: the BlueZ client, the configuration, the event stream,
+/// the counts, and the way back to the fleet for what needs all boards and adapters at once
+/// (which adapter to connect through, whether a slot is free there).
 final class FleetContext: Sendable {
     let client: BlueZClient
     let configuration: FleetConfiguration
-    let scheduler: ConnectScheduler
-    /// Discovery pauses while connects are wanted (see ``DiscoveryGovernor``).
-    let discovery: DiscoveryGovernor
     let events: EventBroadcaster<FleetEvent>
     let tally: FleetTally
     let logger: Logger
-    /// Called with the connect permit held: may the board take a link now? `command` says
-    /// a user is waiting (then an idle board may be evicted).
-    let reserveSlot: @Sendable (BoardAddress, _ command: Bool) async -> Bool
+    private let fleet: WeakFleetReference
 
     init(
         client: BlueZClient, configuration: FleetConfiguration, events: EventBroadcaster<FleetEvent>,
-        tally: FleetTally, logger: Logger, reserveSlot: @escaping @Sendable (BoardAddress, Bool) async -> Bool
+        tally: FleetTally, logger: Logger, fleet: WeakFleetReference
     ) {
         self.client = client
         self.configuration = configuration
-        self.scheduler = ConnectScheduler(limit: configuration.concurrentConnects)
-        self.discovery = DiscoveryGovernor(
-            client: client, filter: DiscoveryFilter(serviceUUIDs: [NanoProfile.ledService.bluetooth]), logger: logger)
         self.events = events
         self.tally = tally
         self.logger = logger
-        self.reserveSlot = reserveSlot
+        self.fleet = fleet
     }
+
+    /// The adapter `board` should connect through now (``Placement``), claimed; nil when
+    /// no usable adapter hears the board.
+    func placement(for board: BoardAddress, link: String?, rssi: [String: Int]) async -> PlacementChoice? {
+        await fleet.fleet?.placement(for: board, link: link, rssi: rssi)
+    }
+
+    /// Returns once BlueZ shows `board` on one (`all`: every one) of `adapters` (paths), or
+    /// after `limit`.
+    func waitUntilHeard(_ board: BoardAddress, on adapters: [String], all: Bool, within limit: Duration) async {
+        let paths = adapters.map { "\($0)/dev_\(board.rawValue.replacingOccurrences(of: ":", with: "_"))" }
+        _ = try? await client.mirror.wait(timeout: limit, description: "\(board) heard by other adapters") { snapshot in
+            let heard = paths.filter { snapshot.tree.device(at: $0) != nil }.count
+            return (all ? heard == paths.count : heard > 0) ? .done(()) : .pending
+        }
+    }
+
+    /// Called with `adapter`'s connect permit held: may `board` take a link there? For a
+    /// command (`command`), the least recently used idle board on that adapter is evicted
+    /// when every slot is taken.
+    func reserveSlot(for board: BoardAddress, on adapter: FleetAdapter, command: Bool) async -> Bool {
+        await fleet.fleet?.reserveSlot(for: board, on: adapter, command: command) ?? false
+    }
+}
+
+/// Where a board connects: the adapter (claimed for it), its device there, and whether the
+/// adapter is full (a slot must be freed first).
+struct PlacementChoice: Sendable {
+    let adapter: FleetAdapter
+    let device: BlueZDevice
+    let full: Bool
+    /// Adapters with room that have not reported the board (yet).
+    let roomWhereUnheard: [String]
+    /// Those of them lately started (or powered on): they may not have heard anything yet.
+    let freshRoomWhereUnheard: [String]
 }

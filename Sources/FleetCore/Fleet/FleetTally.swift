@@ -4,49 +4,58 @@ import Synchronization
 /// things change, so that ``Fleet/status`` is read without waiting for any actor (a
 /// `daemon.status` call or an sd-notify summary never queues behind board work).
 final class FleetTally: Sendable {
+    private struct BoardEntry {
+        /// The identity of the board's actor: a forgotten board's late changes never count
+        /// for a new board of the same address.
+        var board: ObjectIdentifier
+        var phase: BoardPhase
+        /// The adapter path of its link, if any.
+        var adapter: String?
+    }
+
+    /// An adapter as the fleet last saw it.
+    struct AdapterEntry: Sendable {
+        var path: String?
+        var name: String
+        var address: String?
+        var powered: Bool
+        var discovering: Bool
+        var limit: Int
+    }
+
     private struct State {
-        /// Each board's phase, with the identity of its actor: a forgotten board's late
-        /// changes never count for a new board of the same address.
-        var phases: [BoardAddress: (board: ObjectIdentifier, phase: BoardPhase)] = [:]
-        var adapterAddress: String?
-        var adapterPresent = false
-        var adapterPowered = false
+        var boards: [BoardAddress: BoardEntry] = [:]
+        var adapters: [AdapterEntry] = []
         var bluezAvailable = false
-        var discovering = false
     }
 
     private let state = Mutex(State())
-    let adapterName: String
+    let adapterSelection: String
 
-    init(adapterName: String) {
-        self.adapterName = adapterName
+    init(adapterSelection: String) {
+        self.adapterSelection = adapterSelection
     }
 
     /// A board joins the fleet (adopted, or loaded from the registry).
     func add(_ address: BoardAddress, board: ObjectIdentifier, phase: BoardPhase) {
-        state.withLock { $0.phases[address] = (board, phase) }
+        state.withLock { $0.boards[address] = BoardEntry(board: board, phase: phase) }
     }
 
     /// A board leaves the fleet (forgotten); its later phase changes are not counted.
     func remove(_ address: BoardAddress) {
-        state.withLock { _ = $0.phases.removeValue(forKey: address) }
+        state.withLock { _ = $0.boards.removeValue(forKey: address) }
     }
 
-    /// A known board's phase changed.
-    func phaseChanged(_ address: BoardAddress, board: ObjectIdentifier, to phase: BoardPhase) {
+    /// A known board's phase, or the adapter of its link, changed.
+    func boardChanged(_ address: BoardAddress, board: ObjectIdentifier, phase: BoardPhase, adapter: String?) {
         state.withLock { state in
-            guard state.phases[address]?.board == board else { return }
-            state.phases[address] = (board, phase)
+            guard state.boards[address]?.board == board else { return }
+            state.boards[address] = BoardEntry(board: board, phase: phase, adapter: adapter)
         }
     }
 
-    func adapterChanged(address: String?, present: Bool, powered: Bool, discovering: Bool) {
-        state.withLock { state in
-            state.adapterAddress = address
-            state.adapterPresent = present
-            state.adapterPowered = powered
-            state.discovering = discovering
-        }
+    func adaptersChanged(_ adapters: [AdapterEntry]) {
+        state.withLock { $0.adapters = adapters.sorted { $0.name < $1.name } }
     }
 
     func bluezChanged(available: Bool) {
@@ -57,15 +66,24 @@ final class FleetTally: Sendable {
         state.withLock { state in
             var ready = 0
             var linked = 0
-            for (_, phase) in state.phases.values {
-                if phase == .ready { ready += 1 }
-                if phase == .resolving || phase == .ready || phase == .disconnecting { linked += 1 }
+            var boardsPerAdapter: [String: [BoardAddress]] = [:]
+            for (address, entry) in state.boards {
+                if entry.phase == .ready { ready += 1 }
+                if entry.phase == .resolving || entry.phase == .ready || entry.phase == .disconnecting { linked += 1 }
+                if let adapter = entry.adapter, entry.phase != .absent, entry.phase != .discovered {
+                    boardsPerAdapter[adapter, default: []].append(address)
+                }
+            }
+            let adapters = state.adapters.map { entry in
+                FleetStatus.Adapter(
+                    name: entry.name, address: entry.address, present: entry.path != nil, powered: entry.powered,
+                    discovering: entry.discovering,
+                    boards: (entry.path.flatMap { boardsPerAdapter[$0] } ?? []).sorted { $0.description < $1.description },
+                    limit: entry.limit)
             }
             return FleetStatus(
-                adapterName: adapterName, adapterAddress: state.adapterAddress, adapterPresent: state.adapterPresent,
-                adapterPowered: state.adapterPowered, bluezAvailable: state.bluezAvailable,
-                discovering: state.discovering, boardCount: state.phases.count, readyCount: ready,
-                connectedCount: linked)
+                adapters: adapters, bluezAvailable: state.bluezAvailable, boardCount: state.boards.count,
+                readyCount: ready, connectedCount: linked, adapterSelection: adapterSelection)
         }
     }
 }

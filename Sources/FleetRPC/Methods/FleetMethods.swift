@@ -173,7 +173,7 @@ enum Schemas {
             "address": ["type": "string"], "name": ["type": "string"], "alias": ["type": "string"],
             "state": ["type": "string", "enum": .array(BoardState.allCases.map { .string($0.rawValue) })],
             "rssi": ["type": "integer"], "led": ["type": ["boolean", "null"]],
-            "desiredLed": ["type": ["boolean", "null"]], "temperature": temperature,
+            "desiredLed": ["type": ["boolean", "null"]], "temperature": temperature, "adapter": ["type": "string"],
             "lastSeen": ["type": "string", "format": "date-time"],
         ],
     ]
@@ -195,18 +195,39 @@ enum Schemas {
         "properties": [
             "version": ["type": "string"], "uptimeSeconds": ["type": "number"], "bluez": ["type": "boolean"],
             "adapter": ["type": "string"], "powered": ["type": "boolean"], "discovering": ["type": "boolean"],
+            "adapters": [
+                "type": "array",
+                "items": [
+                    "type": "object",
+                    "required": ["name", "present", "powered", "discovering", "slotsUsed", "slotsLimit", "boards"],
+                    "properties": [
+                        "name": ["type": "string"], "address": ["type": "string"], "present": ["type": "boolean"],
+                        "powered": ["type": "boolean"], "discovering": ["type": "boolean"],
+                        "slotsUsed": ["type": "integer"], "slotsLimit": ["type": "integer"],
+                        "boards": ["type": "array", "items": ["type": "string"]],
+                    ],
+                ],
+            ],
             "boards": [
                 "type": "object",
                 "properties": ["known": ["type": "integer"], "connected": ["type": "integer"], "ready": ["type": "integer"]],
             ],
             "clients": ["type": "integer"],
+            "mqtt": [
+                "type": "object",
+                "required": ["broker", "gateway", "connected", "queued", "dropped"],
+                "properties": [
+                    "broker": ["type": "string"], "gateway": ["type": "string"], "connected": ["type": "boolean"],
+                    "queued": ["type": "integer"], "dropped": ["type": "integer"],
+                ],
+            ],
         ],
     ]
 
     static func outcome(_ extra: [String: JSONValue]) -> JSONValue {
         var properties: [String: JSONValue] = [
             "address": ["type": "string"], "name": ["type": "string"], "ok": ["type": "boolean"],
-            "error": boardError, "latencyMs": ["type": "integer"],
+            "error": boardError, "latencyMs": ["type": "integer"], "pending": ["type": "boolean"],
         ]
         properties.merge(extra) { _, new in new }
         return ["type": "object", "required": ["address", "name", "ok", "latencyMs"], "properties": .object(properties)]

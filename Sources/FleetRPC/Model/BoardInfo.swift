@@ -19,11 +19,15 @@ public struct BoardInfo: Sendable, Hashable, Codable {
     public var temperature: TemperatureReading?
     /// When the board was last seen, ISO 8601 UTC (`2024-05-01T12:00:00Z`), if ever.
     public var lastSeen: String?
+    /// The adapter (`hci0`) of its link, else the one that hears it best, if any.
+    public var adapter: String?
 
     public init(
         address: String, name: String, alias: String? = nil, state: BoardState, rssi: Int? = nil,
-        led: Bool? = nil, desiredLed: Bool? = nil, temperature: TemperatureReading? = nil, lastSeen: String? = nil
+        led: Bool? = nil, desiredLed: Bool? = nil, temperature: TemperatureReading? = nil, lastSeen: String? = nil,
+        adapter: String? = nil
     ) {
+        self.adapter = adapter
         self.address = address
         self.name = name
         self.alias = alias
@@ -36,7 +40,7 @@ public struct BoardInfo: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case address, name, alias, state, rssi, led, desiredLed, temperature, lastSeen
+        case address, name, alias, state, rssi, led, desiredLed, temperature, lastSeen, adapter
     }
 
     /// `led` and `desiredLed` are always present, `null` when unknown (a script tells
@@ -52,5 +56,6 @@ public struct BoardInfo: Sendable, Hashable, Codable {
         try container.encode(desiredLed, forKey: .desiredLed)
         try container.encodeIfPresent(temperature, forKey: .temperature)
         try container.encodeIfPresent(lastSeen, forKey: .lastSeen)
+        try container.encodeIfPresent(adapter, forKey: .adapter)
     }
 }

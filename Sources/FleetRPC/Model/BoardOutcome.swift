@@ -7,12 +7,16 @@ public struct BoardOutcome: Sendable, Hashable, Codable {
     public var error: BoardError?
     /// Time the operation took on this board, in milliseconds.
     public var latencyMs: Int
+    /// `led.set` on a board that could not be switched now (absent, out of reach): the state
+    /// asked for is recorded and written when the board is back. Absent otherwise.
+    public var pending: Bool?
 
-    public init(address: String, name: String, ok: Bool, error: BoardError? = nil, latencyMs: Int) {
+    public init(address: String, name: String, ok: Bool, error: BoardError? = nil, latencyMs: Int, pending: Bool? = nil) {
         self.address = address
         self.name = name
         self.ok = ok
         self.error = error
         self.latencyMs = latencyMs
+        self.pending = pending
     }
 }

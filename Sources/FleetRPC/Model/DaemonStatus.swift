@@ -6,16 +6,71 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
     public var uptimeSeconds: Double
     /// Whether BlueZ is reachable on the system bus.
     public var bluez: Bool
-    /// The adapter in use (e.g. `hci0`), if any.
+    /// The adapter in use (e.g. `hci0 (00:1A:7D:DA:71:13)`), the first if several; nil if none.
     public var adapter: String?
-    /// Whether the adapter is powered.
+    /// Whether an adapter is powered.
     public var powered: Bool
-    /// Whether a scan is running.
+    /// Whether a scan is running on an adapter.
     public var discovering: Bool
+    /// Every adapter the daemon uses (or was told to use and does not see).
+    public var adapters: [Adapter]
     /// Boards known, connected, and ready.
     public var boards: Counts
     /// Clients connected to the socket.
     public var clients: Int
+    /// The MQTT bridge, when one is configured.
+    public var mqtt: MQTT?
+
+    /// The MQTT bridge in `daemon.status`.
+    public struct MQTT: Sendable, Hashable, Codable {
+        /// `mqtt://host:port`.
+        public var broker: String
+        /// This gateway's name in topics.
+        public var gateway: String
+        public var connected: Bool
+        /// Messages waiting for the broker.
+        public var queued: Int
+        /// Temperature updates dropped because the broker was too slow or away.
+        public var dropped: Int
+
+        public init(broker: String, gateway: String, connected: Bool, queued: Int, dropped: Int) {
+            self.broker = broker
+            self.gateway = gateway
+            self.connected = connected
+            self.queued = queued
+            self.dropped = dropped
+        }
+    }
+
+    /// One adapter in `daemon.status`.
+    public struct Adapter: Sendable, Hashable, Codable {
+        public var name: String
+        /// Its address, while BlueZ shows it.
+        public var address: String?
+        /// false when BlueZ does not show it (unplugged, or BlueZ not running).
+        public var present: Bool
+        public var powered: Bool
+        public var discovering: Bool
+        /// Connection slots in use by the fleet's boards, and the most allowed.
+        public var slotsUsed: Int
+        public var slotsLimit: Int
+        /// The addresses of the boards linked (or being linked) through it.
+        public var boards: [String]
+
+        public init(
+            name: String, address: String?, present: Bool, powered: Bool, discovering: Bool, slotsUsed: Int,
+            slotsLimit: Int, boards: [String] = []
+        ) {
+            self.boards = boards
+            self.name = name
+            self.address = address
+            self.present = present
+            self.powered = powered
+            self.discovering = discovering
+            self.slotsUsed = slotsUsed
+            self.slotsLimit = slotsLimit
+        }
+    }
 
     public struct Counts: Sendable, Hashable, Codable {
         public var known: Int
@@ -31,8 +86,10 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
 
     public init(
         version: String, uptimeSeconds: Double, bluez: Bool, adapter: String? = nil, powered: Bool,
-        discovering: Bool, boards: Counts, clients: Int
+        discovering: Bool, adapters: [Adapter] = [], boards: Counts, clients: Int, mqtt: MQTT? = nil
     ) {
+        self.mqtt = mqtt
+        self.adapters = adapters
         self.version = version
         self.uptimeSeconds = uptimeSeconds
         self.bluez = bluez
@@ -41,5 +98,24 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
         self.discovering = discovering
         self.boards = boards
         self.clients = clients
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case version, uptimeSeconds, bluez, adapter, powered, discovering, adapters, boards, clients, mqtt
+    }
+
+    /// A daemon older than `adapters` sends none: then it is an empty list.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(String.self, forKey: .version)
+        uptimeSeconds = try container.decode(Double.self, forKey: .uptimeSeconds)
+        bluez = try container.decode(Bool.self, forKey: .bluez)
+        adapter = try container.decodeIfPresent(String.self, forKey: .adapter)
+        powered = try container.decode(Bool.self, forKey: .powered)
+        discovering = try container.decode(Bool.self, forKey: .discovering)
+        adapters = try container.decodeIfPresent([Adapter].self, forKey: .adapters) ?? []
+        boards = try container.decode(Counts.self, forKey: .boards)
+        clients = try container.decode(Int.self, forKey: .clients)
+        mqtt = try container.decodeIfPresent(MQTT.self, forKey: .mqtt)
     }
 }

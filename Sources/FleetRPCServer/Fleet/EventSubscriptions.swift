@@ -1,5 +1,6 @@
 public import FleetCore
 public import FleetRPC
+import FleetWire
 import Foundation
 import Synchronization
 

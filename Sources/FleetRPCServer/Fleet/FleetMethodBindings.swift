@@ -1,5 +1,6 @@
 public import FleetCore
-import FleetRPC
+public import FleetRPC
+import FleetWire
 import Foundation
 
 /// Binds the fleet's operations to the method catalogue (`FleetMethods`): the one place
@@ -11,11 +12,17 @@ public enum FleetMethodBindings {
         public var startedAt: ContinuousClock.Instant
         /// How many clients are connected now.
         public var clientCount: @Sendable () -> Int
+        /// The MQTT bridge's state, when one is configured.
+        public var mqttStatus: @Sendable () -> DaemonStatus.MQTT?
 
-        public init(version: String, startedAt: ContinuousClock.Instant = .now, clientCount: @escaping @Sendable () -> Int) {
+        public init(
+            version: String, startedAt: ContinuousClock.Instant = .now, clientCount: @escaping @Sendable () -> Int,
+            mqttStatus: @escaping @Sendable () -> DaemonStatus.MQTT? = { nil }
+        ) {
             self.version = version
             self.startedAt = startedAt
             self.clientCount = clientCount
+            self.mqttStatus = mqttStatus
         }
     }
 
@@ -26,7 +33,8 @@ public enum FleetMethodBindings {
         dispatcher.register(FleetMethods.ledSet, params: LedSetParams.self) { params, _ in
             let selection = try coreSelection(params.select)
             let result = await fleet.setLED(selection, on: params.on, timeout: params.timeoutMs.map { .milliseconds($0) })
-            return try outcomes(result, selection: params.select)
+            // A board that could not be switched now gets the LED when it is back.
+            return try outcomes(result, selection: params.select, pending: { $0.retryable })
         }
         dispatcher.register(FleetMethods.temperatureRead, params: TemperatureReadParams.self) { params, _ in
             let selection = try coreSelection(params.select)
@@ -38,18 +46,18 @@ public enum FleetMethodBindings {
                 TemperatureOutcome(
                     address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
                     celsius: outcome.value?.value.degrees,
-                    ageMs: outcome.value.map { milliseconds($0.age) },
-                    error: outcome.error.map(BoardError.init), latencyMs: milliseconds(outcome.latency))
+                    ageMs: outcome.value.map { Wire.milliseconds($0.age) },
+                    error: outcome.error.map(BoardError.init), latencyMs: Wire.milliseconds(outcome.latency))
             }
             return FleetRPC.FleetResult(results: entries).unmatched(result.unmatched)
         }
         dispatcher.register(FleetMethods.boardsList, params: BoardsListParams.self) { params, _ in
             let selection = try params.select.map(coreSelection) ?? .all
-            return BoardsListResult(boards: await fleet.snapshots(selection).map(boardInfo))
+            return BoardsListResult(boards: await fleet.snapshots(selection).map { BoardInfo($0) })
         }
         dispatcher.register(FleetMethods.boardsScan, params: BoardsScanParams.self) { params, _ in
             let seen = try await fleet.scan(for: .milliseconds(Int(params.seconds * 1000)))
-            return BoardsListResult(boards: seen.map(boardInfo))
+            return BoardsListResult(boards: seen.map { BoardInfo($0) })
         }
         dispatcher.register(FleetMethods.boardsConnect, params: BoardSelectParams.self) { params, _ in
             let selection = try coreSelection(params.select)
@@ -71,7 +79,7 @@ public enum FleetMethodBindings {
             guard let board = await fleet.snapshots(FleetCore.Selection([.address(address)])).first else {
                 throw RPCError(.boardNotFound, "\(address) was forgotten meanwhile.")
             }
-            return boardInfo(board)
+            return BoardInfo(board)
         }
         dispatcher.register(FleetMethods.gattRead, params: GattReadParams.self) { params, _ in
             let (selection, wire) = try gattSelection(params.select, params.address)
@@ -127,12 +135,18 @@ public enum FleetMethodBindings {
             let status = fleet.status
             return DaemonStatus(
                 version: environment.version,
-                uptimeSeconds: Double(milliseconds(environment.startedAt.duration(to: .now))) / 1000,
+                uptimeSeconds: Double(Wire.milliseconds(environment.startedAt.duration(to: .now))) / 1000,
                 bluez: status.bluezAvailable,
-                adapter: status.adapterPresent ? "\(status.adapterName) (\(status.adapterAddress ?? "?"))" : nil,
+                adapter: status.adapters.first(where: \.present).map { "\($0.name) (\($0.address ?? "?"))" },
                 powered: status.adapterPowered, discovering: status.discovering,
+                adapters: status.adapters.map {
+                    DaemonStatus.Adapter(
+                        name: $0.name, address: $0.address, present: $0.present, powered: $0.powered,
+                        discovering: $0.discovering, slotsUsed: $0.links, slotsLimit: $0.limit,
+                        boards: $0.boards.map(\.description))
+                },
                 boards: .init(known: status.boardCount, connected: status.connectedCount, ready: status.readyCount),
-                clients: environment.clientCount())
+                clients: environment.clientCount(), mqtt: environment.mqttStatus())
         }
     }
 
@@ -175,7 +189,7 @@ public enum FleetMethodBindings {
             GattOutcome(
                 address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
                 value: outcome.value.flatMap(value), error: outcome.error.map(BoardError.init),
-                latencyMs: milliseconds(outcome.latency))
+                latencyMs: Wire.milliseconds(outcome.latency))
         }).unmatched(result.unmatched)
     }
 
@@ -219,42 +233,13 @@ public enum FleetMethodBindings {
         throw RPCError(.boardNotFound, "No board matches \(named); `blectl boards` lists the known boards.")
     }
 
-    static func outcomes(_ result: FleetCore.FleetResult<Void>, selection: FleetRPC.Selection) throws
-        -> FleetRPC.FleetResult<FleetRPC.BoardOutcome>
-    {
+    /// `pending` tells which failures leave the change to be applied when the board is back.
+    static func outcomes(
+        _ result: FleetCore.FleetResult<Void>, selection: FleetRPC.Selection,
+        pending: (FleetError) -> Bool = { _ in false }
+    ) throws -> FleetRPC.FleetResult<FleetRPC.BoardOutcome> {
         try requireMatch(result.outcomes.isEmpty, result.unmatched, selection)
-        return FleetRPC.FleetResult(results: result.outcomes.map { outcome in
-            FleetRPC.BoardOutcome(
-                address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
-                error: outcome.error.map(BoardError.init), latencyMs: milliseconds(outcome.latency))
-        }).unmatched(result.unmatched)
-    }
-
-    static func boardInfo(_ board: BoardSnapshot) -> BoardInfo {
-        let now = ContinuousClock.now
-        let desired: Bool? =
-            switch board.desiredLED {
-            case .on: true
-            case .off: false
-            case .unknown: nil
-            }
-        return BoardInfo(
-            address: board.address.rawValue, name: board.name ?? "", alias: board.alias, state: BoardState(board.phase),
-            rssi: board.rssi, led: board.appliedLED, desiredLed: desired,
-            temperature: board.temperature.map { TemperatureReading(celsius: $0.value.degrees, ageMs: milliseconds($0.age(at: now))) },
-            lastSeen: board.lastSeen.map { wallClock($0, now: now) })
-    }
-
-    static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
-    }
-
-    /// A monotonic instant as an ISO 8601 wall-clock time.
-    static func wallClock(_ instant: ContinuousClock.Instant, now: ContinuousClock.Instant) -> String {
-        let age = instant.duration(to: now)
-        let date = Date().addingTimeInterval(-Double(milliseconds(age)) / 1000)
-        return date.formatted(.iso8601)
+        return FleetRPC.FleetResult(result, pending: pending)
     }
 }
 

@@ -11,6 +11,10 @@
 #   power-cut N           controller hciN goes silent at once: an HCI_Reset sent straight
 #                         to it (the patched btvirt ends its links at the remote with a
 #                         supervision timeout), before its host can say anything
+#   rssi S A DBM          controller hciS hears hciA's advertising with DBM from its next
+#                         advertising report on (the patched btvirt reads /run/btvirt-rssi)
+#   hotplug on|off        the patched btvirt opens one more controller ("ok N": it is hciN)
+#                         or closes it again, as a USB dongle plugged in or pulled out
 #   trace on|off          btmon records every controller's HCI traffic to $VMDIR/btmon.log
 #   dmesg                 the kernel's last lines
 VMDIR=${VMDIR:-$(cat /run/blefleet-vmdir 2>/dev/null)}
@@ -49,8 +53,49 @@ bluez_start() {
   done
 }
 
+controllers() { ls /sys/class/bluetooth 2>/dev/null | grep '^hci[0-9]*$' | sed 's/^hci//' | sort -n; }
+
+# Waits until hciN is (present = 1) or is not (0) registered with the kernel.
+wait_controller() {
+  i=0
+  while :; do
+    if [ -e "/sys/class/bluetooth/hci$1" ]; then [ "$2" = 1 ] && return 0
+    else [ "$2" = 0 ] && return 0; fi
+    i=$((i + 1))
+    [ $i -gt 200 ] && return 1
+    sleep 0.05
+  done
+}
+
+hotplug() {
+  current=$(cat /run/btvirt-hotplug 2>/dev/null)
+  case "$1" in
+    on)
+      if [ -n "$current" ]; then echo "ok $current"; return; fi
+      # The kernel gives the new controller the lowest free index.
+      next=0
+      for n in $(controllers); do [ "$n" = "$next" ] && next=$((next + 1)); done
+      kill -USR2 "$(cat /run/btvirt.pid)" || { echo "error btvirt is not running"; return; }
+      wait_controller "$next" 1 || { echo "error no controller hci$next appeared"; return; }
+      echo "$next" >/run/btvirt-hotplug
+      echo "ok $next" ;;
+    off)
+      if [ -z "$current" ]; then echo "ok"; return; fi
+      kill -USR2 "$(cat /run/btvirt.pid)" || { echo "error btvirt is not running"; return; }
+      wait_controller "$current" 0 || { echo "error hci$current did not go away"; return; }
+      rm -f /run/btvirt-hotplug
+      echo "ok" ;;
+    *) echo "error hotplug needs on or off" ;;
+  esac
+}
+
 bluez_reset() {
   bluez_stop || return 1
+  rm -f /run/btvirt-rssi
+  if [ -n "$(cat /run/btvirt-hotplug 2>/dev/null)" ]; then
+    out=$(hotplug off)
+    case "$out" in ok*) ;; *) echo "$out"; return 1 ;; esac
+  fi
   for dev in /sys/class/bluetooth/hci*; do
     idx=${dev##*/hci}
     btmgmt --index "$idx" power off >/dev/null 2>&1
@@ -71,6 +116,11 @@ run() {
     power-cut)
       case "$2" in ''|*[!0-9]*) echo "error power-cut needs a controller index"; return ;; esac
       if out=$(hcitool -i "hci$2" cmd 0x03 0x0003 2>&1); then echo "ok"; else echo "error hcitool: $out" | tr '\n' ' '; echo; fi ;;
+    rssi)
+      case "$2:$3:$4" in *::*|:*|*:|*[!0-9:-]*) echo "error rssi needs SCANNER ADVERTISER DBM"; return ;; esac
+      echo "$2 $3 $4" >>/run/btvirt-rssi
+      echo "ok" ;;
+    hotplug) hotplug "$2" ;;
     trace)
       if [ "$2" = on ]; then
         btmon -T >"$VMDIR/btmon.log" 2>&1 </dev/null &

@@ -1,0 +1,83 @@
+import BlueZ
+import Logging
+import Synchronization
+
+/// One adapter the fleet connects through: its own connect queue (one connect at a time
+/// per controller), its own discovery session, its own budget of connection slots, and the
+/// recent connect failures placement weighs. Connects on different adapters run in parallel.
+final class FleetAdapter: Sendable {
+    let path: String
+    let name: String
+    /// Most links at once on this adapter (`connection-limit`, or its override).
+    let limit: Int
+    let scheduler = ConnectScheduler(limit: 1)
+    let discovery: DiscoveryGovernor
+    private struct State {
+        var adapter: BlueZAdapter
+        /// When boards failed to connect through this adapter, per board.
+        var failures: [BoardAddress: [ContinuousClock.Instant]] = [:]
+        /// Boards whose connect is placed on this adapter and not finished (queued or running).
+        var placed: Set<BoardAddress> = []
+        /// When the fleet started using the adapter, or it was last powered on.
+        var since: ContinuousClock.Instant = .now
+    }
+    private let state: Mutex<State>
+
+    /// Failures older than this no longer count against the adapter.
+    static let failureMemory: Duration = .seconds(60)
+
+    init(adapter: BlueZAdapter, limit: Int, client: BlueZClient, filter: DiscoveryFilter, logger: Logger) {
+        self.path = adapter.path
+        self.name = adapter.name
+        self.limit = max(1, limit)
+        self.discovery = DiscoveryGovernor(client: client, filter: filter, logger: logger)
+        self.state = Mutex(State(adapter: adapter))
+    }
+
+    var adapter: BlueZAdapter { state.withLock { $0.adapter } }
+
+    /// Adapters report a board one after another; one that started scanning only lately
+    /// may still be about to. Placement waits for those (briefly) before it settles.
+    static let freshness: Duration = .seconds(5)
+
+    /// Whether the adapter started (was added or powered on) within ``freshness``.
+    var isFresh: Bool { state.withLock { $0.since.duration(to: .now) < Self.freshness } }
+
+    func poweredOn() {
+        state.withLock { $0.since = .now }
+    }
+
+    func update(_ adapter: BlueZAdapter) {
+        state.withLock { $0.adapter = adapter }
+    }
+
+    func noteFailure(of board: BoardAddress, now: ContinuousClock.Instant = .now) {
+        state.withLock { state in
+            state.failures[board, default: []].append(now)
+        }
+    }
+
+    func recentFailures(of board: BoardAddress, now: ContinuousClock.Instant = .now) -> Int {
+        state.withLock { state in
+            let recent = (state.failures[board] ?? []).filter { $0.duration(to: now) < Self.failureMemory }
+            state.failures[board] = recent.isEmpty ? nil : recent
+            return recent.count
+        }
+    }
+
+    /// Connects placed on this adapter and not finished: counted from the moment placement
+    /// chooses it, so that boards placed at the same moment spread over the adapters.
+    var connectsInProgress: Int { state.withLock { $0.placed.count } }
+
+    /// The boards whose connect is placed here: each takes a slot once connected.
+    var placedBoards: Set<BoardAddress> { state.withLock { $0.placed } }
+
+    /// Placement chose this adapter for `board`'s connect; ``unclaim(_:)`` when it is done.
+    func claim(_ board: BoardAddress) {
+        state.withLock { _ = $0.placed.insert(board) }
+    }
+
+    func unclaim(_ board: BoardAddress) {
+        state.withLock { _ = $0.placed.remove(board) }
+    }
+}

@@ -1,0 +1,63 @@
+/// Which adapter a board connects through, when the fleet has several: the one that hears
+/// it best and has room, weighed against the connects already queued there and the
+/// failures it had lately (the way Home Assistant's habluetooth scores connection paths;
+/// written afresh for boards). Pure: the caller gives what it knows now.
+public enum Placement {
+    /// One adapter that has seen the board.
+    public struct Candidate: Sendable, Hashable {
+        /// The adapter's BlueZ object path.
+        public var path: String
+        /// The board's signal on this adapter, dBm (nil: not reported).
+        public var rssi: Int?
+        /// Connection slots left on the adapter.
+        public var freeSlots: Int
+        /// Connects queued or running on the adapter.
+        public var connectsInProgress: Int
+        /// This board's failed connects through this adapter lately.
+        public var recentFailures: Int
+
+        public init(path: String, rssi: Int?, freeSlots: Int, connectsInProgress: Int, recentFailures: Int) {
+            self.path = path
+            self.rssi = rssi
+            self.freeSlots = freeSlots
+            self.connectsInProgress = connectsInProgress
+            self.recentFailures = recentFailures
+        }
+    }
+
+    /// What to do.
+    public enum Decision: Sendable, Hashable {
+        /// Connect through this adapter (it has a free slot).
+        case connect(String)
+        /// Every adapter that hears the board is full: this one is best to free a slot on.
+        case full(String)
+        /// No adapter hears the board.
+        case none
+    }
+
+    /// An RSSI taken when an adapter does not report one: weaker than any usable signal.
+    static let unknownRSSI = -100
+    /// Each connect already queued on an adapter counts as this many dB worse.
+    static let queuedPenalty = 6
+    /// Each recent failure of this board through an adapter counts as this many dB worse.
+    static let failurePenalty = 15
+
+    /// The adapter's score for the board: higher is better.
+    public static func score(_ candidate: Candidate) -> Int {
+        (candidate.rssi ?? unknownRSSI) - queuedPenalty * candidate.connectsInProgress
+            - failurePenalty * candidate.recentFailures
+    }
+
+    /// - Parameters:
+    ///   - candidates: the adapters (powered, in use) that have seen the board.
+    ///   - current: the adapter the board is linked through now, if any: it stays there.
+    public static func choose(_ candidates: [Candidate], current: String?) -> Decision {
+        if let current, candidates.contains(where: { $0.path == current }) { return .connect(current) }
+        func better(_ a: Candidate, _ b: Candidate) -> Bool {
+            (score(a), a.freeSlots, b.path) > (score(b), b.freeSlots, a.path)
+        }
+        if let best = candidates.filter({ $0.freeSlots > 0 }).sorted(by: better).first { return .connect(best.path) }
+        if let best = candidates.sorted(by: better).first { return .full(best.path) }
+        return .none
+    }
+}
