@@ -183,6 +183,12 @@ let package = Package(
             path: "Tests/Fixtures/RegistryWriter",
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "mqtt-will-probe",
+            dependencies: ["MQTT"],
+            path: "Tests/Fixtures/MQTTWillProbe",
+            swiftSettings: swiftSettings
+        ),
 
         // MARK: Tests
         .testTarget(
@@ -197,6 +203,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "MQTTTests",
+            dependencies: ["MQTT", "TestSupport", "mqtt-will-probe"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
