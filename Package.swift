@@ -9,6 +9,7 @@
 //   blectl → FleetRPCClient → FleetRPC
 //   blefleetd → FleetRPCServer → FleetCore → BlueZ → DBus → CDBus (libdbus-1)
 //             → Systemd → CSystemd (libsystemd)
+//   MQTT → CMosquitto (libmosquitto): a generic MQTT client, no board or BLE knowledge
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -40,6 +41,12 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        .systemLibrary(
+            name: "CMosquitto",
+            path: "Sources/CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
 
         // MARK: Libraries
         .target(
@@ -56,6 +63,14 @@ let package = Package(
                 "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "MQTT",
+            dependencies: [
+                "CMosquitto",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -174,6 +189,12 @@ let package = Package(
             path: "Tests/Fixtures/RegistryWriter",
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "mqtt-will-probe",
+            dependencies: ["MQTT"],
+            path: "Tests/Fixtures/MQTTWillProbe",
+            swiftSettings: swiftSettings
+        ),
 
         // MARK: Tests
         .testTarget(
@@ -188,6 +209,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "MQTTTests",
+            dependencies: ["MQTT", "TestSupport", "mqtt-will-probe"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,107 @@
+import Foundation
+
+/// `mosquitto_sub` and `mosquitto_pub` against the broker: an independent client to check
+/// what the code under test published, and to publish to it.
+extension MosquittoBroker {
+    public static let subscribeExecutable = "/usr/bin/mosquitto_sub"
+    public static let publishExecutable = "/usr/bin/mosquitto_pub"
+
+    func clientArguments(username: String?, password: String?) -> [String] {
+        var arguments = ["-h", caFile == nil ? "127.0.0.1" : "localhost", "-p", String(port)]
+        if let caFile { arguments += ["--cafile", caFile] }
+        if let username { arguments += ["-u", username] }
+        if let password { arguments += ["-P", password] }
+        return arguments
+    }
+
+    /// Runs `mosquitto_sub -v` until it received `count` messages on `topic` (a filter)
+    /// and returns them as "topic payload" lines; throws when they do not come within
+    /// `timeout` seconds (with what did come).
+    public func subscribe(
+        _ topic: String, count: Int = 1, timeout: Int = 10, username: String? = nil, password: String? = nil
+    ) async throws -> [String] {
+        let arguments = clientArguments(username: username, password: password)
+            + ["-t", topic, "-v", "-q", "1", "-C", String(count), "-W", String(timeout)]
+        let result = try await ChildProcess.run(Self.subscribeExecutable, arguments, timeout: TimeInterval(timeout + 10))
+        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+        guard result.status == 0 else {
+            throw FixtureError("mosquitto_sub \(topic) exited \(result.status) after \(lines): \(result.stderr)")
+        }
+        return lines
+    }
+
+    /// Runs `mosquitto_pub` (QoS 1: it returns once the broker has the message).
+    public func publish(
+        _ topic: String, _ payload: String, retain: Bool = false, username: String? = nil, password: String? = nil
+    ) async throws {
+        var arguments = clientArguments(username: username, password: password)
+            + ["-t", topic, "-m", payload, "-q", "1"]
+        if retain { arguments.append("-r") }
+        _ = try await runProcess(Self.publishExecutable, arguments)
+    }
+
+    /// Starts `mosquitto_sub -v` on `topic` in the background; read its lines as they come.
+    public func startSubscriber(_ topic: String, count: Int, timeout: Int = 20) throws -> MosquittoSubscriber {
+        let arguments = clientArguments(username: nil, password: nil)
+            + ["-t", topic, "-v", "-q", "1", "-C", String(count), "-W", String(timeout)]
+        return try MosquittoSubscriber(arguments)
+    }
+}
+
+/// A `mosquitto_sub` running in the background, its output collected line by line.
+public final class MosquittoSubscriber: @unchecked Sendable {
+    // Safe: `received` and `ended` are only touched under `lock`; `child` is immutable
+    // (and thread-safe).
+    private let child: ChildProcess
+    private let lock = NSLock()
+    private var received = Data()
+    /// The reader saw the end of the output: no more lines will come.
+    private var ended = false
+
+    init(_ arguments: [String]) throws {
+        let pipe = Pipe()
+        _ = fcntl(pipe.fileHandleForReading.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        child = try ChildProcess(
+            MosquittoBroker.subscribeExecutable, arguments,
+            stdout: pipe.fileHandleForWriting.fileDescriptor, stderr: pipe.fileHandleForWriting.fileDescriptor)
+        try pipe.fileHandleForWriting.close()
+        let reader = pipe.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                lock.withLock { received.append(chunk) }
+            }
+            try? reader.close()
+            lock.withLock { ended = true }
+        }
+    }
+
+    deinit {
+        child.signal(SIGKILL)
+        child.wait(timeout: 10)
+    }
+
+    /// The complete lines so far.
+    public var lines: [String] {
+        lock.withLock { Self.lines(in: received) }
+    }
+
+    private static func lines(in received: Data) -> [String] {
+        String(decoding: received, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            .dropLast().map(String.init)
+    }
+
+    /// Waits until `count` lines arrived; throws (with what did arrive) after `timeout`.
+    public func waitForLines(_ count: Int, timeout: Duration = .seconds(10)) async throws -> [String] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let (lines, ended) = lock.withLock { (Self.lines(in: received), self.ended) }
+            if lines.count >= count { return lines }
+            if ContinuousClock.now >= deadline || ended {
+                throw FixtureError("mosquitto_sub gave \(lines) instead of \(count) lines (exit status \(String(describing: child.status)))")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
