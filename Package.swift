@@ -9,7 +9,8 @@
 //   blectl → FleetRPCClient → FleetRPC
 //   blefleetd → FleetRPCServer → FleetCore → BlueZ → DBus → CDBus (libdbus-1)
 //             → Systemd → CSystemd (libsystemd)
-//   MQTT → CMosquitto (libmosquitto): a generic MQTT client, no board or BLE knowledge
+//             → FleetMQTT (the MQTT bridge) → MQTT → CMosquitto (libmosquitto)
+//   blectl --broker → MQTT; FleetWire: the fleet's values as the wire gives them
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -95,6 +96,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "FleetMQTT",
+            dependencies: [
+                "FleetCore", "FleetRPC", "FleetWire", "MQTT",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "FleetWire",
             dependencies: ["FleetCore", "FleetRPC"],
             swiftSettings: swiftSettings
@@ -127,7 +137,7 @@ let package = Package(
         .executableTarget(
             name: "blectl",
             dependencies: [
-                "BlectlCore", "FleetRPCClient", "FleetRPC",
+                "BlectlCore", "FleetRPCClient", "FleetRPC", "MQTT",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -136,7 +146,7 @@ let package = Package(
         .target(
             name: "BlefleetDaemon",
             dependencies: [
-                "FleetRPCServer", "FleetCore", "Systemd",
+                "FleetRPCServer", "FleetCore", "FleetMQTT", "Systemd",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -232,6 +242,11 @@ let package = Package(
         .testTarget(
             name: "BlefleetDaemonTests",
             dependencies: ["BlefleetDaemon"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FleetMQTTTests",
+            dependencies: ["FleetMQTT"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

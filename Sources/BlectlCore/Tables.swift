@@ -54,6 +54,26 @@ public enum Tables {
             })
     }
 
+    /// `led --broker`: GATEWAY NAME ADDRESS TIME RESULT.
+    public static func outcomes(byGateway results: [(gateway: String, outcome: BoardOutcome)], verb: String) -> TextTable {
+        let plain = outcomes(results.map(\.outcome), verb: verb)
+        return TextTable(
+            columns: [.init("GATEWAY")] + plain.columns,
+            rows: zip(results, plain.rows).map { [$0.gateway] + $1 })
+    }
+
+    /// `temp --broker`: GATEWAY NAME ADDRESS STATE TEMP, from the boards' retained state.
+    public static func temperatures(byGateway boards: [(gateway: String, board: BoardInfo)]) -> TextTable {
+        TextTable(
+            columns: [.init("GATEWAY"), .init("NAME"), .init("ADDRESS"), .init("STATE"), .init("TEMP", .right)],
+            rows: boards.map { gateway, board in
+                [
+                    gateway, displayName(name: board.name, alias: board.alias), board.address, board.state.rawValue,
+                    board.temperature.map { Units.celsius($0.celsius) } ?? "-",
+                ]
+            })
+    }
+
     /// `temp`: NAME ADDRESS TEMP AGE, or the error in words in the AGE column.
     public static func temperatures(_ results: [TemperatureOutcome]) -> TextTable {
         TextTable(
@@ -97,6 +117,12 @@ public enum Tables {
             ("Boards", "\(status.boards.known) known, \(status.boards.connected) connected, \(status.boards.ready) ready"),
             ("Clients", String(status.clients)),
         ]
+        if let mqtt = status.mqtt {
+            var facts = [mqtt.connected ? "connected" : "not connected (retrying)"]
+            if mqtt.queued > 0 { facts.append("\(mqtt.queued) queued") }
+            if mqtt.dropped > 0 { facts.append("\(mqtt.dropped) temperature updates dropped") }
+            rows.append(("MQTT", "\(mqtt.broker) as \(mqtt.gateway): \(facts.joined(separator: ", "))"))
+        }
         let width = rows.map(\.0.count).max() ?? 0
         return rows.map { key, value in key + ":" + String(repeating: " ", count: width - key.count + 1) + value }
     }

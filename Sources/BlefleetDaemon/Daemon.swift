@@ -1,4 +1,5 @@
 import FleetCore
+import FleetMQTT
 import FleetRPC
 import FleetRPCServer
 import Foundation
@@ -56,7 +57,20 @@ public struct Daemon: Sendable {
         }
         defer { fleet.close() }
 
-        let server = try makeServer(fleet: fleet)
+        let bridge: MQTTBridge?
+        do {
+            bridge = try config.mqtt.map { settings in
+                try MQTTBridge(
+                    configuration: MQTTBridge.Configuration(
+                        url: settings.url, gateway: settings.gatewayName, username: settings.username,
+                        password: try settings.readPassword(), caFile: settings.caFile, topicPrefix: settings.topicPrefix,
+                        discoveryPrefix: settings.discoveryPrefix, commands: settings.commands),
+                    fleet: fleet, logger: logger)
+            }
+        } catch {
+            throw DaemonExit(status: DaemonExit.configuration, "mqtt: \(error)")
+        }
+        let server = try makeServer(fleet: fleet, bridge: bridge)
         do {
             try await server.bind()
         } catch {
@@ -89,7 +103,7 @@ public struct Daemon: Sendable {
             ReloadService(
                 fleet: fleet, running: config, reread: reread, logLevel: logLevel, notifier: notifier, logger: logger),
             NotifyService(fleet: fleet, notifier: notifier, logger: logger),
-        ]
+        ] + (bridge.map { [$0] } ?? [])
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
@@ -103,7 +117,7 @@ public struct Daemon: Sendable {
         logger.info("stopped")
     }
 
-    private func makeServer(fleet: Fleet) throws -> RPCServer {
+    private func makeServer(fleet: Fleet, bridge: MQTTBridge?) throws -> RPCServer {
         let config = configuration
         let activated = (try? ActivatedSocket.fromEnvironment()) ?? []
         let listener: RPCServerConfiguration.Listener
@@ -122,7 +136,16 @@ public struct Daemon: Sendable {
         let clients = ClientCounter()
         FleetMethodBindings.register(
             on: &dispatcher, fleet: fleet, events: subscriptions,
-            environment: .init(version: Self.version, clientCount: { clients.count }))
+            environment: .init(
+                version: Self.version, clientCount: { clients.count },
+                mqttStatus: {
+                    bridge.map {
+                        let status = $0.status
+                        return DaemonStatus.MQTT(
+                            broker: status.broker, gateway: status.gateway, connected: status.connected,
+                            queued: status.queued, dropped: status.dropped)
+                    }
+                }))
         let server = RPCServer(
             configuration: RPCServerConfiguration(
                 // 0660 for the control group; with a read-only group the socket must be

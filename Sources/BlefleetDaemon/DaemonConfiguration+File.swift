@@ -190,8 +190,13 @@ extension DaemonConfiguration {
         },
         Setting(
             key: "mqtt",
-            allowed: "a mapping of " + MQTTSettings.keys.map(\.key).joined(separator: ", ") + " (see blefleetd.conf(5))"
+            allowed: "a mapping of " + MQTTSettings.keys.map(\.key).joined(separator: ", ")
+                + " (see blefleetd.conf(5)), or empty for none"
         ) { config, node in
+            if let scalar = node.scalar, ["", "~", "null"].contains(scalar.string) {
+                config.mqtt = nil
+                return
+            }
             config.mqtt = try mqttSettings(node)
         },
     ]
@@ -228,7 +233,6 @@ extension DaemonConfiguration {
         if let path = try text("password-file") {
             guard path.hasPrefix("/") else { throw SettingProblem(text: "password-file: got \"\(path)\", not an absolute path") }
             settings.passwordFile = path
-            settings.password = try MQTTSettings.readPassword(path)
             guard settings.username != nil else { throw SettingProblem(text: "password-file is given without username") }
         }
         if let path = try text("ca-file") {

@@ -8,10 +8,9 @@ public struct MQTTSettings: Sendable, Equatable {
     /// This gateway's name in topics (`gateway`); nil: the host name.
     public var gateway: String?
     public var username: String?
-    /// Where the password is (`password-file`): never in the main file.
+    /// Where the password is (`password-file`): never in the main file. Read when the
+    /// daemon starts (``readPassword()``).
     public var passwordFile: String?
-    /// The password, read from ``passwordFile`` when the configuration was read.
-    public var password: String?
     public var caFile: String?
     public var topicPrefix: String = "blefleet"
     /// Empty turns Home Assistant discovery off.
@@ -44,7 +43,17 @@ public struct MQTTSettings: Sendable, Equatable {
         return host.isEmpty ? "gateway" : host
     }
 
-    /// Reads the password file: refused when others can read it, or when it is empty.
+    /// The password from ``passwordFile`` (nil without one); throws a sentence when the
+    /// file cannot be read, others can read it, or it is empty.
+    public func readPassword() throws -> String? {
+        guard let passwordFile else { return nil }
+        do {
+            return try Self.readPassword(passwordFile)
+        } catch let problem as SettingProblem {
+            throw MQTTPasswordError(description: problem.text)
+        }
+    }
+
     static func readPassword(_ path: String) throws -> String {
         var info = stat()
         guard stat(path, &info) == 0 else {
@@ -66,4 +75,9 @@ public struct MQTTSettings: Sendable, Equatable {
         guard !password.isEmpty else { throw SettingProblem(text: "password-file: \(path) is empty") }
         return password
     }
+}
+
+/// Why the MQTT password file cannot be used.
+public struct MQTTPasswordError: Error, CustomStringConvertible {
+    public let description: String
 }

@@ -20,11 +20,22 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("How long to wait for the daemon's reply.", valueName: "seconds"))
     var timeout: Double = 30
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Act on every gateway on this MQTT broker instead of one daemon (led and temp only).",
+            valueName: "mqtt://host[:port]"))
+    var broker: String?
+
+    @Option(name: .long, help: ArgumentHelp("The gateways' topic prefix on the broker.", valueName: "prefix"))
+    var topicPrefix: String = "blefleet"
+
     func validate() throws {
         guard timeout > 0, timeout <= 86_400 else {
             throw ValidationError("--timeout must be more than 0 and at most 86400 seconds, not \(timeout).")
         }
         if let socket, socket.isEmpty { throw ValidationError("--socket needs a path.") }
+        if let broker, broker.isEmpty { throw ValidationError("--broker needs a URL like mqtt://broker.lan.") }
     }
 
     /// The socket to use: `--socket`, else `BLEFLEET_SOCKET`, else the default.

@@ -23,6 +23,7 @@ struct BlefleetdConfReloadTests {
         max-frame-bytes: 2048
         max-calls-per-client: 2
         max-queued-notifications: 32
+        mqtt: {url: "mqtt://broker.lan", gateway: other}
         """
 
     @Test("The keys documented as taking effect on SIGHUP are the ones the daemon does not ask to restart for")

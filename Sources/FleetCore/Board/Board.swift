@@ -196,6 +196,7 @@ actor Board {
         let waitOn = choice.full ? choice.roomWhereUnheard : (command ? [] : choice.freshRoomWhereUnheard)
         if !waitOn.isEmpty {
             choice.adapter.unclaim(address)
+            if choice.full { await context.kickDiscovery(on: waitOn) }
             await context.waitUntilHeard(address, on: waitOn, all: !choice.full, within: Self.placementWait)
             guard !Task.isCancelled,
                 let again = await context.placement(for: address, link: linkAdapter, rssi: live.current.rssiByAdapter)

@@ -88,7 +88,26 @@ actor DiscoveryGovernor {
         await reconcile()
     }
 
-    private var wanted: Bool { adapter != nil && (holds == 0 || refreshing) }
+    /// A board that this adapter has not heard (yet) would rather connect here than free a
+    /// slot elsewhere: restart the running session, so that the controller reports every
+    /// board in range at once (a new scan resets its duplicate filter; within one, a
+    /// controller may report a board only once in ~10 s). At most every ``kickInterval``.
+    func kick() async {
+        guard running, holds == 0, !reconciling, let adapter else { return }
+        if let lastKick, lastKick.duration(to: .now) < Self.kickInterval { return }
+        lastKick = .now
+        kicking = true
+        await reconcile()  // stops: `wanted` is false while kicking
+        kicking = false
+        await reconcile()  // and starts again
+        logger.debug("discovery restarted to hear every board again", metadata: ["ble.adapter": "\(adapter.name)"])
+    }
+
+    static let kickInterval: Duration = .seconds(2)
+    private var lastKick: ContinuousClock.Instant?
+    private var kicking = false
+
+    private var wanted: Bool { adapter != nil && !kicking && (holds == 0 || refreshing) }
 
     private func reconcile() async {
         if reconciling {

@@ -240,6 +240,12 @@ public actor Fleet {
     /// device there), is powered and in use, scored by ``Placement``; nil when none does.
     /// The adapter chosen is claimed (``FleetAdapter/claim(_:)``): the caller unclaims it
     /// when its connect is done.
+    func kickDiscovery(on paths: [String]) async {
+        for path in paths {
+            await adapters[path]?.discovery.kick()
+        }
+    }
+
     func placement(for board: BoardAddress, link: String?, rssi: [String: Int]) async -> PlacementChoice? {
         let tree = await client.mirror.tree
         var candidates: [Placement.Candidate] = []

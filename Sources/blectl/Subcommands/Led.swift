@@ -24,10 +24,20 @@ struct Led: AsyncParsableCommand {
     var all = false
 
     func validate() throws {
+        if options.broker != nil {
+            guard all, selectors.isEmpty else {
+                throw ValidationError("With --broker, switch every board of every gateway: blectl --broker URL led \(state.rawValue) --all.")
+            }
+            return
+        }
         _ = try Selectors.required(selectors, all: all, example: "blectl led \(state.rawValue) nano-07, blectl led \(state.rawValue) --all")
     }
 
     func run() async throws {
+        if let broker = options.broker {
+            try await BrokerCommands.led(options, broker: broker, on: state == .on)
+            return
+        }
         let session = try Session(options)
         let selection = try Selectors.required(selectors, all: all, example: "")
         let method = FleetMethods.ledSet.name

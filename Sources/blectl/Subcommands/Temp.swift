@@ -22,7 +22,17 @@ struct Temp: AsyncParsableCommand {
     @Flag(help: "Keep showing readings as they arrive (redrawn on a terminal, one line each otherwise).")
     var watch = false
 
+    func validate() throws {
+        if options.broker != nil, !selectors.isEmpty || fresh || watch {
+            throw ValidationError("With --broker, temp shows every board of every gateway as published: no selectors, --fresh or --watch.")
+        }
+    }
+
     func run() async throws {
+        if let broker = options.broker {
+            try await BrokerCommands.temp(options, broker: broker)
+            return
+        }
         let session = try Session(options)
         let selection = try Selectors.selection(selectors, all: false) ?? .all
         let method = FleetMethods.temperatureRead.name

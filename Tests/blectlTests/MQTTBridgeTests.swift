@@ -1,0 +1,205 @@
+import FleetRPC
+import Foundation
+import Testing
+import TestSupport
+
+/// The daemon's MQTT bridge (`blefleet-mqtt(7)`) against a real Mosquitto broker on
+/// loopback, with `mosquitto_sub`/`mosquitto_pub` as the independent referee, and
+/// `blectl --broker` across two gateways (two testbeds, two daemons).
+@Suite("MQTT bridge", .serialized)
+struct MQTTBridgeTests {
+    static func configuration(_ broker: MosquittoBroker, gateway: String, commands: Bool) -> String {
+        """
+        socket-group: root
+        mqtt:
+          url: \(broker.url)
+          gateway: \(gateway)
+          commands: \(commands)
+
+        """
+    }
+
+    /// Waits until the testbed's boards satisfy `condition` (bounded).
+    static func waitForBoards(
+        _ testbed: Testbed, _ what: String, _ condition: ([Testbed.Board]) -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + .seconds(15)
+        var last: [Testbed.Board] = []
+        while ContinuousClock.now < deadline {
+            last = try await testbed.state()
+            if condition(last) { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw FixtureError("timed out waiting until \(what); boards: \(last)")
+    }
+
+    static func object(_ line: String, topic: String) throws -> [String: Any] {
+        let payload = try #require(line.split(separator: " ", maxSplits: 1).last.map(String.init), "\(line)")
+        let value = try JSONSerialization.jsonObject(with: Data(payload.utf8))
+        return try #require(value as? [String: Any], "\(topic): \(payload)")
+    }
+
+    @Test func discoveryStatesCommandsAndAvailabilityAsAUserSeesThemWithMosquittoSub() async throws {
+        let broker = try await MosquittoBroker()
+        try await RunningDaemon.with(
+            boards: 3, configuration: Self.configuration(broker, gateway: "room-1", commands: true)
+        ) { testbed, daemon in
+            try await BlefleetdEndToEndTests.waitForReadyBoards(3, socket: daemon.socket)
+            let boards = try await testbed.state()
+            let ids = boards.map { FleetTopics.boardID($0.address) }
+
+            // The gateway is online, retained.
+            #expect(try await broker.subscribe("blefleet/room-1/status") == ["blefleet/room-1/status online"])
+
+            // Home Assistant discovery: a light and a sensor per board, retained, valid JSON.
+            let configs = try await broker.subscribe("homeassistant/+/+/+/config", count: 6)
+            for id in ids {
+                let light = try Self.object(
+                    try #require(configs.first { $0.hasPrefix("homeassistant/light/blefleet_\(id)/led/config ") }),
+                    topic: "light \(id)")
+                #expect(light["command_topic"] as? String == "blefleet/room-1/\(id)/led/set")
+                #expect(light["state_topic"] as? String == "blefleet/room-1/\(id)/led")
+                #expect(light["payload_on"] as? String == "ON" && light["payload_off"] as? String == "OFF")
+                #expect(light["availability_topic"] as? String == "blefleet/room-1/\(id)/availability")
+                #expect(light["unique_id"] as? String == "blefleet_\(id)_led")
+                let device = try #require(light["device"] as? [String: Any])
+                #expect(device["identifiers"] as? [String] == ["blefleet_\(id)"])
+                #expect(device["model"] as? String == "Nano 33 BLE Sense")
+                #expect((device["name"] as? String)?.hasPrefix("nano-") == true)
+
+                let sensor = try Self.object(
+                    try #require(configs.first { $0.hasPrefix("homeassistant/sensor/blefleet_\(id)/temperature/config ") }),
+                    topic: "sensor \(id)")
+                #expect(sensor["device_class"] as? String == "temperature")
+                #expect(sensor["unit_of_measurement"] as? String == "°C")
+                #expect(sensor["state_class"] as? String == "measurement")
+                #expect((sensor["expire_after"] as? Int ?? 0) > 60)
+                #expect(sensor["state_topic"] as? String == "blefleet/room-1/\(id)/temperature")
+                #expect(sensor["unique_id"] as? String == "blefleet_\(id)_temperature")
+                #expect((sensor["device"] as? [String: Any])?["identifiers"] as? [String] == ["blefleet_\(id)"])
+            }
+            let temperatures = try await broker.subscribe("blefleet/room-1/+/temperature", count: 3)
+            #expect(Set(temperatures) == Set(ids.map { "blefleet/room-1/\($0)/temperature 21" }))
+
+            // ON on one board's led/set switches that board, and only it.
+            try await broker.publish("blefleet/room-1/\(ids[0])/led/set", "ON")
+            try await Self.waitForBoards(testbed, "nano-01's LED is on") { $0[0].led == 1 }
+            #expect(try await broker.subscribe("blefleet/room-1/\(ids[0])/led") == ["blefleet/room-1/\(ids[0])/led ON"])
+            #expect(try await testbed.state()[1].led == nil)
+
+            // Bad payloads are logged and ignored; the bridge goes on.
+            try await broker.publish("blefleet/room-1/\(ids[1])/led/set", "maybe")
+            try await broker.publish("blefleet/all/led/set", "{not json")
+            try await broker.publish("blefleet/all/led/set", #"{"on": true, "request": "a/b"}"#)
+            try await broker.publish("blefleet/room-1/\(ids[2])/led/set", "on")  // any case
+            try await Self.waitForBoards(testbed, "nano-03's LED is on") { $0[2].led == 1 }
+            #expect(try await testbed.state()[1].led == nil, "a bad payload switched a board")
+            #expect(daemon.process.isRunning)
+            #expect(daemon.log.contains("ignored an LED command that is neither ON nor OFF"), "\(daemon.log)")
+            #expect(daemon.log.contains("ignored a fleet-wide LED command"), "\(daemon.log)")
+
+            // A board switched off shows offline.
+            let availability = try broker.startSubscriber("blefleet/room-1/\(ids[1])/availability", count: 2)
+            _ = try await availability.waitForLines(1)
+            _ = try await testbed.run(["board", "drop", "nano-02"])
+            let seen = try await availability.waitForLines(2, timeout: .seconds(20))
+            #expect(seen == ["blefleet/room-1/\(ids[1])/availability online", "blefleet/room-1/\(ids[1])/availability offline"])
+
+            let status = try await Blectl.run(["--socket", daemon.socket, "--json", "status"])
+            let mqtt = try #require(try JSONValue(parsing: status.stdout)["mqtt"])
+            #expect(mqtt["connected"] == true && mqtt["gateway"] == "room-1" && mqtt["dropped"] == 0, "\(mqtt)")
+        }
+    }
+
+    @Test func twoGatewaysAnswerAFleetWideCommandAndBlectlShowsEveryBoard() async throws {
+        let broker = try await MosquittoBroker()
+        try await RunningDaemon.with(
+            boards: 2, configuration: Self.configuration(broker, gateway: "room-1", commands: true)
+        ) { first, one in
+            try await RunningDaemon.with(
+                boards: 3, configuration: Self.configuration(broker, gateway: "room-2", commands: true)
+            ) { second, two in
+                try await BlefleetdEndToEndTests.waitForReadyBoards(2, socket: one.socket)
+                try await BlefleetdEndToEndTests.waitForReadyBoards(3, socket: two.socket)
+                _ = try await broker.subscribe("blefleet/+/status", count: 2)
+
+                // Through the broker itself: both gateways answer once, with every board.
+                let results = try broker.startSubscriber("blefleet/+/result/r1", count: 2)
+                try await broker.publish("blefleet/all/led/set", #"{"on": true, "request": "r1", "timeoutMs": 5000}"#)
+                let lines = try await results.waitForLines(2, timeout: .seconds(15))
+                for (gateway, count) in [("room-1", 2), ("room-2", 3)] {
+                    let line = try #require(lines.first { $0.hasPrefix("blefleet/\(gateway)/result/r1 ") }, "\(lines)")
+                    let payload = String(line.dropFirst("blefleet/\(gateway)/result/r1 ".count))
+                    let result = try JSONDecoder().decode(FleetResult<BoardOutcome>.self, from: Data(payload.utf8))
+                    #expect(result.totals.ok == count && result.totals.failed == 0, "\(gateway): \(payload)")
+                }
+                #expect(try await first.state().allSatisfy { $0.led == 1 })
+                #expect(try await second.state().allSatisfy { $0.led == 1 })
+
+                // blectl across gateways: one table, a GATEWAY column, one summary.
+                let off = try await Blectl.run(["--broker", broker.url, "led", "off", "--all"])
+                #expect(off.status == 0, "\(off)")
+                #expect(off.stdout.split(separator: "\n").first?.hasPrefix("GATEWAY") == true, "\(off)")
+                #expect(off.stdout.contains("5/5 boards off, 2 gateways"), "\(off)")
+                #expect(try await first.state().allSatisfy { $0.led == 0 })
+                #expect(try await second.state().allSatisfy { $0.led == 0 })
+
+                try await first.run(["board", "temp", "nano-01", "-7"])
+                let temp = try await Blectl.run(["--broker", broker.url, "temp"])
+                #expect(temp.status == 0, "\(temp)")
+                let rows = temp.stdout.split(separator: "\n").filter { $0.contains("nano-") }
+                #expect(rows.filter { $0.hasPrefix("room-1 ") }.count == 2 && rows.filter { $0.hasPrefix("room-2 ") }.count == 3, "\(temp)")
+                let json = try JSONValue(parsing: try await Blectl.run(["--broker", broker.url, "--json", "temp"]).stdout)
+                #expect(json["boards"]?.arrayValue?.count == 5, "\(json)")
+                // The cold reading (-7 °C) reaches the table once the board notifies it.
+                let deadline = ContinuousClock.now + .seconds(15)
+                var cold = false
+                while !cold, ContinuousClock.now < deadline {
+                    let again = try await Blectl.run(["--broker", broker.url, "temp"])
+                    cold = again.stdout.split(separator: "\n").contains { $0.hasPrefix("room-1 ") && $0.contains("nano-01") && $0.hasSuffix("-7 °C") }
+                    if !cold { try await Task.sleep(for: .milliseconds(100)) }
+                }
+                #expect(cold)
+
+                // A gateway that goes away is named, not waited for silently.
+                two.terminate()
+                let partial = try await Blectl.run(["--broker", broker.url, "temp"])
+                #expect(partial.status == 1 && partial.stderr.contains("gateway room-2 is offline"), "\(partial)")
+            }
+        }
+    }
+
+    @Test func publishOnlyByDefaultAndEverythingAgainAfterABrokerRestart() async throws {
+        let broker = try await MosquittoBroker()
+        try await RunningDaemon.with(
+            boards: 2, configuration: "socket-group: root\nmqtt:\n  url: \(broker.url)\n  gateway: lab\n"
+        ) { testbed, daemon in
+            try await BlefleetdEndToEndTests.waitForReadyBoards(2, socket: daemon.socket)
+            let id = FleetTopics.boardID(try await testbed.state()[0].address)
+            _ = try await broker.subscribe("homeassistant/+/+/+/config", count: 4)
+
+            // commands: false (the default): a command is not carried out. Home Assistant
+            // coming online afterwards is (the bridge answers it with its discovery), so
+            // the command had its chance first.
+            let again = try broker.startSubscriber("homeassistant/light/blefleet_\(id)/led/config", count: 2)
+            _ = try await again.waitForLines(1)
+            try await broker.publish("blefleet/lab/\(id)/led/set", "ON")
+            try await broker.publish("blefleet/all/led/set", #"{"on": true, "request": "x"}"#)
+            try await broker.publish("homeassistant/status", "online")
+            _ = try await again.waitForLines(2)
+            #expect(try await testbed.state().allSatisfy { $0.led == nil }, "a command was carried out with commands: false")
+            #expect(!daemon.log.contains("MQTT command"))
+
+            // The broker restarts empty (no persistence): status, discovery and states again.
+            try await broker.restart()
+            #expect(try await broker.subscribe("blefleet/lab/status", timeout: 20) == ["blefleet/lab/status online"])
+            let configs = try await broker.subscribe("homeassistant/+/+/+/config", count: 4, timeout: 20)
+            #expect(configs.count == 4)
+            #expect(try await broker.subscribe("blefleet/lab/+/availability", count: 2) .allSatisfy { $0.hasSuffix(" online") })
+
+            // A clean stop says offline.
+            #expect(daemon.terminate() == 0)
+            #expect(try await broker.subscribe("blefleet/lab/status") == ["blefleet/lab/status offline"])
+        }
+    }
+}
