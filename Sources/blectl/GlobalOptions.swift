@@ -30,12 +30,23 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The gateways' topic prefix on the broker.", valueName: "prefix"))
     var topicPrefix: String = "blefleet"
 
+    @Option(name: .long, help: ArgumentHelp("The user name to log in to the broker with.", valueName: "name"))
+    var brokerUser: String?
+
+    @Option(
+        name: .long, help: ArgumentHelp("A file whose first line is the broker password.", valueName: "path"),
+        completion: .file())
+    var brokerPasswordFile: String?
+
     func validate() throws {
         guard timeout > 0, timeout <= 86_400 else {
             throw ValidationError("--timeout must be more than 0 and at most 86400 seconds, not \(timeout).")
         }
         if let socket, socket.isEmpty { throw ValidationError("--socket needs a path.") }
         if let broker, broker.isEmpty { throw ValidationError("--broker needs a URL like mqtt://broker.lan.") }
+        if brokerPasswordFile != nil, brokerUser == nil {
+            throw ValidationError("--broker-password-file needs --broker-user.")
+        }
     }
 
     /// The socket to use: `--socket`, else `BLEFLEET_SOCKET`, else the default.

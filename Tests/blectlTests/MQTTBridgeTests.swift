@@ -190,8 +190,22 @@ struct MQTTBridgeTests {
             #expect(try await testbed.state().allSatisfy { $0.led == nil }, "a command was carried out with commands: false")
             #expect(!daemon.log.contains("MQTT command"))
 
-            // The broker restarts empty (no persistence): status, discovery and states again.
-            try await broker.restart()
+            // The broker goes away: the fleet does not notice (commands are answered as
+            // fast as ever), daemon.status says so; it comes back empty (no persistence):
+            // status, discovery and states are published again.
+            await broker.stop()
+            let deadline = ContinuousClock.now + .seconds(10)
+            var shown = try await Blectl.run(["--socket", daemon.socket, "status"])
+            while !shown.stdout.contains("not connected (retrying)"), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                shown = try await Blectl.run(["--socket", daemon.socket, "status"])
+            }
+            #expect(shown.stdout.contains("not connected (retrying)"), "\(shown)")
+            let json = try JSONValue(parsing: try await Blectl.run(["--socket", daemon.socket, "--json", "status"]).stdout)
+            #expect(json["mqtt"]?["connected"] == false, "\(json)")
+            let on = try await Blectl.run(["--socket", daemon.socket, "led", "on", "--all"])
+            #expect(on.status == 0 && on.stdout.contains("2/2 boards on"), "\(on)")
+            try await broker.start()
             #expect(try await broker.subscribe("blefleet/lab/status", timeout: 20) == ["blefleet/lab/status online"])
             let configs = try await broker.subscribe("homeassistant/+/+/+/config", count: 4, timeout: 20)
             #expect(configs.count == 4)
@@ -200,6 +214,54 @@ struct MQTTBridgeTests {
             // A clean stop says offline.
             #expect(daemon.terminate() == 0)
             #expect(try await broker.subscribe("blefleet/lab/status") == ["blefleet/lab/status offline"])
+        }
+    }
+
+    /// The ACL of blefleet-mqtt(7), on a real broker: the gateway publishes and takes
+    /// commands under its own name, everyone reads, only the commanding user commands.
+    @Test func theManPagesACLLetsOneUserCommandAndEveryoneRead() async throws {
+        let page = try String(
+            contentsOf: repositoryRoot.appendingPathComponent("man/blefleet-mqtt.7"), encoding: .utf8)
+        let start = try #require(page.range(of: "# /etc/mosquitto/blefleet.acl\n"))
+        let end = try #require(page.range(of: "\n.Ed", range: start.upperBound..<page.endIndex))
+        let acl = String(page[start.upperBound..<end.lowerBound])
+        let broker = try await MosquittoBroker(
+            allowAnonymous: true, users: ["room-101": "gw-secret", "teacher": "t-secret"], acl: acl)
+        let directory = try makeTemporaryDirectory(prefix: "blefleet-acl")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let gatewayPassword = directory.appendingPathComponent("gateway-password")
+        try "gw-secret\n".write(to: gatewayPassword, atomically: true, encoding: .utf8)
+        chmod(gatewayPassword.path, 0o600)
+        let teacherPassword = directory.appendingPathComponent("teacher-password")
+        try "t-secret\n".write(to: teacherPassword, atomically: true, encoding: .utf8)
+        let configuration = """
+            socket-group: root
+            mqtt:
+              url: \(broker.url)
+              gateway: room-101
+              username: room-101
+              password-file: \(gatewayPassword.path)
+              commands: true
+
+            """
+        try await RunningDaemon.with(boards: 2, configuration: configuration) { testbed, daemon in
+            try await BlefleetdEndToEndTests.waitForReadyBoards(2, socket: daemon.socket)
+            // Anyone reads (anonymous here): the gateway could publish its topics and discovery.
+            #expect(try await broker.subscribe("blefleet/room-101/status") == ["blefleet/room-101/status online"])
+            #expect(try await broker.subscribe("homeassistant/+/+/+/config", count: 4).count == 4)
+
+            // An anonymous command is not delivered: the gateway never answers it.
+            let anonymous = try await Blectl.run(["--broker", broker.url, "--timeout", "4", "led", "on", "--all"])
+            #expect(anonymous.status == 1 && anonymous.stderr.contains("gateway room-101 did not answer"), "\(anonymous)")
+            #expect(try await testbed.state().allSatisfy { $0.led == nil })
+
+            // The teacher's is.
+            let teacher = try await Blectl.run([
+                "--broker", broker.url, "--broker-user", "teacher", "--broker-password-file", teacherPassword.path,
+                "led", "on", "--all",
+            ])
+            #expect(teacher.status == 0 && teacher.stdout.contains("2/2 boards on, 1 gateway"), "\(teacher)")
+            #expect(try await testbed.state().allSatisfy { $0.led == 1 })
         }
     }
 }

@@ -36,11 +36,20 @@ final class BrokerSession: Sendable {
     init(_ options: GlobalOptions, broker: String) throws {
         self.options = options
         topics = FleetTopics(prefix: options.topicPrefix)
+        var password: String?
+        if let path = options.brokerPasswordFile {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                Output.error("blectl: --broker-password-file: cannot read \(path).")
+                throw ExitCode(ExitStatus.usage.rawValue)
+            }
+            password = String(decoding: data, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+        }
         do {
             url = try MQTTURL(broker)
             client = try MQTTClient(
                 configuration: MQTTClient.Configuration(
                     url: url, clientID: "blectl-\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
+                    username: options.brokerUser, password: password,
                     reconnectDelayMin: .milliseconds(200), reconnectDelayMax: .seconds(1)))
         } catch {
             Output.error("blectl: --broker: \(error)")
