@@ -180,7 +180,7 @@ def daemon_defaults() -> dict[str, str]:
     struct = (ROOT / "Sources/BlefleetDaemon/DaemonConfiguration.swift").read_text()
     properties = dict(re.findall(r"public var (\w+):[^=\n]*= (.+)", struct))
     defaults = {}
-    blocks = re.split(r"Setting\(key: ", source)[1:]
+    blocks = re.split(r"Setting\(\s*key: ", source)[1:]
     assert blocks, "no Setting(key: ...) found in DaemonConfiguration+File.swift"
     for block in blocks:
         key = re.match(r'"([^"]+)"', block).group(1)
@@ -194,6 +194,9 @@ def normalize_swift(value: str) -> str:
         return value.strip('"')
     if value == "nil":
         return ""
+    named = re.fullmatch(r'\.named\("([^"]*)"\)', value)  # AdapterSelection.named("hci0")
+    if named:
+        return named.group(1)
     if value.startswith("."):
         return value[1:]
     if re.fullmatch(r"[0-9_ <]+", value):
