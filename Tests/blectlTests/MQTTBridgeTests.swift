@@ -21,9 +21,9 @@ struct MQTTBridgeTests {
 
     /// Waits until the testbed's boards satisfy `condition` (bounded).
     static func waitForBoards(
-        _ testbed: Testbed, _ what: String, _ condition: ([Testbed.Board]) -> Bool
+        _ testbed: Testbed, lane: Lane = .bluezoo, _ what: String, _ condition: ([Testbed.Board]) -> Bool
     ) async throws {
-        let deadline = ContinuousClock.now + .seconds(15)
+        let deadline = ContinuousClock.now + lane.allowing(.seconds(15))
         var last: [Testbed.Board] = []
         while ContinuousClock.now < deadline {
             last = try await testbed.state()
@@ -39,12 +39,13 @@ struct MQTTBridgeTests {
         return try #require(value as? [String: Any], "\(topic): \(payload)")
     }
 
-    @Test func discoveryStatesCommandsAndAvailabilityAsAUserSeesThemWithMosquittoSub() async throws {
+    @Test(arguments: Lane.enabled)
+    func discoveryStatesCommandsAndAvailabilityAsAUserSeesThemWithMosquittoSub(lane: Lane) async throws {
         let broker = try await MosquittoBroker()
         try await RunningDaemon.with(
-            boards: 3, configuration: Self.configuration(broker, gateway: "room-1", commands: true)
+            lane: lane, boards: 3, configuration: Self.configuration(broker, gateway: "room-1", commands: true)
         ) { testbed, daemon in
-            try await BlefleetdEndToEndTests.waitForReadyBoards(3, socket: daemon.socket)
+            try await BlefleetdEndToEndTests.waitForReadyBoards(3, socket: daemon.socket, lane: lane)
             let boards = try await testbed.state()
             let ids = boards.map { FleetTopics.boardID($0.address) }
 
@@ -78,12 +79,12 @@ struct MQTTBridgeTests {
                 #expect(sensor["unique_id"] as? String == "blefleet_\(id)_temperature")
                 #expect((sensor["device"] as? [String: Any])?["identifiers"] as? [String] == ["blefleet_\(id)"])
             }
-            let temperatures = try await broker.subscribe("blefleet/room-1/+/temperature", count: 3)
+            let temperatures = try await broker.subscribe("blefleet/room-1/+/temperature", count: 3, timeout: lane == .real ? 40 : 10)
             #expect(Set(temperatures) == Set(ids.map { "blefleet/room-1/\($0)/temperature 21" }))
 
             // ON on one board's led/set switches that board, and only it.
             try await broker.publish("blefleet/room-1/\(ids[0])/led/set", "ON")
-            try await Self.waitForBoards(testbed, "nano-01's LED is on") { $0[0].led == 1 }
+            try await Self.waitForBoards(testbed, lane: lane, "nano-01's LED is on") { $0[0].led == 1 }
             #expect(try await broker.subscribe("blefleet/room-1/\(ids[0])/led") == ["blefleet/room-1/\(ids[0])/led ON"])
             #expect(try await testbed.state()[1].led == nil)
 
@@ -92,17 +93,18 @@ struct MQTTBridgeTests {
             try await broker.publish("blefleet/all/led/set", "{not json")
             try await broker.publish("blefleet/all/led/set", #"{"on": true, "request": "a/b"}"#)
             try await broker.publish("blefleet/room-1/\(ids[2])/led/set", "on")  // any case
-            try await Self.waitForBoards(testbed, "nano-03's LED is on") { $0[2].led == 1 }
+            try await Self.waitForBoards(testbed, lane: lane, "nano-03's LED is on") { $0[2].led == 1 }
             #expect(try await testbed.state()[1].led == nil, "a bad payload switched a board")
             #expect(daemon.process.isRunning)
             #expect(daemon.log.contains("ignored an LED command that is neither ON nor OFF"), "\(daemon.log)")
             #expect(daemon.log.contains("ignored a fleet-wide LED command"), "\(daemon.log)")
 
             // A board switched off shows offline.
-            let availability = try broker.startSubscriber("blefleet/room-1/\(ids[1])/availability", count: 2)
+            let availability = try broker.startSubscriber(
+                "blefleet/room-1/\(ids[1])/availability", count: 2, timeout: lane == .real ? 120 : 20)
             _ = try await availability.waitForLines(1)
             _ = try await testbed.run(["board", "drop", "nano-02"])
-            let seen = try await availability.waitForLines(2, timeout: .seconds(20))
+            let seen = try await availability.waitForLines(2, timeout: lane.allowing(.seconds(20)))
             #expect(seen == ["blefleet/room-1/\(ids[1])/availability online", "blefleet/room-1/\(ids[1])/availability offline"])
 
             let status = try await Blectl.run(["--socket", daemon.socket, "--json", "status"])
