@@ -80,7 +80,7 @@ struct SeveralAdaptersTests {
             #expect(statusText.stdout.contains("4 of 4 slots used"), "\(statusText)")
 
             let on = try await Blectl.run(["--socket", daemon.socket, "led", "on", "--all"])
-            #expect(on.status == 0 && on.stdout.contains("12/12 boards on"), "\(on)\n\(daemon.log.suffix(12_000))")
+            #expect(on.status == 0 && on.stdout.contains("12/12 boards on"), "\(on)\n\(daemon.log.suffix(20_000))")
             #expect(try await testbed.state().allSatisfy { $0.led == 1 })
 
             // hci1 off: its boards go to hci0 and hci2, which have no free slot, so the LED
@@ -91,7 +91,7 @@ struct SeveralAdaptersTests {
                 return adapters["hci1"]?.powered == false && adapters["hci1"]?.used == 0
             }
             let off = try await Self.ledAll(false, socket: daemon.socket, deadlineMs: 30_000)
-            #expect(Self.okCount(off) == 12, "\(off)\n\(daemon.log.suffix(12_000))")
+            #expect(Self.okCount(off) == 12, "\(off)\n\(daemon.log.suffix(20_000))")
             #expect(try await testbed.state().allSatisfy { $0.led == 0 })
             let during = Self.adapters(try await Self.status(daemon.socket))
             #expect((during["hci0"]?.used ?? 99) <= 4 && (during["hci2"]?.used ?? 99) <= 4, "\(during)")
@@ -103,7 +103,7 @@ struct SeveralAdaptersTests {
                 return adapters["hci1"]?.powered == true && (adapters["hci1"]?.used ?? 0) > 0
             }
             let again = try await Self.ledAll(true, socket: daemon.socket, deadlineMs: 30_000)
-            #expect(Self.okCount(again) == 12, "\(again)\n\(daemon.log.suffix(12_000))")
+            #expect(Self.okCount(again) == 12, "\(again)\n\(daemon.log.suffix(20_000))")
             #expect(try await testbed.state().allSatisfy { $0.led == 1 })
             let after = Self.adapters(try await Self.status(daemon.socket))
             #expect(after.values.allSatisfy { $0.used <= 4 }, "\(after)")

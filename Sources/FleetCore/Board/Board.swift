@@ -46,6 +46,8 @@ actor Board {
     var handlesReady = false
     /// Bumped whenever the link goes away, so work of an older connection can tell it is stale.
     var linkGeneration: UInt64 = 0
+    /// The link generation whose ``prepareReady(generation:)`` is running, if any.
+    var preparing: UInt64?
 
     var desiredLED: DesiredLED
     var appliedLED: Bool?
@@ -157,7 +159,7 @@ actor Board {
             connectTask = nil
             dropLink()
         case .becomeReady:
-            Task { await self.prepareReady(generation: self.linkGeneration) }
+            startPreparing()
         case .failWaiters(let code):
             failWaiters(code)
         case .waitForAdvertisement(let code):
@@ -268,10 +270,26 @@ actor Board {
         }
     }
 
+    /// Runs ``prepareReady(generation:)`` for the current link, unless it already runs.
+    func startPreparing() {
+        guard preparing != linkGeneration else { return }
+        let generation = linkGeneration
+        preparing = generation
+        Task { await self.prepareReady(generation: generation) }
+    }
+
     /// The board is connected and resolved: look up its characteristics, resume waiters,
     /// subscribe to temperature notifications and put the LED back as last asked.
     private func prepareReady(generation: UInt64) async {
-        guard let device, generation == linkGeneration else { return }
+        defer { if preparing == generation { preparing = nil } }
+        guard generation == linkGeneration, machine.isReady else { return }
+        guard let device = await linkedDevice() else {
+            // Ready, yet no device of ours holds the link (it went while this was queued):
+            // the machine must learn it, or commands would wait for handles forever.
+            logger.debug("ready without a link BlueZ shows; treating the link as lost")
+            apply { $0.disconnected(now: $1) }
+            return
+        }
         let (led, temperature) = await Self.sketchCharacteristics(of: device, in: context.client.mirror)
         guard generation == linkGeneration, machine.isReady else { return }
         ledCharacteristic = led
@@ -288,6 +306,21 @@ actor Board {
         resumeWaiters()
         if let temperature { subscribeTemperature(temperature, generation: generation) }
         await reapplyDesiredLED(generation: generation)
+    }
+
+    /// The device of the board's link: the one on ``linkAdapter`` when BlueZ shows a link
+    /// there, else (the link was adopted or moved) any of the board's devices with a link,
+    /// which then becomes ``linkAdapter``.
+    private func linkedDevice() async -> BlueZDevice? {
+        let tree = await context.client.mirror.tree
+        if let device, tree.device(at: device.path)?.hasLink == true { return device }
+        for (adapter, known) in devices {
+            guard let current = tree.device(at: known.path), current.hasLink else { continue }
+            devices[adapter] = current
+            linkAdapter = adapter
+            return current
+        }
+        return nil
     }
 
     /// How long a resolved board's characteristics may take to show in the mirror.
@@ -386,6 +419,8 @@ actor Board {
     /// keeps it from being ready, or `CancellationError` when the caller gives up.
     func ensureReady() async throws {
         if machine.isReady && handlesReady { return }
+        // Ready without handles and nothing preparing them: prepare now (never wait forever).
+        if machine.isReady { startPreparing() }
         nextWaiterID &+= 1
         let id = nextWaiterID
         let moving = machine.phase == .absent && (movingSince.map { $0.duration(to: .now) < Self.moveGrace } ?? false)

@@ -107,6 +107,19 @@ actor DiscoveryGovernor {
     private var lastKick: ContinuousClock.Instant?
     private var kicking = false
 
+    /// How long a Start/Stop waits for the adapter's `Discovering` to follow.
+    static let settleTimeout: Duration = .seconds(1)
+
+    private func settle(_ adapter: BlueZAdapter, discovering: Bool) async {
+        let path = adapter.path
+        _ = try? await client.mirror.wait(
+            timeout: Self.settleTimeout, description: "Discovering \(discovering) on \(adapter.name)"
+        ) { snapshot -> MirrorWaitStep<Void> in
+            guard let current = snapshot.tree.adapter(at: path) else { return .done(()) }
+            return current.discovering == discovering ? .done(()) : .pending
+        }
+    }
+
     private var wanted: Bool { adapter != nil && !kicking && (holds == 0 || refreshing) }
 
     private func reconcile() async {
@@ -124,6 +137,13 @@ actor DiscoveryGovernor {
                 } else {
                     try await client.stopDiscovery(adapter: adapter)
                 }
+                // bluetoothd answers before the controller has followed. A StartDiscovery
+                // that arrives while its stop is still completing is taken as done while
+                // the controller stays idle (measured on real BlueZ 5.66: an adapter deaf for
+                // 20 s after a quick stop and start). So each change waits until the
+                // adapter's Discovering says so (bounded: another client's session may keep
+                // it on).
+                await settle(adapter, discovering: start)
                 running = start
                 pausedSince = start ? nil : .now
                 logger.debug(start ? "discovery on" : "discovery paused for connects", metadata: ["ble.adapter": "\(adapter.name)"])
