@@ -29,6 +29,9 @@ final class MosquittoHandle: @unchecked Sendable {
         self.raw = raw
         _ = mosquitto_threaded_set(raw, true)
         _ = mosquitto_int_option(raw, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311)
+        // Small control packets (SUBSCRIBE, PUBACK) must not wait for Nagle's algorithm to
+        // meet the peer's delayed ACK (~40 ms on Linux each time).
+        _ = mosquitto_int_option(raw, MOSQ_OPT_TCP_NODELAY, 1)
     }
 
     deinit {
