@@ -152,13 +152,13 @@ actor MQTTBridgeCore {
                 put(topics.availability(gateway, address.rawValue), "offline", retain: true)
             }
             if let id = send(.init(topic: topics.status(gateway), payload: Array("offline".utf8), retain: true)) {
-                await withTaskGroup(of: Void.self) { group in
-                    group.addTask { await self.waitUntilSent(id) }
-                    group.addTask { try? await Task.sleep(for: .seconds(2)) }
-                    await group.next()
-                    group.cancelAll()
+                // Until the broker has it, or 2 s (the broker may be going away too).
+                let timeout = Task { [weak self] in
+                    try? await Task.sleep(for: .seconds(2))
+                    await self?.stopWaiting(for: id)
                 }
-                waitingForSend.removeValue(forKey: id)?.resume()
+                await waitUntilSent(id)
+                timeout.cancel()
             }
         }
         client.shutdown()
@@ -166,6 +166,10 @@ actor MQTTBridgeCore {
 
     private func waitUntilSent(_ id: Int32) async {
         await withCheckedContinuation { waitingForSend[id] = $0 }
+    }
+
+    private func stopWaiting(for id: Int32) {
+        waitingForSend.removeValue(forKey: id)?.resume()
     }
 
     // MARK: Fleet

@@ -120,6 +120,16 @@ public final class MosquittoBroker: @unchecked Sendable {
         }
     }
 
+    /// Freezes the broker (SIGSTOP): its connections stay open but nothing is answered, as
+    /// with a broker that hangs; ``thaw()`` lets it go on.
+    public func freeze() {
+        lock.withLock { child }?.signal(SIGSTOP)
+    }
+
+    public func thaw() {
+        lock.withLock { child }?.signal(SIGCONT)
+    }
+
     /// `stop()` then `start()` on the same port.
     public func restart() async throws {
         await stop()

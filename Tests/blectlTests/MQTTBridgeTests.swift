@@ -266,4 +266,23 @@ struct MQTTBridgeTests {
             #expect(try await testbed.state().allSatisfy { $0.led == 1 })
         }
     }
+
+    /// SIGTERM stops the daemon promptly even when the broker has stopped answering (it
+    /// waits a moment for its `offline` to be acknowledged, not forever).
+    @Test func aHungBrokerDoesNotHoldUpAStop() async throws {
+        let broker = try await MosquittoBroker()
+        try await RunningDaemon.with(
+            boards: 1, configuration: Self.configuration(broker, gateway: "g", commands: false)
+        ) { _, daemon in
+            let online = try await broker.subscribe("blefleet/g/status")
+            #expect(online == ["blefleet/g/status online"])
+            broker.freeze()
+            defer { broker.thaw() }
+            let started = ContinuousClock.now
+            daemon.process.signal(SIGTERM)
+            let status = await daemon.process.exit(timeout: .seconds(15))
+            #expect(status == 0, "\(daemon.log)")
+            #expect(started.duration(to: .now) < .seconds(8), "the stop took \(started.duration(to: .now))")
+        }
+    }
 }
