@@ -258,11 +258,12 @@ final class MQTTEngine: @unchecked Sendable {
         endSession(resumingWaitersWith: nil)
         let delay = reconnectDelay
         reconnectDelay = min(reconnectDelay * 2, configuration.reconnectDelayMax)
+        // Debug only: the client's owner reports state changes (once each), not every attempt.
         if wasAnnounced {
-            logger.warning("MQTT connection lost: \(reason)")
+            logger.debug("MQTT connection lost: \(reason)")
             emit(.disconnected(reason: reason))
         } else {
-            logger.warning("MQTT connection failed: \(reason) Retrying in \(delay).")
+            logger.debug("MQTT connection failed: \(reason) Retrying in \(delay).")
             emit(.connectionFailed(reason: reason, retryIn: delay))
         }
         condition.unlock()
@@ -342,7 +343,7 @@ final class MQTTEngine: @unchecked Sendable {
     private func announceIfReady() {
         guard sessionUp, !announced, resubscribing.isEmpty else { return }
         announced = true
-        logger.info("MQTT connected to \(configuration.url)")
+        logger.debug("MQTT connected to \(configuration.url)")
         emit(.connected)
     }
 

@@ -212,6 +212,11 @@ struct MQTTBridgeTests {
             let configs = try await broker.subscribe("homeassistant/+/+/+/config", count: 4, timeout: 20)
             #expect(configs.count == 4)
             #expect(try await broker.subscribe("blefleet/lab/+/availability", count: 2) .allSatisfy { $0.hasSuffix(" online") })
+            // Logged once per state change, not once per attempt.
+            let log = daemon.log
+            #expect(log.components(separatedBy: "lost the MQTT broker").count == 2, "\(log)")
+            #expect(!log.contains("cannot reach the MQTT broker") && !log.contains("MQTT connection failed"), "\(log)")
+            #expect(log.components(separatedBy: "connected to the MQTT broker").count == 3, "\(log)")
 
             // A clean stop says offline.
             #expect(daemon.terminate() == 0)
