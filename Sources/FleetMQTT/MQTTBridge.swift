@@ -72,7 +72,6 @@ public final class MQTTBridge: Service, Sendable {
     let client: MQTTClient
     let core: MQTTBridgeCore
     let fleet: Fleet
-    let logger: Logger
 
     /// Checks the configuration; nothing touches the network until ``run()``. Throws a
     /// ``MQTTBridgeError`` naming what is wrong.
@@ -102,7 +101,6 @@ public final class MQTTBridge: Service, Sendable {
         }
         self.configuration = configuration
         self.fleet = fleet
-        self.logger = logger
         core = MQTTBridgeCore(configuration: configuration, broker: "\(url)", client: client, fleet: fleet, logger: logger)
     }
 

@@ -58,7 +58,7 @@ actor MQTTBridgeCore {
             configuration.discoveryPrefix.isEmpty
             ? nil
             : HomeAssistantDiscovery(
-                discoveryPrefix: configuration.discoveryPrefix, topics: FleetTopics(prefix: configuration.topicPrefix),
+                discoveryPrefix: configuration.discoveryPrefix, topics: topics,
                 gateway: configuration.gateway, expireAfter: Int(configuration.republishInterval.components.seconds) * 5)
         self.client = client
         self.fleet = fleet
@@ -178,9 +178,12 @@ actor MQTTBridgeCore {
         switch event {
         case .boardRemoved(let address):
             forget(address)
+        case .temperature(let address, let celsius) where published[address]?.temperature == celsius.degrees:
+            // The same value again (each notification): nothing to publish, no hop to the board.
+            return
         case .boardAdded(let address, _), .boardPhaseChanged(let address, _, _), .temperature(let address, _),
             .ledApplied(let address, _):
-            guard let board = await fleet.snapshots(Selection([.address(address)])).first else { return }
+            guard let board = await fleet.snapshot(of: address) else { return }
             update(board)
         case .adapterPowered:
             break

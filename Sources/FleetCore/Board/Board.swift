@@ -342,13 +342,12 @@ actor Board {
                     characteristic: NanoProfile.temperature.bluetooth)
             )
         }
-        let settled = try? await mirror.wait(timeout: handlesWait, description: "the characteristics of \(device.address)") {
+        _ = try? await mirror.wait(timeout: handlesWait, description: "the characteristics of \(device.address)") {
             snapshot -> MirrorWaitStep<Bool> in
             guard snapshot.tree.device(at: path)?.hasLink == true else { return .done(false) }
             let (led, temperature) = lookUp(snapshot.tree)
             return led != nil && temperature != nil ? .done(true) : .pending
         }
-        _ = settled
         return lookUp(await mirror.tree)
     }
 

@@ -2,6 +2,11 @@ import BlueZ
 import Foundation
 
 extension Fleet {
+    /// One board as it is now, or nil when it is not known (one hop, to that board only).
+    public func snapshot(of address: BoardAddress) async -> BoardSnapshot? {
+        await boards[address]?.snapshot
+    }
+
     /// Every known board, in address order.
     public func snapshots(_ selection: Selection = .all) async -> [BoardSnapshot] {
         var result: [BoardSnapshot] = []
