@@ -94,12 +94,23 @@ public final class MosquittoSubscriber: @unchecked Sendable {
 
     /// Waits until `count` lines arrived; throws (with what did arrive) after `timeout`.
     public func waitForLines(_ count: Int, timeout: Duration = .seconds(10)) async throws -> [String] {
+        try await waitForLines(timeout: timeout, "\(count) lines") { $0.count >= count }
+    }
+
+    /// Waits until a line that satisfies `match` arrived, and returns it.
+    public func waitForLine(timeout: Duration = .seconds(10), where match: @escaping (String) -> Bool) async throws -> String {
+        try await waitForLines(timeout: timeout, "a matching line") { $0.contains(where: match) }.first(where: match)!
+    }
+
+    private func waitForLines(
+        timeout: Duration, _ what: String, until done: ([String]) -> Bool
+    ) async throws -> [String] {
         let deadline = ContinuousClock.now + timeout
         while true {
             let (lines, ended) = lock.withLock { (Self.lines(in: received), self.ended) }
-            if lines.count >= count { return lines }
+            if done(lines) { return lines }
             if ContinuousClock.now >= deadline || ended {
-                throw FixtureError("mosquitto_sub gave \(lines) instead of \(count) lines (exit status \(String(describing: child.status)))")
+                throw FixtureError("mosquitto_sub gave \(lines) instead of \(what) (exit status \(String(describing: child.status)))")
             }
             try await Task.sleep(for: .milliseconds(10))
         }

@@ -15,10 +15,40 @@ final class BrokerSession: Sendable {
     private let collected = Collected()
     private let pump: Task<Void, Never>
 
-    /// What the client's events brought, shared with the task that reads them.
+    /// What the client's events brought, shared with the task that reads them; ``changed()``
+    /// wakes the one waiter after each event.
     final class Collected: Sendable {
         let inbox = Mutex<[MQTTMessage]>([])
         let connection = Mutex<Result<Void, BrokerFailure>?>(nil)
+        private let wakeup = Mutex<(waiter: CheckedContinuation<Void, Never>?, pending: Bool)>((nil, false))
+
+        /// Something arrived (or a deadline passed): the waiter looks again.
+        func changed() {
+            let waiter = wakeup.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard let waiter = state.waiter else {
+                    state.pending = true
+                    return nil
+                }
+                state.waiter = nil
+                return waiter
+            }
+            waiter?.resume()
+        }
+
+        /// Returns at the next ``changed()`` (at once if one came since the last return).
+        func nextChange() async {
+            await withCheckedContinuation { continuation in
+                let now = wakeup.withLock { state -> Bool in
+                    if state.pending {
+                        state.pending = false
+                        return true
+                    }
+                    state.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        }
     }
 
     struct BrokerFailure: Error {
@@ -66,6 +96,7 @@ final class BrokerSession: Sendable {
                 case .message(let message): collected.inbox.withLock { $0.append(message) }
                 case .disconnected, .published: break
                 }
+                collected.changed()
             }
         }
     }
@@ -77,11 +108,17 @@ final class BrokerSession: Sendable {
 
     private var deadline: ContinuousClock.Instant { .now + .milliseconds(Int64(options.timeout * 1000)) }
 
-    /// Waits (polling the collected events, bounded by `until`) until `condition` holds.
+    /// Waits until `condition` holds, looking again after each event; false at `until`.
     private func wait(until: ContinuousClock.Instant, _ condition: () -> Bool) async -> Bool {
+        let collected = self.collected
+        let deadline = Task {
+            guard (try? await Task.sleep(until: until)) != nil else { return }
+            collected.changed()
+        }
+        defer { deadline.cancel() }
         while !condition() {
             guard ContinuousClock.now < until else { return false }
-            try? await Task.sleep(for: .milliseconds(5))
+            await collected.nextChange()
         }
         return true
     }
