@@ -66,14 +66,16 @@ public final class MosquittoSubscriber: @unchecked Sendable {
             stdout: pipe.fileHandleForWriting.fileDescriptor, stderr: pipe.fileHandleForWriting.fileDescriptor)
         try pipe.fileHandleForWriting.close()
         let reader = pipe.fileHandleForReading
-        Thread.detachNewThread { [self] in
+        // The reader holds the subscriber weakly: dropping the subscriber kills its child
+        // (deinit), which ends the output and this thread.
+        Thread.detachNewThread { [weak self] in
             while true {
                 let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                lock.withLock { received.append(chunk) }
+                guard !chunk.isEmpty, let self else { break }
+                self.lock.withLock { self.received.append(chunk) }
             }
             try? reader.close()
-            lock.withLock { ended = true }
+            if let self { self.lock.withLock { self.ended = true } }
         }
     }
 
