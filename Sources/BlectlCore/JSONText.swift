@@ -1,43 +1,30 @@
 public import FleetRPC
+import FoundationEssentials
 
-/// JSON as blectl prints it: pretty (two-space indent, keys sorted) for one document per
-/// command, compact for one object per line.
+/// JSON as blectl prints it, written by the one codec (Foundation's `JSONEncoder`): pretty
+/// (two-space indent, keys sorted) for one document per command, compact for one object
+/// per line.
 public enum JSONText {
+    private static let prettyEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
     /// One line, keys sorted.
     public static func compact(_ value: JSONValue) -> String {
         value.description
     }
 
     /// Indented with two spaces, keys sorted, no trailing newline.
-    public static func pretty(_ value: JSONValue) -> String {
-        var output = ""
-        write(value, indent: 0, into: &output)
-        return output
+    public static func pretty(_ value: some Encodable) throws -> String {
+        String(decoding: try prettyEncoder.encode(value), as: UTF8.self)
     }
 
-    private static func write(_ value: JSONValue, indent: Int, into output: inout String) {
-        let inner = String(repeating: "  ", count: indent + 1)
-        let outer = String(repeating: "  ", count: indent)
-        switch value {
-        case .array(let elements) where !elements.isEmpty:
-            output += "[\n"
-            for (position, element) in elements.enumerated() {
-                output += inner
-                write(element, indent: indent + 1, into: &output)
-                output += position < elements.count - 1 ? ",\n" : "\n"
-            }
-            output += outer + "]"
-        case .object(let members) where !members.isEmpty:
-            output += "{\n"
-            let keys = members.keys.sorted()
-            for (position, key) in keys.enumerated() {
-                output += inner + JSONValue.string(key).description + ": "
-                write(members[key]!, indent: indent + 1, into: &output)
-                output += position < keys.count - 1 ? ",\n" : "\n"
-            }
-            output += outer + "}"
-        default:
-            output += value.description
-        }
+    /// Indented with two spaces, keys sorted, no trailing newline (non-finite numbers, which
+    /// JSON cannot hold, as null).
+    public static func pretty(_ value: JSONValue) -> String {
+        guard let data = try? prettyEncoder.encode(value) else { return value.description }
+        return String(decoding: data, as: UTF8.self)
     }
 }

@@ -44,11 +44,6 @@ actor MQTTBridgeCore {
     private var connected = false
     private var runningCommands = 0
     private var waitingForSend: [Int32: CheckedContinuation<Void, Never>] = [:]
-    private let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
 
     init(configuration: MQTTBridge.Configuration, broker: String, client: MQTTClient, fleet: Fleet, logger: Logger) {
         self.configuration = configuration
@@ -276,7 +271,7 @@ actor MQTTBridgeCore {
     private func fleetCommand(_ message: MQTTMessage) {
         let command: FleetLEDCommand
         do {
-            command = try JSONDecoder().decode(FleetLEDCommand.self, from: Data(message.payload))
+            command = try JSONCodec.decode(FleetLEDCommand.self, from: message.payload)
         } catch {
             logger.warning(
                 "ignored a fleet-wide LED command that is not {\"on\": true|false, \"request\": \"<id>\"}",
@@ -324,7 +319,7 @@ actor MQTTBridgeCore {
     // MARK: Outbox
 
     private func json(_ value: some Encodable) -> String {
-        (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        (try? JSONCodec.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
     private func put(_ topic: String, _ payload: String, retain: Bool, isTemperature: Bool = false) {

@@ -10,7 +10,8 @@ import Musl
 /// The shared state of one connection: the socket, the calls waiting for replies, and the
 /// notification listeners. The reader thread and callers meet here, under one mutex.
 final class ClientCore: Sendable {
-    typealias Reply = Result<JSONValue, FleetRPCClientError>
+    /// A reply frame (its result read by the caller, with the type it expects), or why none came.
+    typealias Reply = Result<[UInt8], FleetRPCClientError>
 
     struct Pending {
         var method: String
@@ -20,7 +21,7 @@ final class ClientCore: Sendable {
     struct State {
         var nextID: Int64 = 1
         var pending: [Int64: Pending] = [:]
-        var listeners: [Int: AsyncThrowingStream<RPCRequest, any Error>.Continuation] = [:]
+        var listeners: [Int: AsyncThrowingStream<FleetRPCNotification, any Error>.Continuation] = [:]
         var nextListener = 0
         /// Set once the connection has ended; every later call fails with it.
         var closed: FleetRPCClientError?
@@ -73,7 +74,7 @@ final class ClientCore: Sendable {
         return writeLock.withLock { _ in socket.send(line) }
     }
 
-    func addListener(_ continuation: AsyncThrowingStream<RPCRequest, any Error>.Continuation) -> Int? {
+    func addListener(_ continuation: AsyncThrowingStream<FleetRPCNotification, any Error>.Continuation) -> Int? {
         let added = state.withLock { state -> Result<Int, FleetRPCClientError> in
             if let closed = state.closed { return .failure(closed) }
             let key = state.nextListener
@@ -168,36 +169,35 @@ final class ClientCore: Sendable {
     }
 
     /// Handles one frame from the daemon; returns an error when the connection must end.
+    /// Only the envelope is read here; the caller reads the result with its own type.
     func handle(frame: ArraySlice<UInt8>) -> FleetRPCClientError? {
         let message: RPCServerMessage
         do {
             message = try RPCServerMessage(parsing: frame)
         } catch {
-            return .malformedReply(detail: error.reason)
+            return .malformedReply(detail: JSONCodec.describe(error))
         }
         switch message {
-        case .response(let response):
-            return deliver(response)
-        case .batch(let responses):
-            for response in responses {
-                if let failure = deliver(response) { return failure }
-            }
-            return nil
-        case .notification(let request):
+        case .response(let id, let error):
+            return deliver(Array(frame), id: id, error: error)
+        case .batch:
+            return .malformedReply(detail: "a batch reply, but this client sends no batch")
+        case .notification(let method):
+            let notification = FleetRPCNotification(method: method, frame: Array(frame))
             let listeners = state.withLock { Array($0.listeners.values) }
-            for listener in listeners { listener.yield(request) }
+            for listener in listeners { listener.yield(notification) }
             return nil
         }
     }
 
-    private func deliver(_ response: RPCResponse) -> FleetRPCClientError? {
-        guard case .number(let number) = response.id, let id = number.int64Value else {
-            if response.id == .null, let error = response.error {
+    private func deliver(_ frame: [UInt8], id replyID: RPCID, error: RPCError?) -> FleetRPCClientError? {
+        guard case .int(let id) = replyID else {
+            if replyID == .null, let error {
                 // The daemon could not read a frame of ours (e.g. too large): it closes the
                 // connection after this, so every waiting call gets the error.
                 return .rpcError(method: "a request", code: error.code, message: error.message, data: error.data)
             }
-            return .malformedReply(detail: "a reply with the id \(response.id), which no call of this client used")
+            return .malformedReply(detail: "a reply with the id \(replyID), which no call of this client used")
         }
         guard let method = method(of: id) else {
             if id < 1 || id >= state.withLock({ $0.nextID }) {
@@ -206,11 +206,10 @@ final class ClientCore: Sendable {
             // A late reply to a call that timed out or was cancelled: nothing waits for it.
             return nil
         }
-        switch response.outcome {
-        case .result(let value):
-            resolve(id, with: .success(value))
-        case .error(let error):
+        if let error {
             resolve(id, with: .failure(Self.map(error, method: method)))
+        } else {
+            resolve(id, with: .success(frame))
         }
         return nil
     }

@@ -10,16 +10,12 @@ extension FleetRPCClient {
         topics: [EventTopic]? = nil, timeout: Duration? = .seconds(30)
     ) async throws(FleetRPCClientError) -> AsyncThrowingStream<EventNotification, any Error> {
         let raw = notifications()
-        _ = try await call(
-            FleetMethods.eventsSubscribe.name, params: EventsSubscribeParams(topics: topics),
-            as: EventsSubscriptionResult.self, timeout: timeout)
+        _ = try await call(FleetMethods.EventsSubscribe.self, EventsSubscribeParams(topics: topics), timeout: timeout)
         let (stream, continuation) = AsyncThrowingStream<EventNotification, any Error>.makeStream()
         let forwarder = Task {
             do {
                 for try await notification in raw where notification.method == EventNotification.method {
-                    guard let params = notification.params?.jsonValue,
-                        let event = try? Self.decode(params, as: EventNotification.self, method: notification.method)
-                    else { continue }
+                    guard let event = notification.params(as: EventNotification.self) else { continue }
                     continuation.yield(event)
                 }
                 continuation.finish()

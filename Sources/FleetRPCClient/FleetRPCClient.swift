@@ -34,7 +34,8 @@ public final class FleetRPCClient: Sendable {
     }
 
     /// Calls `method` with `params` (an object, an array, or `nil` for none) and returns the
-    /// result. `timeout` bounds the wait for the reply; `nil` waits as long as the connection lasts.
+    /// result as it came. `timeout` bounds the wait for the reply; `nil` waits as long as the
+    /// connection lasts.
     public func call(
         _ method: String, params: JSONValue? = nil, timeout: Duration? = .seconds(30)
     ) async throws(FleetRPCClientError) -> JSONValue {
@@ -46,9 +47,43 @@ public final class FleetRPCClient: Sendable {
         case let other?:
             throw .invalidParams(method: method, detail: "params must be an object or an array, not \(other.kindDescription)")
         }
+        return try await send(method, params: rpcParams, as: JSONValue.self, timeout: timeout).result()
+    }
+
+    /// Calls `method` with typed `params` and returns its typed result.
+    public func call<Method: RPCMethod>(
+        _ method: Method.Type, _ params: Method.Params, timeout: Duration? = .seconds(30)
+    ) async throws(FleetRPCClientError) -> Method.Result {
+        try await reply(method, params, timeout: timeout).result()
+    }
+
+    /// Calls `method`, which takes no params, and returns its typed result.
+    public func call<Method: RPCMethod>(
+        _ method: Method.Type, timeout: Duration? = .seconds(30)
+    ) async throws(FleetRPCClientError) -> Method.Result where Method.Params == RPCNoParams {
+        try await reply(method, RPCNoParams(), timeout: timeout).result()
+    }
+
+    /// Calls `method` and returns the reply, whose result can be read typed
+    /// (``FleetRPCReply/result()``) or as it came (``FleetRPCReply/json()``).
+    public func reply<Method: RPCMethod>(
+        _ method: Method.Type, _ params: Method.Params, timeout: Duration? = .seconds(30)
+    ) async throws(FleetRPCClientError) -> FleetRPCReply<Method.Result> {
+        try await send(method.name, params: params is RPCNoParams ? nil : params, as: Method.Result.self, timeout: timeout)
+    }
+
+    /// Sends one request (params encoded as they are) and waits for its reply frame.
+    private func send<Params: Encodable, Result: Decodable>(
+        _ method: String, params: Params?, as: Result.Type, timeout: Duration?
+    ) async throws(FleetRPCClientError) -> FleetRPCReply<Result> {
         let core = self.core
         let id = core.makeID()
-        let frame = RPCRequest(method: method, params: rpcParams, id: .int(id)).serialized()
+        let frame: [UInt8]
+        do {
+            frame = try JSONCodec.encode(RPCOutgoing(method: method, params: params, id: .int(id)))
+        } catch {
+            throw .invalidParams(method: method, detail: "\(error)")
+        }
         let timer = CallTimer()
         let reply: ClientCore.Reply = await withTaskCancellationHandler {
             await withUnsafeContinuation { continuation in
@@ -72,14 +107,14 @@ public final class FleetRPCClient: Sendable {
             core.resolve(id, with: .failure(.cancelled(method: method)))
         }
         timer.cancel()
-        return try reply.get()
+        return FleetRPCReply(method: method, frame: try reply.get())
     }
 
     /// Every notification the daemon sends on this connection from now on. The stream ends
     /// with a ``FleetRPCClientError`` when the connection does; iterating it keeps the
     /// connection open.
-    public func notifications() -> AsyncThrowingStream<RPCRequest, any Error> {
-        let (stream, continuation) = AsyncThrowingStream<RPCRequest, any Error>.makeStream()
+    public func notifications() -> AsyncThrowingStream<FleetRPCNotification, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<FleetRPCNotification, any Error>.makeStream()
         if let key = core.addListener(continuation) {
             continuation.onTermination = { [self] _ in
                 // Holding `self` keeps the connection open while the stream is in use.

@@ -15,8 +15,7 @@ enum BoardCompletion {
         if let word = words.first(where: { $0.hasPrefix("--socket=") }) { option = String(word.dropFirst(9)) }
         let path = GlobalOptions.socketPath(option: option, environment: Output.environment)
         guard let client = try? FleetRPCClient(socketPath: path),
-            let list = try? await client.call(
-                FleetMethods.boardsList.name, params: BoardsListParams(), as: BoardsListResult.self, timeout: .seconds(2))
+            let list = try? await client.call(FleetMethods.BoardsList.self, .init(), timeout: .seconds(2))
         else { return [] }
         var candidates: [String] = []
         for board in list.boards {

@@ -1,17 +1,17 @@
 import ArgumentParser
 import BlectlCore
 import FleetRPC
+import FleetRPCClient
 
 /// Prints the result of a fleet-wide call (a table and a summary line, or the JSON result)
 /// and ends with exit status 1 when any board failed.
 enum FleetOutput {
     static func print<Entry: Sendable & Hashable & Codable>(
-        _ raw: JSONValue, method: String, session: Session, entry: Entry.Type, verb: String,
-        table: ([Entry]) -> TextTable
+        _ reply: FleetRPCReply<FleetResult<Entry>>, session: Session, verb: String, table: ([Entry]) -> TextTable
     ) throws {
-        let result = try session.decode(raw, as: FleetResult<Entry>.self, method: method)
+        let result = try session.result(reply)
         if session.options.json {
-            Output.line(JSONText.pretty(raw))
+            Output.line(JSONText.pretty(try session.json(reply)))
         } else {
             let style = Output.style
             let rendered = table(result.results).render(legend: !session.options.noLegend) { row, column, cell in

@@ -20,28 +20,35 @@ struct Session {
     }
 
     /// Calls `method`; `extraSeconds` is added to the reply timeout (e.g. a scan's duration).
-    func call(_ method: String, params: JSONValue? = nil, extraSeconds: Double = 0) async throws -> JSONValue {
+    func call<Method: RPCMethod>(
+        _ method: Method.Type, _ params: Method.Params, extraSeconds: Double = 0
+    ) async throws -> FleetRPCReply<Method.Result> {
         do {
-            return try await client.call(method, params: params, timeout: timeout(extraSeconds))
+            return try await client.reply(method, params, timeout: timeout(extraSeconds))
         } catch {
             throw Session.fail(error)
         }
     }
 
-    /// Calls `method` with typed params.
-    func call(_ method: String, params: some Encodable, extraSeconds: Double = 0) async throws -> JSONValue {
+    /// Calls `method`, which takes no params.
+    func call<Method: RPCMethod>(_ method: Method.Type) async throws -> FleetRPCReply<Method.Result>
+    where Method.Params == RPCNoParams {
+        try await call(method, RPCNoParams())
+    }
+
+    /// The typed result of a reply, or the diagnosis of a malformed one.
+    func result<Result>(_ reply: FleetRPCReply<Result>) throws -> Result {
         do {
-            let value = try FleetRPCClient.encode(params, method: method)
-            return try await client.call(method, params: value, timeout: timeout(extraSeconds))
+            return try reply.result()
         } catch {
             throw Session.fail(error)
         }
     }
 
-    /// Decodes a result, or reports a malformed reply.
-    func decode<Result: Decodable>(_ value: JSONValue, as type: Result.Type, method: String) throws -> Result {
+    /// The result of a reply as it came (for `--json`).
+    func json<Result>(_ reply: FleetRPCReply<Result>) throws -> JSONValue {
         do {
-            return try FleetRPCClient.decode(value, as: type, method: method)
+            return try reply.json()
         } catch {
             throw Session.fail(error)
         }

@@ -58,7 +58,7 @@ struct FleetRPCClientEventsTests {
             let one = try await iterator1.next()
             let two = try await iterator2.next()
             #expect(one?.method == "events.event")
-            #expect(two?.params?.jsonValue["data"]?["celsius"] == 7)
+            #expect(two?.params(as: JSONValue.self)?["data"]?["celsius"] == 7)
         }
     }
 }

@@ -171,7 +171,7 @@ struct FleetRPCClientTests {
         }) { server in
             let client = try FleetRPCClient(socketPath: server.path)
             let error = await #expect(throws: FleetRPCClientError.self) {
-                try await client.call(FleetMethods.daemonStatus.name, as: DaemonStatus.self)
+                try await client.call(FleetMethods.DaemonStatus.self)
             }
             #expect(error?.description.contains("not a DaemonStatus") == true)
         }
@@ -189,8 +189,7 @@ struct FleetRPCClientTests {
         }) { server in
             let client = try FleetRPCClient(socketPath: server.path)
             let result = try await client.call(
-                FleetMethods.ledSet.name, params: LedSetParams(select: .patterns(["lab-*", "AA:BB:CC:DD:EE:FF"]), on: false),
-                as: FleetResult<BoardOutcome>.self)
+                FleetMethods.LedSet.self, .init(select: .patterns(["lab-*", "AA:BB:CC:DD:EE:FF"]), on: false))
             #expect(result == FleetResult(results: [BoardOutcome(address: "AA:BB:CC:DD:EE:FF", name: "nano-01", ok: true, latencyMs: 12)]))
         }
     }

@@ -78,12 +78,11 @@ import Testing
             replies += 1
             // Foundation agrees the reply is JSON.
             #expect((try? JSONSerialization.jsonObject(with: Data(reply), options: [.fragmentsAllowed])) != nil)
-            let message = try RPCServerMessage(parsing: reply)
             let responses: [RPCResponse]
-            switch message {
-            case .response(let response): responses = [response]
-            case .batch(let batch): responses = batch
-            case .notification: Issue.record("a reply must not be a request"); continue
+            if let batch = try? JSONDecoder().decode([RPCResponse].self, from: Data(reply)) {
+                responses = batch
+            } else {
+                responses = [try JSONDecoder().decode(RPCResponse.self, from: Data(reply))]
             }
             for response in responses {
                 if let error = response.error {

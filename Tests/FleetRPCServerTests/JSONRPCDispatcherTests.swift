@@ -108,10 +108,15 @@ import Testing
 
     // MARK: Edge cases
 
-    @Test func idsAreEchoedExactly() async throws {
-        for id in ["1.0", "1", "1e3", "-0", "123456789012345678901234567890", #""é😀\n""#, "null"] {
+    @Test func repliesCarryTheSameIdValue() async throws {
+        for (id, echoed) in [("1", "1"), ("1.0", "1"), ("1e3", "1000"), ("-0", "0"), (#""é😀\n""#, #""é😀\n""#), ("null", "null")] {
             let text = await replyText(#"{"jsonrpc":"2.0","method":"test.get_data","id":\#(id)}"#)
-            #expect(text?.hasSuffix(#","id":\#(id)}"#) == true, "reply: \(text ?? "nil")")
+            #expect(text?.contains(#""id":\#(echoed),"jsonrpc""#) == true, "reply: \(text ?? "nil")")
+        }
+        for id in ["1.5", "123456789012345678901234567890"] {
+            let answer = try await reply(#"{"jsonrpc":"2.0","method":"test.get_data","id":\#(id)}"#)
+            #expect(errorCode(answer) == -32600, "id \(id)")
+            #expect(answer?["id"] == .null)
         }
     }
 
@@ -122,15 +127,14 @@ import Testing
         frame += Array(#""},"id":1}"#.utf8)
         let answer = try JSONValue(parsing: try #require(await dispatcher.handle(frame: frame, connection: connection)))
         #expect(errorCode(answer) == -32700)
-        #expect(answer["error"]?["message"]?.stringValue?.contains("malformed UTF-8") == true)
+        #expect(answer["id"] == .null)
     }
 
     @Test func deepNestingIsRefusedNotACrash() async throws {
         let depth = 100_000
         let answer = try await reply(String(repeating: "[", count: depth) + String(repeating: "]", count: depth))
         #expect(errorCode(answer) == -32700)
-        #expect(answer?["error"]?["message"]?.stringValue?.contains("deeper than the limit of 64") == true)
-        let params = String(repeating: "[", count: 200) + String(repeating: "]", count: 200)
+        let params = String(repeating: "[", count: JSONValue.maximumDepth) + String(repeating: "]", count: JSONValue.maximumDepth)
         let inParams = try await reply(#"{"jsonrpc":"2.0","method":"test.update","params":[\#(params)],"id":1}"#)
         #expect(errorCode(inParams) == -32700)
     }
@@ -140,9 +144,10 @@ import Testing
         let huge = try await reply(#"{"jsonrpc":"2.0","method":"test.sum","params":[99999999999999999999],"id":1}"#)
         #expect(errorCode(huge) == -32602)
         #expect(huge?["error"]?["message"]?.stringValue?.contains("\"a\" must be an integer") == true)
+        // JSON leaves duplicate member names undefined: one of them is used, and one reply is sent.
         let duplicate = try await reply(#"{"jsonrpc":"2.0","method":"test.sum","id":1,"id":2}"#)
-        #expect(errorCode(duplicate) == -32700)
-        #expect(duplicate?["error"]?["message"]?.stringValue?.contains("duplicate member name \"id\"") == true)
+        #expect(duplicate?["result"] == 0)
+        #expect(duplicate?["id"] == 1 || duplicate?["id"] == 2)
     }
 
     @Test func wrongParamTypesNameTheParameter() async throws {

@@ -54,6 +54,13 @@ enum TestCatalogue {
         params: [RPCParamDescriptor("count", .integer(minimum: 0), required: true, "How many.")],
         result: RPCResultDescriptor("sent", "How many were queued."), access: .read)
 
+    /// A typed method over `typed`, as the fleet's methods are.
+    enum Typed: RPCMethod {
+        static let descriptor = typed
+        typealias Params = FleetMethods.LedSet.Params
+        typealias Result = FleetResult<BoardOutcome>
+    }
+
     struct SecretFailure: Error, CustomStringConvertible {
         var description: String { "secret-internal-detail /etc/shadow" }
     }
@@ -65,19 +72,20 @@ enum TestCatalogue {
     /// Methods that never block: safe for fuzzing.
     static func makeDispatcher(policy: AccessPolicy = AccessPolicy(), logger: Logger = .silent) -> JSONRPCDispatcher {
         var dispatcher = JSONRPCDispatcher(policy: policy, logger: logger)
-        dispatcher.register(subtract) { params, _ in
+        dispatcher.registerDiscovery(FleetMethods.Discover.self, title: "test")
+        dispatcher.registerJSON(subtract) { params, _ in
             .int(params["minuend"]!.int64Value! &- params["subtrahend"]!.int64Value!)
         }
-        dispatcher.register(sum) { params, _ in
-            .int(params.values.reduce(0) { $0 &+ ($1.int64Value ?? 0) })
+        dispatcher.registerJSON(sum) { params, _ in
+            .int(params.values.values.reduce(0) { $0 &+ ($1.int64Value ?? 0) })
         }
-        dispatcher.register(update) { _, _ in true }
-        dispatcher.register(notifyHello) { _, _ in true }
-        dispatcher.register(getData) { _, _ in ["hello", 5] }
-        dispatcher.register(failInternal) { _, _ in throw SecretFailure() }
-        dispatcher.register(failRPC) { _, _ in throw RPCError(.timeout, "The board did not answer within 5 s.") }
-        dispatcher.register(failConvertible) { _, _ in throw MissingBoard() }
-        dispatcher.register(typed, params: LedSetParams.self) { params, _ in
+        dispatcher.registerJSON(update) { _, _ in true }
+        dispatcher.registerJSON(notifyHello) { _, _ in true }
+        dispatcher.registerJSON(getData) { _, _ in ["hello", 5] }
+        dispatcher.registerJSON(failInternal) { _, _ in throw SecretFailure() }
+        dispatcher.registerJSON(failRPC) { _, _ in throw RPCError(.timeout, "The board did not answer within 5 s.") }
+        dispatcher.registerJSON(failConvertible) { _, _ in throw MissingBoard() }
+        dispatcher.register(Typed.self) { params, _ in
             FleetResult(results: [BoardOutcome(address: "\(params.select)", name: "n", ok: params.on, latencyMs: 1)])
         }
         return dispatcher
@@ -89,21 +97,20 @@ enum TestCatalogue {
         gate: Gate, flooded: NIOLockedValueBox<Int>? = nil, policy: AccessPolicy = AccessPolicy(), logger: Logger = .silent
     ) -> JSONRPCDispatcher {
         var dispatcher = makeDispatcher(policy: policy, logger: logger)
-        dispatcher.register(wait) { params, _ in
+        dispatcher.registerJSON(wait) { params, _ in
             let key = params["key"]!.stringValue!
             try await gate.wait(key)
             return .string(key)
         }
-        // Answered at once, where the frame is read: never queued behind running calls.
-        dispatcher.registerImmediate(open) { params, _ in
+        dispatcher.registerJSON(open) { params, _ in
             gate.open(params["key"]!.stringValue!)
             return true
         }
-        dispatcher.register(flood) { params, context in
+        dispatcher.registerJSON(flood) { params, context in
             var sent = 0
             let payload = JSONValue.string(String(repeating: "x", count: 200))
             for _ in 0..<params["count"]!.int64Value! {
-                guard context.connection.notify(method: "test.flooded", params: .byName(["p": payload])) else { break }
+                guard context.connection.notify(method: "test.flooded", params: ["p": payload]) else { break }
                 sent += 1
             }
             flooded?.withLockedValue { $0 = sent }
@@ -205,4 +212,14 @@ func makeConnection(uid: UInt32 = 0, gid: UInt32 = 0) -> (RPCConnection, NIOLock
         return true
     }
     return (connection, sent)
+}
+
+extension JSONRPCDispatcher {
+    /// Serves `descriptor` with a handler returning a JSON value (the toy methods).
+    mutating func registerJSON(
+        _ descriptor: RPCMethodDescriptor,
+        handler: @escaping @Sendable (RPCCheckedParams, RPCContext) async throws -> JSONValue
+    ) {
+        register(descriptor) { params, context in try await handler(params, context) }
+    }
 }

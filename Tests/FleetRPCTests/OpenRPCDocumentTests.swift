@@ -5,7 +5,7 @@ import Testing
 
 @Suite struct OpenRPCDocumentTests {
     @Test func documentIsValidJSONListingEveryMethod() throws {
-        let document = OpenRPCDocument.make(methods: FleetMethods.all)
+        let document = OpenRPCDocument.make(methods: FleetMethods.descriptors)
         let bytes = document.serialized()
         // Foundation, an independent parser, reads it.
         let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
@@ -14,8 +14,8 @@ import Testing
         #expect(info["title"] as? String == "blefleet")
         #expect(info["version"] is String)
         let methods = try #require(object["methods"] as? [[String: Any]])
-        #expect(methods.compactMap { $0["name"] as? String } == FleetMethods.all.map(\.name))
-        for (method, descriptor) in zip(methods, FleetMethods.all) {
+        #expect(methods.compactMap { $0["name"] as? String } == FleetMethods.descriptors.map(\.name))
+        for (method, descriptor) in zip(methods, FleetMethods.descriptors) {
             let params = try #require(method["params"] as? [[String: Any]])
             #expect(params.compactMap { $0["name"] as? String } == descriptor.params.map(\.name))
             for param in params {
@@ -29,7 +29,7 @@ import Testing
     }
 
     @Test func everyErrorReferenceResolves() throws {
-        let document = OpenRPCDocument.make(methods: FleetMethods.all)
+        let document = OpenRPCDocument.make(methods: FleetMethods.descriptors)
         let components = try #require(document["components"]?["errors"]?.objectValue)
         for method in document["methods"]?.arrayValue ?? [] {
             for reference in method["errors"]?.arrayValue ?? [] {

@@ -24,11 +24,11 @@ import Testing
     }
 
     @Test func acceptsValidParamsByNameAndPosition() throws {
-        #expect(try check(FleetMethods.ledSet, #"{"select":"all","on":true}"#) == ["select": "all", "on": true])
-        #expect(try check(FleetMethods.ledSet, #"["lab-*",false,100]"#) == ["select": "lab-*", "on": false, "timeoutMs": 100])
-        #expect(try check(FleetMethods.ledSet, #"{"select":"all","on":true,"timeoutMs":null}"#).count == 2)
-        #expect(try check(FleetMethods.daemonStatus, nil) == [:])
-        #expect(try check(FleetMethods.gattWrite, #"{"address":"aa:bb:cc:dd:ee:ff","service":"180f","characteristic":"d888a9c3-f3cc-11ed-a05b-0242ac120003","value":"01"}"#).count == 4)
+        #expect(try check(FleetMethods.LedSet.descriptor, #"{"select":"all","on":true}"#) == ["select": "all", "on": true])
+        #expect(try check(FleetMethods.LedSet.descriptor, #"["lab-*",false,100]"#) == ["select": "lab-*", "on": false, "timeoutMs": 100])
+        #expect(try check(FleetMethods.LedSet.descriptor, #"{"select":"all","on":true,"timeoutMs":null}"#).count == 2)
+        #expect(try check(FleetMethods.DaemonStatus.descriptor, nil) == [:])
+        #expect(try check(FleetMethods.GattWrite.descriptor, #"{"address":"aa:bb:cc:dd:ee:ff","service":"180f","characteristic":"d888a9c3-f3cc-11ed-a05b-0242ac120003","value":"01"}"#).count == 4)
     }
 
     @Test(arguments: [
@@ -42,33 +42,33 @@ import Testing
         (#"["all",true,1,2]"#, "led.set takes at most 3 parameters (select, on, timeoutMs), got 4"),
     ])
     func refusesBadLedSetParamsNamingTheParameter(params: String, message: String) {
-        let text = refusal(FleetMethods.ledSet, params)
+        let text = refusal(FleetMethods.LedSet.descriptor, params)
         #expect(text?.contains(message) == true, "message was \(text ?? "nil")")
     }
 
     @Test func enforcesExactlyOneOfSelectAndAddress() {
         let base = #""service":"180f","characteristic":"2a19""#
-        #expect(refusal(FleetMethods.gattRead, "{\(base)}")?.contains(#"give "select" or "address""#) == true)
+        #expect(refusal(FleetMethods.GattRead.descriptor, "{\(base)}")?.contains(#"give "select" or "address""#) == true)
         #expect(
-            refusal(FleetMethods.gattRead, #"{"select":"all","address":"AA:BB:CC:DD:EE:FF",\#(base)}"#)?
+            refusal(FleetMethods.GattRead.descriptor, #"{"select":"all","address":"AA:BB:CC:DD:EE:FF",\#(base)}"#)?
                 .contains("not both") == true)
-        #expect(refusal(FleetMethods.gattRead, #"{"address":"AA:BB",\#(base)}"#)?.contains("Bluetooth address") == true)
-        #expect(refusal(FleetMethods.gattWrite, #"{"select":"all",\#(base),"value":"abc"}"#)?.contains("hex") == true)
-        #expect(refusal(FleetMethods.gattRead, #"{"select":"all","service":"xyz","characteristic":"2a19"}"#)?.contains("UUID") == true)
-        #expect(refusal(FleetMethods.eventsSubscribe, #"{"topics":["nope"]}"#)?.contains(#"one of "boards""#) == true)
-        #expect(refusal(FleetMethods.boardsScan, #"{"seconds":0}"#)?.contains("a number from 0.1 to 300.0") == true)
+        #expect(refusal(FleetMethods.GattRead.descriptor, #"{"address":"AA:BB",\#(base)}"#)?.contains("Bluetooth address") == true)
+        #expect(refusal(FleetMethods.GattWrite.descriptor, #"{"select":"all",\#(base),"value":"abc"}"#)?.contains("hex") == true)
+        #expect(refusal(FleetMethods.GattRead.descriptor, #"{"select":"all","service":"xyz","characteristic":"2a19"}"#)?.contains("UUID") == true)
+        #expect(refusal(FleetMethods.EventsSubscribe.descriptor, #"{"topics":["nope"]}"#)?.contains(#"one of "boards""#) == true)
+        #expect(refusal(FleetMethods.BoardsScan.descriptor, #"{"seconds":0}"#)?.contains("a number from 0.1 to 300.0") == true)
     }
 
     @Test func methodNamesAreTheFixedOnes() {
         #expect(
-            Set(FleetMethods.all.map(\.name)) == [
+            Set(FleetMethods.descriptors.map(\.name)) == [
                 "led.set", "temperature.read", "boards.list", "boards.scan", "boards.connect", "boards.disconnect",
                 "boards.forget", "boards.alias", "gatt.read", "gatt.write", "gatt.notify", "events.subscribe",
                 "events.unsubscribe",
                 "daemon.status",
             ])
-        #expect(FleetMethods.ledSet.access == .write)
-        #expect(FleetMethods.temperatureRead.access == .read)
-        #expect(FleetMethods.boardsList.access == .read)
+        #expect(FleetMethods.LedSet.descriptor.access == .write)
+        #expect(FleetMethods.TemperatureRead.descriptor.access == .read)
+        #expect(FleetMethods.BoardsList.descriptor.access == .read)
     }
 }

@@ -7,13 +7,19 @@ import Testing
     private func roundTrip<T: Codable & Equatable>(_ value: T) throws {
         let data = try JSONEncoder().encode(value)
         #expect(try JSONDecoder().decode(T.self, from: data) == value)
-        // Our own parser reads what JSONEncoder writes, and the reverse.
+        // Read as a JSON value (blectl --json prints results so) and written again: the same value.
         let json = try JSONValue(parsing: data)
         #expect(try JSONDecoder().decode(T.self, from: Data(json.serialized())) == value)
-        // The daemon encodes results straight to JSONValue: the same JSON, read back the same.
-        let direct = try JSONValueEncoder().encode(value)
-        #expect(direct.integralDoublesAsInts == json.integralDoublesAsInts)
-        #expect(try JSONDecoder().decode(T.self, from: Data(direct.serialized())) == value)
+    }
+
+    /// What a client writes is what the server reads: params encoded, checked against the
+    /// method's descriptor (as the dispatcher does), then read back by the method's Params.
+    private func paramsRoundTrip<Method: RPCMethod>(_ method: Method.Type, _ params: Method.Params) throws
+    where Method.Params: Equatable {
+        let json = try JSONValue(parsing: JSONCodec.encode(params))
+        let members = try #require(json.objectValue, "params are written as an object")
+        let checked = try Method.descriptor.validate(.byName(members))
+        #expect(try Method.Params(checked: RPCCheckedParams(checked)) == params)
     }
 
     private let board = BoardInfo(
@@ -46,15 +52,24 @@ import Testing
     }
 
     @Test func everyParamsTypeRoundTrips() throws {
-        try roundTrip(LedSetParams(select: .all, on: true, timeoutMs: 500))
-        try roundTrip(TemperatureReadParams(select: .patterns(["lab-*"]), maxAgeMs: 1000))
-        try roundTrip(BoardsListParams())
-        try roundTrip(BoardsScanParams(seconds: 2.5))
-        try roundTrip(BoardSelectParams(select: .patterns(["a", "b"])))
-        try roundTrip(BoardsAliasParams(address: "AA:BB:CC:DD:EE:01", alias: "lab-1"))
-        try roundTrip(GattReadParams(address: "AA:BB:CC:DD:EE:01", service: "180f", characteristic: "2a19"))
-        try roundTrip(GattWriteParams(select: .all, service: "180f", characteristic: "2a19", value: "01", withResponse: false))
-        try roundTrip(EventsSubscribeParams(topics: [.adapter]))
+        try paramsRoundTrip(FleetMethods.LedSet.self, .init(select: .all, on: true, timeoutMs: 500))
+        try paramsRoundTrip(FleetMethods.LedSet.self, .init(select: .patterns(["nano-0*", "AA:BB:CC:DD:EE:01"]), on: false))
+        try paramsRoundTrip(FleetMethods.TemperatureRead.self, .init(select: .patterns(["lab-*"]), maxAgeMs: 1000))
+        try paramsRoundTrip(FleetMethods.BoardsList.self, .init())
+        try paramsRoundTrip(FleetMethods.BoardsList.self, .init(select: .patterns(["lab-1"])))
+        try paramsRoundTrip(FleetMethods.BoardsScan.self, .init(seconds: 2.5))
+        try paramsRoundTrip(FleetMethods.BoardsConnect.self, BoardSelectParams(select: .patterns(["a", "b"])))
+        try paramsRoundTrip(FleetMethods.BoardsAlias.self, .init(address: "AA:BB:CC:DD:EE:01", alias: "lab-1"))
+        try paramsRoundTrip(
+            FleetMethods.GattRead.self, .init(address: "AA:BB:CC:DD:EE:01", service: "180f", characteristic: "2a19"))
+        try paramsRoundTrip(
+            FleetMethods.GattWrite.self,
+            .init(select: .all, service: "180f", characteristic: "2a19", value: "01", withResponse: false))
+        try paramsRoundTrip(
+            FleetMethods.GattNotify.self, .init(select: .all, service: "180f", characteristic: "2a19"))
+        try paramsRoundTrip(FleetMethods.EventsSubscribe.self, EventsSubscribeParams(topics: [.adapter]))
+        try paramsRoundTrip(FleetMethods.EventsUnsubscribe.self, EventsSubscribeParams())
+        try paramsRoundTrip(FleetMethods.DaemonStatus.self, RPCNoParams())
     }
 
     @Test func fleetResultTotalsAreCounted() throws {

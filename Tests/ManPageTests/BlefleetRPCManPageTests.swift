@@ -4,7 +4,7 @@ import Testing
 /// blefleet-rpc(7) against the method catalogue the daemon enforces and publishes.
 @Suite("man/blefleet-rpc.7")
 struct BlefleetRPCManPageTests {
-    static let methods = FleetMethods.all + [FleetMethods.rpcDiscover]
+    static let methods = FleetMethods.descriptors + [FleetMethods.Discover.descriptor]
     static let methodNames = methods.map(\.name)
 
     static func descriptor(_ name: String) -> RPCMethodDescriptor {
@@ -89,7 +89,7 @@ struct BlefleetRPCManPageTests {
         }
         #expect(topics == EventTopic.allCases.map(\.rawValue))
         #expect(section.joined().contains(#""method":"\#(EventNotification.method)""#))
-        let subscribe = try #require(Self.subsection(of: page, method: FleetMethods.eventsSubscribe.name)).body
+        let subscribe = try #require(Self.subsection(of: page, method: FleetMethods.EventsSubscribe.descriptor.name)).body
         for topic in EventTopic.allCases {
             #expect(subscribe.contains { $0.contains(topic.rawValue) }, "\(topic) missing from events.subscribe")
         }
@@ -110,7 +110,7 @@ struct BlefleetRPCManPageTests {
     @Test("The framing states the real limits: frame size, nesting depth, calls in flight")
     func limits() throws {
         let page = try ManPage("blefleet-rpc.7")
-        #expect(page.rendered.contains("nested deeper than \(JSONValue.defaultMaxDepth) arrays or objects"))
+        #expect(page.rendered.contains("nested deeper than \(JSONValue.maximumDepth) arrays or objects"))
         #expect(page.rendered.contains("-\(-RPCErrorCode.frameTooLarge.rawValue) and id null, then closes the connection"))
         #expect(page.rendered.contains("OpenRPC \(OpenRPCDocument.version)"))
     }

@@ -2,6 +2,7 @@
 ///
 /// Integers that fit in `Int64` stay `.int`; every other number is `.double`. Objects are
 /// unordered; ``serialized()`` writes their members sorted by key so output is stable.
+/// Read and written by ``JSONCodec`` (Foundation), like every other JSON in blefleet.
 public enum JSONValue: Sendable, Hashable {
     case null
     case bool(Bool)
@@ -90,6 +91,22 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expre
 }
 
 extension JSONValue: CustomStringConvertible {
+    /// Reads one JSON text; throws a `DecodingError` (see ``JSONCodec/describe(_:)``).
+    public init(parsing bytes: some Collection<UInt8>) throws {
+        self = try JSONCodec.decode(JSONValue.self, from: bytes)
+    }
+
+    /// Reads one JSON text.
+    public init(parsing text: String) throws {
+        try self.init(parsing: Array(text.utf8))
+    }
+
+    /// Compact JSON text (UTF-8), object members sorted by key. Non-finite doubles, which JSON
+    /// cannot express, are written as `null`.
+    public func serialized() -> [UInt8] {
+        (try? JSONCodec.encode(self)) ?? Array("null".utf8)
+    }
+
     /// The compact JSON text of the value.
     public var description: String {
         String(decoding: serialized(), as: UTF8.self)

@@ -1,44 +1,35 @@
-/// A JSON-RPC 2.0 request id: a string, a number or null. A request without an id is a
-/// notification (``RPCRequest/id`` is `nil`). Numbers keep their literal text so a reply
-/// echoes the id exactly as the client sent it.
+/// A JSON-RPC 2.0 request id: a string, an integer or null. A request without an id is a
+/// notification (``RPCRequest/id`` is `nil`). Other numbers (`1.5`, integers beyond 64 bits)
+/// are refused with `-32600`: the reply carries the same value back, which an integer id
+/// always allows.
 public enum RPCID: Sendable, Hashable, CustomStringConvertible {
     case string(String)
-    case number(JSONNumber)
+    case int(Int64)
     case null
-
-    /// An integer id.
-    public static func int(_ value: Int64) -> RPCID { .number(JSONNumber(value)) }
 
     /// The JSON text of the id, as it is written in a frame.
     public var description: String {
         switch self {
         case .string(let value): return JSONValue.string(value).description
-        case .number(let value): return value.literal
+        case .int(let value): return String(value)
         case .null: return "null"
-        }
-    }
-
-    func write(into output: inout [UInt8]) {
-        switch self {
-        case .string(let value): JSONValue.writeString(value, into: &output)
-        case .number(let value): output.append(contentsOf: value.literal.utf8)
-        case .null: output.append(contentsOf: "null".utf8)
         }
     }
 }
 
 extension RPCID: Codable {
     public init(from decoder: any Decoder) throws {
+        // Integers first: the ids clients send are mostly integers, and a failed attempt costs.
         let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
+        if let value = try? container.decode(Int64.self) {
+            self = .int(value)
+        } else if container.decodeNil() {
             self = .null
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
-        } else if let value = try? container.decode(JSONNumber.self) {
-            self = .number(value)
         } else {
             throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "A JSON-RPC id must be a string, a number or null.")
+                in: container, debugDescription: "A JSON-RPC id must be a string, an integer or null.")
         }
     }
 
@@ -46,7 +37,7 @@ extension RPCID: Codable {
         var container = encoder.singleValueContainer()
         switch self {
         case .string(let value): try container.encode(value)
-        case .number(let value): try container.encode(value)
+        case .int(let value): try container.encode(value)
         case .null: try container.encodeNil()
         }
     }

@@ -1,5 +1,7 @@
 /// One frame received by a JSON-RPC server, checked against JSON-RPC 2.0 but not yet
 /// against any method: a single request, a batch, or a frame that gets one error reply.
+/// Read in one pass of ``JSONCodec``: the envelope's members, and the params as a
+/// ``JSONValue`` for the method's descriptor to check.
 public enum RPCIncoming: Sendable, Hashable {
     /// A single request object (which may still be invalid).
     case single(Item)
@@ -17,35 +19,56 @@ public enum RPCIncoming: Sendable, Hashable {
     }
 
     /// Reads a frame. Never throws: every defect becomes an error to reply with.
-    public init(parsing bytes: some Collection<UInt8>, maxDepth: Int = JSONValue.defaultMaxDepth) {
-        var parser = JSONParser(Array(bytes), maxDepth: maxDepth)
-        let frame: JSONParser.Frame
+    public init(parsing bytes: some Collection<UInt8>) {
         do {
-            frame = try parser.parseFrame()
+            self = try JSONCodec.decode(Frame.self, from: bytes).incoming
         } catch {
-            self = .refused(.parseError(error.description))
-            return
+            self = .refused(.parseError(JSONCodec.describe(error)))
         }
-        switch frame {
-        case .object(let object):
-            self = .single(Item(object))
-        case .array(let elements):
-            guard !elements.isEmpty else {
-                self = .refused(.invalidRequest("an empty batch (array) holds no request"))
+    }
+}
+
+/// Any member name, so unknown members can be named in the error.
+struct AnyCodingKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(_ name: String) { stringValue = name }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}
+
+private struct Frame: Decodable {
+    let incoming: RPCIncoming
+
+    init(from decoder: any Decoder) throws {
+        if let object = try? decoder.container(keyedBy: AnyCodingKey.self) {
+            incoming = .single(try RPCIncoming.Item(object))
+        } else if var array = try? decoder.unkeyedContainer() {
+            guard !array.isAtEnd else {
+                incoming = .refused(.invalidRequest("an empty batch (array) holds no request"))
                 return
             }
-            self = .batch(
-                elements.map { element in
-                    switch element {
-                    case .object(let object): return Item(object)
-                    case .other(let value):
-                        return .invalid(
-                            id: .null,
-                            error: .invalidRequest("a batch element must be a request object, not \(value.kindDescription)"))
-                    }
-                })
-        case .other(let value):
-            self = .refused(.invalidRequest("a frame must be a request object or a batch array, not \(value.kindDescription)"))
+            var items: [RPCIncoming.Item] = []
+            while !array.isAtEnd {
+                items.append(try array.decode(BatchElement.self).item)
+            }
+            incoming = .batch(items)
+        } else {
+            let value = try decoder.singleValueContainer().decode(JSONValue.self)
+            incoming = .refused(.invalidRequest("a frame must be a request object or a batch array, not \(value.kindDescription)"))
+        }
+    }
+}
+
+private struct BatchElement: Decodable {
+    let item: RPCIncoming.Item
+
+    init(from decoder: any Decoder) throws {
+        if let object = try? decoder.container(keyedBy: AnyCodingKey.self) {
+            item = try RPCIncoming.Item(object)
+        } else {
+            let value = try decoder.singleValueContainer().decode(JSONValue.self)
+            item = .invalid(id: .null, error: .invalidRequest("a batch element must be a request object, not \(value.kindDescription)"))
         }
     }
 }
@@ -53,19 +76,60 @@ public enum RPCIncoming: Sendable, Hashable {
 extension RPCIncoming.Item {
     private static let knownMembers: Set<String> = ["jsonrpc", "method", "params", "id"]
 
-    init(_ object: JSONParser.TopLevelObject) {
-        let members = object.members
+    /// Reads one request object. Throws only when a member is not JSON at all (e.g. a string
+    /// with malformed UTF-8): the whole frame is then a parse error.
+    init(_ object: KeyedDecodingContainer<AnyCodingKey>) throws {
+        // The usual request, read without trying types that fail: known members only,
+        // "2.0", a string method, an integer or string id, object or array params.
+        if object.allKeys.allSatisfy({ Self.knownMembers.contains($0.stringValue) }),
+            (try? object.decode(String.self, forKey: AnyCodingKey("jsonrpc"))) == "2.0",
+            let method = try? object.decode(String.self, forKey: AnyCodingKey("method")),
+            let request = try? Self.request(method: method, object)
+        {
+            self = .request(request)
+            return
+        }
+        try self.init(checking: object)
+    }
+
+    private static func request(method: String, _ object: KeyedDecodingContainer<AnyCodingKey>) throws -> RPCRequest? {
+        let idKey = AnyCodingKey("id")
+        let id = object.contains(idKey) ? try object.decode(RPCID.self, forKey: idKey) : nil
+        let paramsKey = AnyCodingKey("params")
+        let params: RPCParams?
+        if !object.contains(paramsKey) {
+            params = nil
+        } else if let members = try? object.decode([String: JSONValue].self, forKey: paramsKey) {
+            params = .byName(members)
+        } else if let elements = try? object.decode([JSONValue].self, forKey: paramsKey) {
+            params = .byPosition(elements)
+        } else {
+            return nil
+        }
+        return RPCRequest(method: method, params: params, id: id)
+    }
+
+    /// Reads a request member by member, saying what is wrong with it.
+    private init(checking object: KeyedDecodingContainer<AnyCodingKey>) throws {
+        func value(_ name: String) throws -> JSONValue? {
+            let key = AnyCodingKey(name)
+            // Not `nil` in a ternary: JSONValue is ExpressibleByNilLiteral, so it would be `.null`.
+            guard object.contains(key) else { return Optional.none }
+            return try object.decode(JSONValue.self, forKey: key)
+        }
         let id: RPCID?
-        switch object.id {
-        case .absent: id = nil
-        case .valid(let value): id = value
-        case .invalid:
-            let kind = members["id"]?.kindDescription ?? "missing"
-            self = .invalid(id: .null, error: .invalidRequest("\"id\" must be a string, a number or null, not \(kind)"))
+        switch try value("id") {
+        case .none: id = nil
+        case .null?: id = .null
+        case .string(let string)?: id = .string(string)
+        case .int(let number)?: id = .int(number)
+        case let other?:
+            let kind = other.doubleValue != nil ? "a number that is not a 64-bit integer" : other.kindDescription
+            self = .invalid(id: .null, error: .invalidRequest("\"id\" must be a string, an integer or null, not \(kind)"))
             return
         }
         let replyID = id ?? .null
-        guard let version = members["jsonrpc"] else {
+        guard let version = try value("jsonrpc") else {
             self = .invalid(id: replyID, error: .invalidRequest("the member \"jsonrpc\": \"2.0\" is missing"))
             return
         }
@@ -73,7 +137,7 @@ extension RPCIncoming.Item {
             self = .invalid(id: replyID, error: .invalidRequest("\"jsonrpc\" must be the string \"2.0\", not \(version)"))
             return
         }
-        guard let methodValue = members["method"] else {
+        guard let methodValue = try value("method") else {
             self = .invalid(id: replyID, error: .invalidRequest("the member \"method\" is missing"))
             return
         }
@@ -82,16 +146,16 @@ extension RPCIncoming.Item {
             return
         }
         let params: RPCParams?
-        switch members["params"] {
-        case nil: params = nil
-        case .object(let value)?: params = .byName(value)
-        case .array(let value)?: params = .byPosition(value)
+        switch try value("params") {
+        case .none: params = nil
+        case .object(let members)?: params = .byName(members)
+        case .array(let elements)?: params = .byPosition(elements)
         case let other?:
             self = .invalid(
                 id: replyID, error: .invalidRequest("\"params\" must be an object or an array, not \(other.kindDescription)"))
             return
         }
-        if let unknown = members.keys.filter({ !Self.knownMembers.contains($0) }).sorted().first {
+        if let unknown = object.allKeys.map(\.stringValue).filter({ !Self.knownMembers.contains($0) }).sorted().first {
             self = .invalid(
                 id: replyID,
                 error: .invalidRequest("unknown member \(JSONValue.string(unknown)); a request has jsonrpc, method, params and id"))

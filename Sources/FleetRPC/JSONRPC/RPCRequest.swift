@@ -16,21 +16,9 @@ public struct RPCRequest: Sendable, Hashable {
     /// Whether this is a notification, which gets no reply.
     public var isNotification: Bool { id == nil }
 
-    /// The request as one compact JSON text (no trailing newline); the id is written exactly.
+    /// The request as one compact JSON text (no trailing newline).
     public func serialized() -> [UInt8] {
-        var output: [UInt8] = []
-        output.append(contentsOf: #"{"jsonrpc":"2.0","method":"#.utf8)
-        JSONValue.writeString(method, into: &output)
-        if let params {
-            output.append(contentsOf: #","params":"#.utf8)
-            params.jsonValue.write(into: &output)
-        }
-        if let id {
-            output.append(contentsOf: #","id":"#.utf8)
-            id.write(into: &output)
-        }
-        output.append(UInt8(ascii: "}"))
-        return output
+        (try? JSONCodec.encode(self)) ?? []
     }
 }
 

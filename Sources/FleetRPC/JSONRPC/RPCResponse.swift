@@ -35,37 +35,9 @@ public struct RPCResponse: Sendable, Hashable {
         return nil
     }
 
-    /// The response as one compact JSON text (no trailing newline); the id is written exactly.
+    /// The response as one compact JSON text (no trailing newline).
     public func serialized() -> [UInt8] {
-        var output: [UInt8] = []
-        write(into: &output)
-        return output
-    }
-
-    func write(into output: inout [UInt8]) {
-        output.append(contentsOf: #"{"jsonrpc":"2.0","#.utf8)
-        switch outcome {
-        case .result(let value):
-            output.append(contentsOf: #""result":"#.utf8)
-            value.write(into: &output)
-        case .error(let error):
-            output.append(contentsOf: #""error":"#.utf8)
-            error.jsonValue.write(into: &output)
-        }
-        output.append(contentsOf: #","id":"#.utf8)
-        id.write(into: &output)
-        output.append(UInt8(ascii: "}"))
-    }
-
-    /// Several responses as a JSON array (a batch reply).
-    public static func serializeBatch(_ responses: [RPCResponse]) -> [UInt8] {
-        var output: [UInt8] = [UInt8(ascii: "[")]
-        for (position, response) in responses.enumerated() {
-            if position > 0 { output.append(UInt8(ascii: ",")) }
-            response.write(into: &output)
-        }
-        output.append(UInt8(ascii: "]"))
-        return output
+        (try? JSONCodec.encode(self)) ?? []
     }
 }
 

@@ -1,67 +1,43 @@
-/// A frame a client receives from the server: responses (one, or a batch) or a
-/// server→client notification (an event).
+/// A frame a client receives from the server, as far as routing it needs: the reply's id,
+/// or the notification's method. The frame's bytes are then decoded once more with the
+/// type the caller expects (``RPCTypedResponse``, ``RPCTypedNotification``).
 public enum RPCServerMessage: Sendable, Hashable {
-    case response(RPCResponse)
-    case batch([RPCResponse])
-    case notification(RPCRequest)
+    /// A reply to the request with this id (`.null`: a frame the server could not read).
+    case response(id: RPCID, error: RPCError?)
+    /// A batch reply (this client never sends batches; kept so it can say so).
+    case batch
+    /// A server→client notification.
+    case notification(method: String)
 
-    /// Reads a frame sent by the server; ids are kept exactly as written.
-    public init(parsing bytes: some Collection<UInt8>, maxDepth: Int = JSONValue.defaultMaxDepth) throws(JSONParseError) {
-        var parser = JSONParser(Array(bytes), maxDepth: maxDepth)
-        switch try parser.parseFrame() {
-        case .object(let object):
-            if object.members["method"] != nil {
-                guard case .request(let request) = RPCIncoming.Item(object) else {
-                    throw JSONParseError("the server sent an invalid notification", offset: 0)
-                }
-                self = .notification(request)
+    /// Reads the envelope of a frame sent by the server.
+    public init(parsing bytes: some Collection<UInt8>) throws {
+        self = try JSONCodec.decode(Envelope.self, from: bytes).message
+    }
+
+    private struct Envelope: Decodable {
+        let message: RPCServerMessage
+
+        private enum CodingKeys: String, CodingKey {
+            case jsonrpc, method, id, error
+        }
+
+        init(from decoder: any Decoder) throws {
+            guard let container = try? decoder.container(keyedBy: CodingKeys.self) else {
+                _ = try decoder.unkeyedContainer()
+                message = .batch
+                return
+            }
+            guard try container.decode(String.self, forKey: .jsonrpc) == "2.0" else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .jsonrpc, in: container, debugDescription: "\"jsonrpc\" must be \"2.0\".")
+            }
+            if let method = try container.decodeIfPresent(String.self, forKey: .method) {
+                message = .notification(method: method)
             } else {
-                self = .response(try RPCResponse(object))
+                message = .response(
+                    id: try container.decode(RPCID.self, forKey: .id),
+                    error: try container.decodeIfPresent(RPCError.self, forKey: .error))
             }
-        case .array(let elements):
-            var responses: [RPCResponse] = []
-            for element in elements {
-                guard case .object(let object) = element else {
-                    throw JSONParseError("a batch reply element is not an object", offset: 0)
-                }
-                responses.append(try RPCResponse(object))
-            }
-            self = .batch(responses)
-        case .other:
-            throw JSONParseError("the server sent neither an object nor an array", offset: 0)
-        }
-    }
-}
-
-extension RPCResponse {
-    /// Reads one response object, keeping its id exactly.
-    public init(parsing bytes: some Collection<UInt8>) throws(JSONParseError) {
-        guard case .response(let response) = try RPCServerMessage(parsing: bytes) else {
-            throw JSONParseError("the frame is not a single response", offset: 0)
-        }
-        self = response
-    }
-
-    init(_ object: JSONParser.TopLevelObject) throws(JSONParseError) {
-        let members = object.members
-        guard members["jsonrpc"] == .string("2.0") else {
-            throw JSONParseError("a response needs \"jsonrpc\": \"2.0\"", offset: 0)
-        }
-        guard case .valid(let id) = object.id else {
-            throw JSONParseError("a response needs an id that is a string, a number or null", offset: 0)
-        }
-        switch (members["result"], members["error"]) {
-        case (let result?, nil):
-            self.init(id: id, result: result)
-        case (nil, let error?):
-            guard case .object(let fields) = error, let code = fields["code"]?.int64Value,
-                let message = fields["message"]?.stringValue, let intCode = Int(exactly: code)
-            else {
-                throw JSONParseError("a response error needs an integer \"code\" and a string \"message\"", offset: 0)
-            }
-            self.init(id: id, error: RPCError(code: intCode, message: message, data: fields["data"]))
-        default:
-            throw JSONParseError("a response has either \"result\" or \"error\", not both or neither", offset: 0)
         }
     }
 }

@@ -1,9 +1,13 @@
 /// Parameters of `boards.connect`, `boards.disconnect` and `boards.forget`.
-public struct BoardSelectParams: Sendable, Hashable, Codable {
+public struct BoardSelectParams: RPCMethodParams, Hashable {
     /// The boards to act on.
     public var select: Selection
 
     public init(select: Selection) {
         self.select = select
+    }
+
+    public init(checked params: RPCCheckedParams) throws(RPCError) {
+        self.init(select: try params.selection("select"))
     }
 }

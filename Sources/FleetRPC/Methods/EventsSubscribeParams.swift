@@ -1,9 +1,16 @@
 /// Parameters of `events.subscribe` and `events.unsubscribe`.
-public struct EventsSubscribeParams: Sendable, Hashable, Codable {
+public struct EventsSubscribeParams: RPCMethodParams, Hashable {
     /// The topics (default: all).
     public var topics: [EventTopic]?
 
     public init(topics: [EventTopic]? = nil) {
         self.topics = topics
+    }
+
+    public init(checked params: RPCCheckedParams) throws(RPCError) {
+        self.init(
+            topics: try params.optional("topics") { value in
+                value.arrayValue.map { $0.compactMap { $0.stringValue.flatMap(EventTopic.init(rawValue:)) } }
+            })
     }
 }

@@ -1,157 +1,35 @@
-/// The daemon's method catalogue: the fixed names and contracts scripts rely on.
-/// The server registers a handler for each; `rpc.discover` publishes them.
+/// The daemon's method catalogue: the fixed names and contracts scripts rely on. Each
+/// method is one file of this folder (descriptor, params, result); the server binds a
+/// handler to each in `FleetMethodBindings`; `rpc.discover` publishes them.
 public enum FleetMethods {
-    public static let ledSet = RPCMethodDescriptor(
-        name: "led.set",
-        summary: "Switch the LED of the selected boards on or off.",
-        params: [
-            RPCParamDescriptor("select", .selection, required: true, "The boards to switch."),
-            RPCParamDescriptor("on", .boolean, required: true, "true switches the LED on, false off."),
-            RPCParamDescriptor("timeoutMs", .integer(minimum: 1, maximum: 600_000), "Time limit per board, ms."),
-        ],
-        result: RPCResultDescriptor("outcome", "One entry per selected board, and totals.", schema: Schemas.fleetResult(Schemas.boardOutcome)),
-        access: .write,
-        errors: [.permissionDenied, .boardNotFound, .adapterUnavailable, .bluezUnavailable, .busy])
-
-    public static let temperatureRead = RPCMethodDescriptor(
-        name: "temperature.read",
-        summary: "Read the temperature of the selected boards (signed whole degrees Celsius).",
-        params: [
-            RPCParamDescriptor("select", .selection, required: true, "The boards to read."),
-            RPCParamDescriptor(
-                "maxAgeMs", .integer(minimum: 0, maximum: 86_400_000),
-                "Return a held reading at most this old instead of reading the board."),
-            RPCParamDescriptor("timeoutMs", .integer(minimum: 1, maximum: 600_000), "Time limit per board, ms."),
-        ],
-        result: RPCResultDescriptor(
-            "readings", "One entry per selected board with celsius and ageMs, and totals.",
-            schema: Schemas.fleetResult(Schemas.temperatureOutcome)),
-        access: .read,
-        errors: [.permissionDenied, .boardNotFound, .adapterUnavailable, .bluezUnavailable, .busy])
-
-    public static let boardsList = RPCMethodDescriptor(
-        name: "boards.list",
-        summary: "List the known boards with their state, LED and latest temperature.",
-        params: [RPCParamDescriptor("select", .selection, "Only these boards (default all).")],
-        result: RPCResultDescriptor("boards", "The boards, sorted by address.", schema: Schemas.boardList),
-        access: .read,
-        errors: [.permissionDenied])
-
-    public static let boardsScan = RPCMethodDescriptor(
-        name: "boards.scan",
-        summary: "Scan for boards for a number of seconds and return every board seen.",
-        params: [RPCParamDescriptor("seconds", .number(minimum: 0.1, maximum: 300), required: true, "How long to scan.")],
-        result: RPCResultDescriptor("boards", "The boards seen, sorted by address.", schema: Schemas.boardList),
-        access: .write,
-        errors: [.permissionDenied, .adapterUnavailable, .bluezUnavailable, .busy, .timeout])
-
-    public static let boardsConnect = RPCMethodDescriptor(
-        name: "boards.connect",
-        summary: "Connect the selected boards and keep them connected.",
-        params: [RPCParamDescriptor("select", .selection, required: true, "The boards to connect.")],
-        result: RPCResultDescriptor("outcome", "One entry per selected board, and totals.", schema: Schemas.fleetResult(Schemas.boardOutcome)),
-        access: .write,
-        errors: [.permissionDenied, .boardNotFound, .adapterUnavailable, .bluezUnavailable, .busy])
-
-    public static let boardsDisconnect = RPCMethodDescriptor(
-        name: "boards.disconnect",
-        summary: "Disconnect the selected boards and stop reconnecting them.",
-        params: [RPCParamDescriptor("select", .selection, required: true, "The boards to disconnect.")],
-        result: RPCResultDescriptor("outcome", "One entry per selected board, and totals.", schema: Schemas.fleetResult(Schemas.boardOutcome)),
-        access: .write,
-        errors: [.permissionDenied, .boardNotFound, .adapterUnavailable, .bluezUnavailable, .busy])
-
-    public static let boardsForget = RPCMethodDescriptor(
-        name: "boards.forget",
-        summary: "Disconnect the selected boards and remove them from the daemon and BlueZ.",
-        params: [RPCParamDescriptor("select", .selection, required: true, "The boards to forget.")],
-        result: RPCResultDescriptor("outcome", "One entry per selected board, and totals.", schema: Schemas.fleetResult(Schemas.boardOutcome)),
-        access: .write,
-        errors: [.permissionDenied, .boardNotFound, .bluezUnavailable, .busy])
-
-    public static let boardsAlias = RPCMethodDescriptor(
-        name: "boards.alias",
-        summary: "Give a board an alias that selections can use; an empty alias removes it.",
-        params: [
-            RPCParamDescriptor("address", .address, required: true, "The board's Bluetooth address."),
-            RPCParamDescriptor("alias", .string(), required: true, "The alias; empty removes it."),
-        ],
-        result: RPCResultDescriptor("board", "The board after the change.", schema: Schemas.boardInfo),
-        access: .write,
-        errors: [.permissionDenied, .boardNotFound])
-
-    public static let gattRead = RPCMethodDescriptor(
-        name: "gatt.read",
-        summary: "Read any GATT characteristic of the selected boards (value as hex).",
-        params: [
-            RPCParamDescriptor("select", .selection, "The boards to read (or give address)."),
-            RPCParamDescriptor("address", .address, "One board's address (or give select)."),
-            RPCParamDescriptor("service", .uuid, required: true, "Service UUID."),
-            RPCParamDescriptor("characteristic", .uuid, required: true, "Characteristic UUID."),
-        ],
-        exactlyOneOf: [["select", "address"]],
-        result: RPCResultDescriptor("values", "One entry per board with the value as hex, and totals.", schema: Schemas.fleetResult(Schemas.gattOutcome)),
-        access: .read,
-        errors: [.permissionDenied, .boardNotFound, .adapterUnavailable, .bluezUnavailable, .busy])
-
-    public static let gattWrite = RPCMethodDescriptor(
-        name: "gatt.write",
-        summary: "Write bytes (hex) to any GATT characteristic of the selected boards.",
-        params: [
-            RPCParamDescriptor("select", .selection, "The boards to write to (or give address)."),
-            RPCParamDescriptor("address", .address, "One board's address (or give select)."),
-            RPCParamDescriptor("service", .uuid, required: true, "Service UUID."),
-            RPCParamDescriptor("characteristic", .uuid, required: true, "Characteristic UUID."),
-            RPCParamDescriptor("value", .hex, required: true, "The bytes to write, as hex."),
-            RPCParamDescriptor("withResponse", .boolean, "Write with response (default true)."),
-        ],
-        exactlyOneOf: [["select", "address"]],
-        result: RPCResultDescriptor("outcome", "One entry per board, and totals.", schema: Schemas.fleetResult(Schemas.gattOutcome)),
-        access: .write,
-        errors: [.permissionDenied, .boardNotFound, .adapterUnavailable, .bluezUnavailable, .busy])
-
-    public static let eventsSubscribe = RPCMethodDescriptor(
-        name: "events.subscribe",
-        summary: "Receive events as \(EventNotification.method) notifications on this connection.",
-        params: [
-            RPCParamDescriptor(
-                "topics", .array(of: .string(allowed: EventTopic.allCases.map(\.rawValue))), "Topics (default all).")
-        ],
-        result: RPCResultDescriptor("subscription", "The topics this connection now receives.", schema: Schemas.topics),
-        access: .read,
-        errors: [.permissionDenied])
-
-    public static let eventsUnsubscribe = RPCMethodDescriptor(
-        name: "events.unsubscribe",
-        summary: "Stop receiving events on this connection (the given topics, or all).",
-        params: [
-            RPCParamDescriptor(
-                "topics", .array(of: .string(allowed: EventTopic.allCases.map(\.rawValue))), "Topics (default all).")
-        ],
-        result: RPCResultDescriptor("subscription", "The topics this connection still receives.", schema: Schemas.topics),
-        access: .read,
-        errors: [.permissionDenied])
-
-    public static let daemonStatus = RPCMethodDescriptor(
-        name: "daemon.status",
-        summary: "The daemon's version, uptime, adapter and BlueZ state, and board counts.",
-        result: RPCResultDescriptor("status", "The daemon's status.", schema: Schemas.daemonStatus),
-        access: .read,
-        errors: [.permissionDenied])
-
     /// Every fleet method, in the order `rpc.discover` lists them.
-    public static let all: [RPCMethodDescriptor] = [
-        boardsList, boardsScan, boardsConnect, boardsDisconnect, boardsForget, boardsAlias,
-        ledSet, temperatureRead, gattRead, gattWrite, gattNotify, eventsSubscribe, eventsUnsubscribe, daemonStatus,
+    public static let all: [any RPCMethod.Type] = [
+        BoardsList.self, BoardsScan.self, BoardsConnect.self, BoardsDisconnect.self, BoardsForget.self,
+        BoardsAlias.self, LedSet.self, TemperatureRead.self, GattRead.self, GattWrite.self, GattNotify.self,
+        EventsSubscribe.self, EventsUnsubscribe.self, DaemonStatus.self,
     ]
 
-    /// The built-in `rpc.discover`: the OpenRPC document of the methods served.
-    public static let rpcDiscover = RPCMethodDescriptor(
-        name: "rpc.discover",
-        summary: "The OpenRPC 1.2.6 document describing every method.",
-        result: RPCResultDescriptor("openrpc", "An OpenRPC 1.2.6 document.", schema: ["type": "object"]),
-        access: .read,
-        errors: [.permissionDenied])
+    /// The errors of a method that works on boards.
+    static let boardErrors: [RPCErrorCode] = [.permissionDenied, .boardNotFound, .adapterUnavailable, .bluezUnavailable, .busy]
+
+    /// The result of a method that acts on the selected boards.
+    static let boardOutcomes = RPCResultDescriptor(
+        "outcome", "One entry per selected board, and totals.", schema: Schemas.fleetResult(Schemas.boardOutcome))
+
+    /// The descriptors of ``all``, in the same order.
+    public static var descriptors: [RPCMethodDescriptor] { all.map { $0.descriptor } }
+
+    /// `rpc.discover`: the OpenRPC document of the methods served.
+    public enum Discover: RPCMethod {
+        public static let descriptor = RPCMethodDescriptor(
+            name: "rpc.discover",
+            summary: "The OpenRPC 1.2.6 document describing every method.",
+            result: RPCResultDescriptor("openrpc", "An OpenRPC 1.2.6 document.", schema: ["type": "object"]),
+            access: .read,
+            errors: [.permissionDenied])
+
+        public typealias Result = JSONValue
+    }
 }
 
 /// JSON Schemas of the result types, for the OpenRPC document.
@@ -186,7 +64,9 @@ enum Schemas {
     static let topics: JSONValue = [
         "type": "object", "required": ["topics"],
         "properties": [
-            "topics": ["type": "array", "items": ["type": "string", "enum": .array(EventTopic.allCases.map { .string($0.rawValue) })]]
+            "topics": [
+                "type": "array", "items": ["type": "string", "enum": .array(EventTopic.allCases.map { .string($0.rawValue) })],
+            ]
         ],
     ]
     static let daemonStatus: JSONValue = [

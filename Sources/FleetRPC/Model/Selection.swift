@@ -73,3 +73,21 @@ public struct SelectionError: Error, Sendable, Hashable, CustomStringConvertible
     public let description: String
     public init(_ description: String) { self.description = description }
 }
+
+extension RPCCheckedParams {
+    /// The selection named `name` (checked as `.selection` by the descriptor).
+    public func selection(_ name: String) throws(RPCError) -> Selection {
+        guard let selection = try optionalSelection(name) else { throw .invalidParams("missing required parameter \"\(name)\"") }
+        return selection
+    }
+
+    /// The selection named `name`, if given.
+    public func optionalSelection(_ name: String) throws(RPCError) -> Selection? {
+        guard let value = self[name] else { return nil }
+        do {
+            return try Selection(validating: value)
+        } catch {
+            throw .invalidParams("\"\(name)\": \(error.description)")
+        }
+    }
+}

@@ -26,17 +26,17 @@ public enum FleetMethodBindings {
         }
     }
 
-    /// Registers every method of `FleetMethods.all` on `dispatcher`.
+    /// Registers every method of `FleetMethods.all`, and `rpc.discover`, on `dispatcher`.
     public static func register(
         on dispatcher: inout JSONRPCDispatcher, fleet: Fleet, events: EventSubscriptions, environment: Environment
     ) {
-        dispatcher.register(FleetMethods.ledSet, params: LedSetParams.self) { params, _ in
+        dispatcher.register(FleetMethods.LedSet.self) { params, _ in
             let selection = try coreSelection(params.select)
             let result = await fleet.setLED(selection, on: params.on, timeout: params.timeoutMs.map { .milliseconds($0) })
             // A board that could not be switched now gets the LED when it is back.
             return try outcomes(result, selection: params.select, pending: { $0.retryable })
         }
-        dispatcher.register(FleetMethods.temperatureRead, params: TemperatureReadParams.self) { params, _ in
+        dispatcher.register(FleetMethods.TemperatureRead.self) { params, _ in
             let selection = try coreSelection(params.select)
             let result = await fleet.readTemperature(
                 selection, maxAge: params.maxAgeMs.map { .milliseconds($0) },
@@ -51,27 +51,27 @@ public enum FleetMethodBindings {
             }
             return FleetRPC.FleetResult(results: entries).unmatched(result.unmatched)
         }
-        dispatcher.register(FleetMethods.boardsList, params: BoardsListParams.self) { params, _ in
+        dispatcher.register(FleetMethods.BoardsList.self) { params, _ in
             let selection = try params.select.map(coreSelection) ?? .all
             return BoardsListResult(boards: await fleet.snapshots(selection).map { BoardInfo($0) })
         }
-        dispatcher.register(FleetMethods.boardsScan, params: BoardsScanParams.self) { params, _ in
+        dispatcher.register(FleetMethods.BoardsScan.self) { params, _ in
             let seen = try await fleet.scan(for: .milliseconds(Int(params.seconds * 1000)))
             return BoardsListResult(boards: seen.map { BoardInfo($0) })
         }
-        dispatcher.register(FleetMethods.boardsConnect, params: BoardSelectParams.self) { params, _ in
+        dispatcher.register(FleetMethods.BoardsConnect.self) { params, _ in
             let selection = try coreSelection(params.select)
             return try outcomes(await fleet.connect(selection), selection: params.select)
         }
-        dispatcher.register(FleetMethods.boardsDisconnect, params: BoardSelectParams.self) { params, _ in
+        dispatcher.register(FleetMethods.BoardsDisconnect.self) { params, _ in
             let selection = try coreSelection(params.select)
             return try outcomes(await fleet.disconnect(selection), selection: params.select)
         }
-        dispatcher.register(FleetMethods.boardsForget, params: BoardSelectParams.self) { params, _ in
+        dispatcher.register(FleetMethods.BoardsForget.self) { params, _ in
             let selection = try coreSelection(params.select)
             return try outcomes(await fleet.forget(selection), selection: params.select)
         }
-        dispatcher.register(FleetMethods.boardsAlias, params: BoardsAliasParams.self) { params, _ in
+        dispatcher.register(FleetMethods.BoardsAlias.self) { params, _ in
             guard let address = FleetCore.BoardAddress(params.address) else {
                 throw RPCError(.invalidParams, "\"\(params.address)\" is not a Bluetooth address like AA:BB:CC:DD:EE:FF.")
             }
@@ -81,14 +81,14 @@ public enum FleetMethodBindings {
             }
             return BoardInfo(board)
         }
-        dispatcher.register(FleetMethods.gattRead, params: GattReadParams.self) { params, _ in
+        dispatcher.register(FleetMethods.GattRead.self) { params, _ in
             let (selection, wire) = try gattSelection(params.select, params.address)
             let (service, characteristic) = try uuids(params.service, params.characteristic)
             let result = await fleet.readCharacteristic(selection, service: service, characteristic: characteristic)
             try requireMatch(result.outcomes.isEmpty, result.unmatched, wire)
             return gattOutcomes(result, value: HexBytes.encode)
         }
-        dispatcher.register(FleetMethods.gattWrite, params: GattWriteParams.self) { params, _ in
+        dispatcher.register(FleetMethods.GattWrite.self) { params, _ in
             let (selection, wire) = try gattSelection(params.select, params.address)
             let (service, characteristic) = try uuids(params.service, params.characteristic)
             guard let value = HexBytes.decode(params.value) else {
@@ -100,7 +100,7 @@ public enum FleetMethodBindings {
             try requireMatch(result.outcomes.isEmpty, result.unmatched, wire)
             return gattOutcomes(result)
         }
-        dispatcher.register(FleetMethods.gattNotify, params: GattNotifyParams.self) { params, context in
+        dispatcher.register(FleetMethods.GattNotify.self) { params, context in
             let (selection, wire) = try gattSelection(params.select, params.address)
             let (service, characteristic) = try uuids(params.service, params.characteristic)
             let result = await fleet.notifications(selection, service: service, characteristic: characteristic)
@@ -125,15 +125,15 @@ public enum FleetMethodBindings {
             }
             return gattOutcomes(result)
         }
-        dispatcher.registerImmediate(FleetMethods.eventsSubscribe, params: EventsSubscribeParams.self) { params, context in
+        dispatcher.register(FleetMethods.EventsSubscribe.self) { params, context in
             EventsSubscriptionResult(topics: events.subscribe(context.connection, to: Set(params.topics ?? EventTopic.allCases)))
         }
-        dispatcher.registerImmediate(FleetMethods.eventsUnsubscribe, params: EventsSubscribeParams.self) { params, context in
+        dispatcher.register(FleetMethods.EventsUnsubscribe.self) { params, context in
             EventsSubscriptionResult(topics: events.unsubscribe(context.connection, from: params.topics.map(Set.init)))
         }
-        dispatcher.registerImmediate(FleetMethods.daemonStatus) { _ in
+        dispatcher.register(FleetMethods.DaemonStatus.self) { _, _ in
             let status = fleet.status
-            return DaemonStatus(
+            return FleetRPC.DaemonStatus(
                 version: environment.version,
                 uptimeSeconds: Double(Wire.milliseconds(environment.startedAt.duration(to: .now))) / 1000,
                 bluez: status.bluezAvailable,
@@ -148,6 +148,7 @@ public enum FleetMethodBindings {
                 boards: .init(known: status.boardCount, connected: status.connectedCount, ready: status.readyCount),
                 clients: environment.clientCount(), mqtt: environment.mqttStatus())
         }
+        dispatcher.registerDiscovery(FleetMethods.Discover.self, title: "blefleet")
     }
 
     /// Forwards a board's values with `send` until cancelled or `send` refuses; when the link

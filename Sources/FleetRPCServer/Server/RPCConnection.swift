@@ -1,5 +1,4 @@
-public import FleetRPC
-import Foundation
+import FleetRPC
 import NIOConcurrencyHelpers
 
 /// One client connection as handlers see it: who is calling, and a way to send
@@ -31,18 +30,13 @@ public final class RPCConnection: Sendable {
     /// Whether the connection has closed.
     public var isClosed: Bool { state.withLockedValue { $0.closed } }
 
-    /// Sends a notification (a request without id). Returns `false` when the connection is
-    /// closed or the client is too slow (it is then disconnected): stop sending to it.
-    @discardableResult
-    public func notify(method: String, params: RPCParams? = nil) -> Bool {
-        send(RPCRequest(method: method, params: params, id: nil).serialized())
-    }
-
-    /// Sends a notification whose params are `params` encoded as a JSON object.
+    /// Sends a notification (a request without id) whose params are `params`, encoded as
+    /// they are. Returns `false` when the connection is closed or the client is too slow (it
+    /// is then disconnected): stop sending to it.
     @discardableResult
     public func notify(method: String, params: some Encodable) -> Bool {
-        guard case .object(let members) = try? JSONValueEncoder().encode(params) else { return false }
-        return notify(method: method, params: .byName(members))
+        guard let frame = try? JSONCodec.encode(RPCOutgoing(method: method, params: params, id: nil)) else { return false }
+        return send(frame)
     }
 
     /// Runs `action` once when the connection closes (at once if it already has).
@@ -55,6 +49,7 @@ public final class RPCConnection: Sendable {
         if runNow { action() }
     }
 
+    @discardableResult
     func send(_ frame: [UInt8]) -> Bool {
         guard !isClosed else { return false }
         if sink(frame) { return true }

@@ -1,7 +1,6 @@
 import ArgumentParser
 import BlectlCore
 import FleetRPC
-import Foundation
 
 /// `blectl --broker URL led on|off --all` and `blectl --broker URL temp`: one table of every
 /// gateway's boards, with a GATEWAY column, the same summary line and exit status as
@@ -16,16 +15,13 @@ enum BrokerCommands {
         let ok = rows.count(where: \.outcome.ok)
         let pending = rows.count(where: { $0.outcome.pending == true })
         if options.json {
-            var object: [String: Any] = [:]
-            var gateways: [String: Any] = [:]
-            for answer in answers {
-                gateways[answer.gateway] = try JSONSerialization.jsonObject(with: JSONEncoder().encode(answer.result))
+            struct Answer: Encodable {
+                var gateways: [String: FleetResult<BoardOutcome>]
+                var silent: [String]
+                var totals: FleetTotals
             }
-            object["gateways"] = gateways
-            object["silent"] = silent
-            object["totals"] = ["ok": ok, "failed": rows.count - ok]
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
-            Output.line(String(decoding: data, as: UTF8.self))
+            let gateways = Dictionary(answers.map { ($0.gateway, $0.result) }, uniquingKeysWith: { _, last in last })
+            Output.line(try JSONText.pretty(Answer(gateways: gateways, silent: silent, totals: FleetTotals(ok: ok, failed: rows.count - ok))))
         } else {
             let style = Output.style
             let table = Tables.outcomes(byGateway: rows, verb: verb).render(legend: !options.noLegend) { row, column, cell in
@@ -52,15 +48,22 @@ enum BrokerCommands {
         let offline = snapshot.gateways.filter { !$0.value }.keys.sorted()
         let boards = snapshot.boards.filter { snapshot.gateways[$0.gateway] == true }
         if options.json {
-            var object: [String: Any] = [:]
-            object["boards"] = try boards.map { entry -> Any in
-                var board = try JSONSerialization.jsonObject(with: JSONEncoder().encode(entry.board)) as? [String: Any] ?? [:]
-                board["gateway"] = entry.gateway
-                return board
+            /// A board as `boards.list` gives it, with its gateway.
+            struct Board: Encodable {
+                var board: BoardInfo
+                var gateway: String
+                func encode(to encoder: any Encoder) throws {
+                    try board.encode(to: encoder)
+                    var container = encoder.container(keyedBy: Key.self)
+                    try container.encode(gateway, forKey: .gateway)
+                }
+                enum Key: CodingKey { case gateway }
             }
-            object["offline"] = offline
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
-            Output.line(String(decoding: data, as: UTF8.self))
+            struct Answer: Encodable {
+                var boards: [Board]
+                var offline: [String]
+            }
+            Output.line(try JSONText.pretty(Answer(boards: boards.map { Board(board: $0.board, gateway: $0.gateway) }, offline: offline)))
         } else {
             let style = Output.style
             Output.lines(Tables.temperatures(byGateway: boards).render(legend: !options.noLegend) { row, _, cell in

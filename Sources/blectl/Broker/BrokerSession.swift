@@ -163,7 +163,6 @@ final class BrokerSession: Sendable {
 
     static func snapshot(of messages: [MQTTMessage], topics: FleetTopics) -> Snapshot {
         var snapshot = Snapshot()
-        let decoder = JSONDecoder()
         var latest: [String: MQTTMessage] = [:]
         for message in messages { latest[message.topic] = message }
         for message in latest.values.sorted(by: { $0.topic < $1.topic }) where message.topic.hasPrefix(topics.prefix + "/") {
@@ -171,7 +170,7 @@ final class BrokerSession: Sendable {
             if levels.count == 2, levels[1] == "status" {
                 snapshot.gateways[levels[0]] = message.text == "online"
             } else if levels.count == 3, levels[2] == "state", !message.payload.isEmpty,
-                let board = try? decoder.decode(BoardInfo.self, from: Data(message.payload))
+                let board = try? JSONCodec.decode(BoardInfo.self, from: message.payload)
             {
                 snapshot.boards.append((levels[0], board))
             }
@@ -191,7 +190,7 @@ final class BrokerSession: Sendable {
             Output.error("blectl: no gateway is online on the MQTT broker at \(url) (none publishes \(topics.prefix)/<gateway>/status online).")
             throw ExitCode(ExitStatus.failed.rawValue)
         }
-        let payload = try JSONEncoder().encode(FleetLEDCommand(on: on, request: request, timeoutMs: timeoutMs))
+        let payload = try JSONCodec.encode(FleetLEDCommand(on: on, request: request, timeoutMs: timeoutMs))
         do {
             try client.publish(topic: topics.allLEDSet(), payload: Array(payload))
         } catch {
@@ -203,7 +202,7 @@ final class BrokerSession: Sendable {
             for message in collected.inbox.withLock({ $0 }) {
                 let levels = message.topic.split(separator: "/").map(String.init)
                 guard message.topic.hasSuffix("/result/\(request)"), levels.count >= 3,
-                    let result = try? JSONDecoder().decode(FleetResult<BoardOutcome>.self, from: Data(message.payload))
+                    let result = try? JSONCodec.decode(FleetResult<BoardOutcome>.self, from: message.payload)
                 else { continue }
                 found[levels[levels.count - 3]] = result
             }

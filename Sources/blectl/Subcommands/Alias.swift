@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlectlCore
 import FleetRPC
+import FleetRPCClient
 
 struct Alias: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -22,13 +23,12 @@ struct Alias: AsyncParsableCommand {
 
     func run() async throws {
         let session = try Session(options)
-        let method = FleetMethods.boardsAlias.name
-        let raw = try await session.call(method, params: BoardsAliasParams(address: address.uppercased(), alias: name))
+        let reply = try await session.call(FleetMethods.BoardsAlias.self, .init(address: address.uppercased(), alias: name))
         if options.json {
-            Output.line(JSONText.pretty(raw))
+            Output.line(JSONText.pretty(try session.json(reply)))
             return
         }
-        let board = try session.decode(raw, as: BoardInfo.self, method: method)
+        let board = try session.result(reply)
         Output.lines(Tables.boards([board], now: Timestamp.now()).render(legend: !options.noLegend))
     }
 }

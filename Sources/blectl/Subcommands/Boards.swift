@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlectlCore
 import FleetRPC
+import FleetRPCClient
 
 struct Boards: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,18 +14,18 @@ struct Boards: AsyncParsableCommand {
 
     func run() async throws {
         let session = try Session(options)
-        let method = FleetMethods.boardsList.name
-        let raw = try await session.call(method, params: BoardsListParams(select: try Selectors.selection(selectors, all: false)))
-        try BoardListOutput.print(raw, method: method, session: session)
+        let reply = try await session.call(
+            FleetMethods.BoardsList.self, .init(select: try Selectors.selection(selectors, all: false)))
+        try BoardListOutput.print(reply, session: session)
     }
 }
 
 /// Prints a `boards.list` or `boards.scan` result.
 enum BoardListOutput {
-    static func print(_ raw: JSONValue, method: String, session: Session) throws {
-        let result = try session.decode(raw, as: BoardsListResult.self, method: method)
+    static func print(_ reply: FleetRPCReply<BoardsListResult>, session: Session) throws {
+        let result = try session.result(reply)
         if session.options.json {
-            Output.line(JSONText.pretty(raw))
+            Output.line(JSONText.pretty(try session.json(reply)))
             return
         }
         let style = Output.style

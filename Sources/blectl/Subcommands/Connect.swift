@@ -20,17 +20,19 @@ struct Connect: AsyncParsableCommand {
 
     func run() async throws {
         try await SelectCommand.run(
-            FleetMethods.boardsConnect.name, selectors: selectors, all: all, options: options, verb: "connected")
+            FleetMethods.BoardsConnect.self, selectors: selectors, all: all, options: options, verb: "connected")
     }
 }
 
 /// The commands that take a selection and report one outcome per board.
 enum SelectCommand {
-    static func run(_ method: String, selectors: [String], all: Bool, options: GlobalOptions, verb: String) async throws {
+    static func run<Method: RPCMethod>(
+        _ method: Method.Type, selectors: [String], all: Bool, options: GlobalOptions, verb: String
+    ) async throws where Method.Params == BoardSelectParams, Method.Result == FleetResult<BoardOutcome> {
         let session = try Session(options)
         let selection = try Selectors.required(selectors, all: all, example: "")
-        let raw = try await session.call(method, params: BoardSelectParams(select: selection))
-        try FleetOutput.print(raw, method: method, session: session, entry: BoardOutcome.self, verb: verb) {
+        let reply = try await session.call(method, BoardSelectParams(select: selection))
+        try FleetOutput.print(reply, session: session, verb: verb) {
             Tables.outcomes($0, verb: verb)
         }
     }

@@ -19,6 +19,6 @@ struct Disconnect: AsyncParsableCommand {
 
     func run() async throws {
         try await SelectCommand.run(
-            FleetMethods.boardsDisconnect.name, selectors: selectors, all: all, options: options, verb: "disconnected")
+            FleetMethods.BoardsDisconnect.self, selectors: selectors, all: all, options: options, verb: "disconnected")
     }
 }

@@ -19,6 +19,6 @@ struct Forget: AsyncParsableCommand {
 
     func run() async throws {
         try await SelectCommand.run(
-            FleetMethods.boardsForget.name, selectors: selectors, all: all, options: options, verb: "forgotten")
+            FleetMethods.BoardsForget.self, selectors: selectors, all: all, options: options, verb: "forgotten")
     }
 }

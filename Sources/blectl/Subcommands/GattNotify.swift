@@ -21,13 +21,11 @@ struct GattNotify: AsyncParsableCommand {
 
     func run() async throws {
         let session = try Session(options)
-        let method = FleetMethods.gattNotify.name
-        let params = GattNotifyParams(
+        let params = FleetMethods.GattNotify.Params(
             select: try Selectors.required(target.selectors, all: target.all, example: ""),
             service: target.service, characteristic: target.characteristic)
         let notifications = session.client.notifications()
-        let raw = try await session.call(method, params: params)
-        let result = try session.decode(raw, as: FleetResult<GattOutcome>.self, method: method)
+        let result = try session.result(try await session.call(FleetMethods.GattNotify.self, params))
         for outcome in result.results where !outcome.ok {
             Output.error("blectl: \(outcome.name) (\(outcome.address)): \(Tables.failure(outcome.error))")
         }
@@ -35,10 +33,10 @@ struct GattNotify: AsyncParsableCommand {
         var received = 0
         do {
             for try await notification in notifications where notification.method == GattValueNotification.method {
-                guard let params = notification.params?.jsonValue else { continue }
+                guard let params = notification.params(as: JSONValue.self) else { continue }
                 if options.json {
                     Output.line(JSONText.compact(params))
-                } else if let value = try? session.decode(params, as: GattValueNotification.self, method: notification.method) {
+                } else if let value = notification.params(as: GattValueNotification.self) {
                     let time = Timestamp.parse(value.time).map(Timestamp.clock) ?? value.time
                     Output.line("\(time)  \(value.name)  \(value.address)  \(value.value)")
                 }

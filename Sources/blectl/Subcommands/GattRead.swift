@@ -11,12 +11,11 @@ struct GattRead: AsyncParsableCommand {
 
     func run() async throws {
         let session = try Session(options)
-        let method = FleetMethods.gattRead.name
-        let params = GattReadParams(
+        let params = FleetMethods.GattRead.Params(
             select: try Selectors.required(target.selectors, all: target.all, example: ""),
             service: target.service, characteristic: target.characteristic)
-        let raw = try await session.call(method, params: params)
-        try FleetOutput.print(raw, method: method, session: session, entry: GattOutcome.self, verb: "read") {
+        let reply = try await session.call(FleetMethods.GattRead.self, params)
+        try FleetOutput.print(reply, session: session, verb: "read") {
             Tables.gatt($0, verb: nil)
         }
     }

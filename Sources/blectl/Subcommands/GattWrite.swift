@@ -23,13 +23,12 @@ struct GattWrite: AsyncParsableCommand {
 
     func run() async throws {
         let session = try Session(options)
-        let method = FleetMethods.gattWrite.name
-        let params = GattWriteParams(
+        let params = FleetMethods.GattWrite.Params(
             select: try Selectors.required(target.selectors, all: target.all, example: ""),
             service: target.service, characteristic: target.characteristic, value: value.lowercased(),
             withResponse: withoutResponse ? false : nil)
-        let raw = try await session.call(method, params: params)
-        try FleetOutput.print(raw, method: method, session: session, entry: GattOutcome.self, verb: "written") {
+        let reply = try await session.call(FleetMethods.GattWrite.self, params)
+        try FleetOutput.print(reply, session: session, verb: "written") {
             Tables.gatt($0, verb: "written")
         }
     }

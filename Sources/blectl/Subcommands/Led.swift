@@ -40,10 +40,7 @@ struct Led: AsyncParsableCommand {
         }
         let session = try Session(options)
         let selection = try Selectors.required(selectors, all: all, example: "")
-        let method = FleetMethods.ledSet.name
-        let raw = try await session.call(method, params: LedSetParams(select: selection, on: state == .on))
-        try FleetOutput.print(
-            raw, method: method, session: session, entry: BoardOutcome.self, verb: state.rawValue
-        ) { Tables.outcomes($0, verb: state.rawValue) }
+        let reply = try await session.call(FleetMethods.LedSet.self, .init(select: selection, on: state == .on))
+        try FleetOutput.print(reply, session: session, verb: state.rawValue) { Tables.outcomes($0, verb: state.rawValue) }
     }
 }

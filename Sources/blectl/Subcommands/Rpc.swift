@@ -27,7 +27,7 @@ struct Rpc: AsyncParsableCommand {
         do {
             value = try JSONValue(parsing: params)
         } catch {
-            throw ValidationError("JSON-PARAMS is not valid JSON: \(error.description).")
+            throw ValidationError("JSON-PARAMS is not valid JSON: \(JSONCodec.describe(error)).")
         }
         switch value {
         case .object, .array: return value

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlectlCore
 import FleetRPC
+import FleetRPCClient
 
 struct Scan: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,8 +20,7 @@ struct Scan: AsyncParsableCommand {
 
     func run() async throws {
         let session = try Session(options)
-        let method = FleetMethods.boardsScan.name
-        let raw = try await session.call(method, params: BoardsScanParams(seconds: seconds), extraSeconds: seconds)
-        try BoardListOutput.print(raw, method: method, session: session)
+        let reply = try await session.call(FleetMethods.BoardsScan.self, .init(seconds: seconds), extraSeconds: seconds)
+        try BoardListOutput.print(reply, session: session)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlectlCore
 import FleetRPC
+import FleetRPCClient
 
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -10,12 +11,11 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         let session = try Session(options)
-        let method = FleetMethods.daemonStatus.name
-        let raw = try await session.call(method)
+        let reply = try await session.call(FleetMethods.DaemonStatus.self)
         if options.json {
-            Output.line(JSONText.pretty(raw))
+            Output.line(JSONText.pretty(try session.json(reply)))
         } else {
-            Output.lines(Tables.status(try session.decode(raw, as: DaemonStatus.self, method: method)))
+            Output.lines(Tables.status(try session.result(reply)))
         }
     }
 }

@@ -35,21 +35,18 @@ struct Temp: AsyncParsableCommand {
         }
         let session = try Session(options)
         let selection = try Selectors.selection(selectors, all: false) ?? .all
-        let method = FleetMethods.temperatureRead.name
-        let params = TemperatureReadParams(select: selection, maxAgeMs: fresh ? 0 : Self.heldReadingMaxAgeMs)
+        let params = FleetMethods.TemperatureRead.Params(select: selection, maxAgeMs: fresh ? 0 : Self.heldReadingMaxAgeMs)
         if watch {
             // Listen before the first read so no reading between the two is missed.
             let notifications = session.client.notifications()
-            _ = try await session.call(
-                FleetMethods.eventsSubscribe.name, params: EventsSubscribeParams(topics: [.temperature]))
-            let raw = try await session.call(method, params: params)
-            let result = try session.decode(raw, as: FleetResult<TemperatureOutcome>.self, method: method)
+            _ = try await session.call(FleetMethods.EventsSubscribe.self, EventsSubscribeParams(topics: [.temperature]))
+            let result = try session.result(try await session.call(FleetMethods.TemperatureRead.self, params))
             var state = TemperatureWatch(initial: result.results, now: Timestamp.now(), acceptsNewBoards: selection == .all)
             try await TemperatureWatcher(session: session).run(&state, notifications: notifications)
             return
         }
-        let raw = try await session.call(method, params: params)
-        try FleetOutput.print(raw, method: method, session: session, entry: TemperatureOutcome.self, verb: "read") {
+        let reply = try await session.call(FleetMethods.TemperatureRead.self, params)
+        try FleetOutput.print(reply, session: session, verb: "read") {
             Tables.temperatures($0)
         }
     }
@@ -61,12 +58,12 @@ struct TemperatureWatcher {
     let session: Session
 
     enum Input: Sendable {
-        case notification(RPCRequest)
+        case notification(FleetRPCNotification)
         case tick
         case ended(any Error)
     }
 
-    func run(_ state: inout TemperatureWatch, notifications: AsyncThrowingStream<RPCRequest, any Error>) async throws {
+    func run(_ state: inout TemperatureWatch, notifications: AsyncThrowingStream<FleetRPCNotification, any Error>) async throws {
         let redraw = Output.isTerminal && !session.options.json
         let (inputs, continuation) = AsyncStream<Input>.makeStream()
         let reader = Task {
@@ -107,7 +104,7 @@ struct TemperatureWatcher {
             case .tick:
                 draw(state)
             case .notification(let notification):
-                guard notification.method == EventNotification.method, let params = notification.params?.jsonValue,
+                guard notification.method == EventNotification.method, let params = notification.params(as: JSONValue.self),
                     let row = state.apply(params, now: Timestamp.now())
                 else { continue }
                 if redraw {

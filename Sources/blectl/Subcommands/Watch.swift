@@ -25,18 +25,16 @@ struct Watch: AsyncParsableCommand {
         let session = try Session(options)
         var names: [String: String] = [:]
         if !options.json {
-            let method = FleetMethods.boardsList.name
-            let raw = try await session.call(method, params: BoardsListParams())
-            for board in try session.decode(raw, as: BoardsListResult.self, method: method).boards {
+            for board in try session.result(try await session.call(FleetMethods.BoardsList.self, .init())).boards {
                 names[board.address] = Tables.displayName(name: board.name, alias: board.alias)
             }
         }
         let notifications = session.client.notifications()
         _ = try await session.call(
-            FleetMethods.eventsSubscribe.name, params: EventsSubscribeParams(topics: topics.isEmpty ? nil : topics.map(\.topic)))
+            FleetMethods.EventsSubscribe.self, EventsSubscribeParams(topics: topics.isEmpty ? nil : topics.map(\.topic)))
         do {
             for try await notification in notifications where notification.method == EventNotification.method {
-                guard let params = notification.params?.jsonValue else { continue }
+                guard let params = notification.params(as: JSONValue.self) else { continue }
                 if options.json {
                     Output.line(JSONText.compact(params))
                 } else {

@@ -1,3 +1,16 @@
+extension FleetMethods {
+    /// `daemon.status`.
+    public enum DaemonStatus: RPCMethod {
+        public static let descriptor = RPCMethodDescriptor(
+            name: "daemon.status",
+            summary: "The daemon's version, uptime, adapter and BlueZ state, and board counts.",
+            result: RPCResultDescriptor("status", "The daemon's status.", schema: Schemas.daemonStatus),
+            access: .read,
+            errors: [.permissionDenied])
+        public typealias Result = FleetRPC.DaemonStatus
+    }
+}
+
 /// Result of `daemon.status`.
 public struct DaemonStatus: Sendable, Hashable, Codable {
     /// The daemon's version.

@@ -1,0 +1,55 @@
+// json-bench: what one JSON-RPC call costs in the one codec (Foundation's JSONDecoder and
+// JSONEncoder), piece by piece: reading a request frame, writing a `daemon.status` reply
+// (one adapter, 20 boards), a `led.set` reply for 20 boards. Mean per operation.
+//
+//   swift build -c release --product json-bench && .build/release/json-bench [ITERATIONS]
+import FleetRPC
+import Foundation
+
+let iterations = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 20_000
+let clock = ContinuousClock()
+
+func measure(_ name: String, _ body: () throws -> Void) rethrows {
+    for _ in 0..<200 { try body() }
+    let elapsed = try clock.measure { for _ in 0..<iterations { try body() } }
+    let micros = Double(elapsed.components.attoseconds) / 1e12 + Double(elapsed.components.seconds) * 1e6
+    print(String(format: "%-44@ %8.2f µs", name as NSString, micros / Double(iterations)))
+}
+
+let statusRequest = Array(#"{"jsonrpc":"2.0","id":1,"method":"daemon.status"}"#.utf8)
+let ledRequest = Array(#"{"jsonrpc":"2.0","id":7,"method":"led.set","params":{"select":"all","on":true}}"#.utf8)
+let status = DaemonStatus(
+    version: "0.5.0", uptimeSeconds: 123.456, bluez: true, adapter: "hci0 (00:AA:01:00:00:01)", powered: true,
+    discovering: false,
+    adapters: [
+        DaemonStatus.Adapter(
+            name: "hci0", address: "00:AA:01:00:00:01", present: true, powered: true, discovering: false, slotsUsed: 20,
+            slotsLimit: 20, boards: (1...20).map { String(format: "AA:BB:CC:DD:EE:%02X", $0) })
+    ],
+    boards: .init(known: 20, connected: 20, ready: 20), clients: 1)
+let outcomes = FleetResult(results: (1...20).map {
+    BoardOutcome(address: String(format: "AA:BB:CC:DD:EE:%02X", $0), name: "nano-\($0)", ok: true, latencyMs: 12)
+})
+
+struct Reply<Result: Encodable>: Encodable {
+    var jsonrpc = "2.0"
+    var result: Result
+    var id: RPCID
+}
+
+measure("read daemon.status request (RPCIncoming)") { _ = RPCIncoming(parsing: statusRequest) }
+measure("read led.set request (RPCIncoming)") { _ = RPCIncoming(parsing: ledRequest) }
+try measure("read led.set params (descriptor + Params)") {
+    guard case .single(.request(let request)) = RPCIncoming(parsing: ledRequest) else { fatalError() }
+    let checked = try FleetMethods.LedSet.descriptor.validate(request.params)
+    _ = try FleetMethods.LedSet.Params(checked: RPCCheckedParams(checked))
+}
+try measure("write daemon.status reply") { _ = try JSONCodec.encode(Reply(result: status, id: .int(1))) }
+try measure("write led.set reply, 20 boards") { _ = try JSONCodec.encode(Reply(result: outcomes, id: .int(7))) }
+let plain = JSONEncoder()
+try measure("write daemon.status reply, keys unsorted") { _ = try plain.encode(Reply(result: status, id: .int(1))) }
+let statusReply = try JSONCodec.encode(Reply(result: status, id: .int(1)))
+try measure("read daemon.status reply, typed") {
+    _ = try JSONCodec.decode(RPCTypedResponse<DaemonStatus>.self, from: statusReply)
+}
+try measure("read daemon.status reply as JSONValue") { _ = try JSONValue(parsing: statusReply) }

@@ -1,0 +1,66 @@
+/// One RPC method: its contract (``descriptor``), its params and its result, in one place.
+/// The server binds a handler to it (`JSONRPCDispatcher.register(_:handler:)`), the client
+/// calls it (`FleetRPCClient.call(_:_:)`), and `rpc.discover` publishes it.
+public protocol RPCMethod: Sendable {
+    associatedtype Params: RPCMethodParams = RPCNoParams
+    associatedtype Result: Codable & Sendable
+    /// Name, params (checked before a handler runs), result, access and errors.
+    static var descriptor: RPCMethodDescriptor { get }
+}
+
+extension RPCMethod {
+    /// The method's wire name, e.g. `"led.set"`.
+    public static var name: String { descriptor.name }
+}
+
+/// The params of a method: written by a client, read by the server from params the
+/// method's descriptor has already checked (so reading them needs no second JSON pass).
+public protocol RPCMethodParams: Encodable, Sendable {
+    init(checked params: RPCCheckedParams) throws(RPCError)
+}
+
+/// The params of a method that takes none.
+public struct RPCNoParams: RPCMethodParams, Hashable {
+    public init() {}
+    public init(checked params: RPCCheckedParams) {}
+    public func encode(to encoder: any Encoder) throws {
+        _ = encoder.container(keyedBy: AnyCodingKey.self)
+    }
+}
+
+/// Params by name after ``RPCMethodDescriptor/validate(_:)``: every value has the type its
+/// descriptor says, absent and null optional ones are left out. Reading one the descriptor
+/// did not promise is a programming error answered with `-32602`.
+public struct RPCCheckedParams: Sendable, Hashable {
+    public let values: [String: JSONValue]
+
+    public init(_ values: [String: JSONValue]) {
+        self.values = values
+    }
+
+    public subscript(name: String) -> JSONValue? { values[name] }
+
+    /// The value of `name` read by `read`; `nil` when absent.
+    public func optional<Value>(_ name: String, _ read: (JSONValue) -> Value?) throws(RPCError) -> Value? {
+        guard let value = values[name] else { return nil }
+        guard let read = read(value) else {
+            throw .invalidParams("\"\(name)\" has the wrong type (\(value.kindDescription))")
+        }
+        return read
+    }
+
+    /// The value of `name` read by `read`; a missing one is `-32602`.
+    public func required<Value>(_ name: String, _ read: (JSONValue) -> Value?) throws(RPCError) -> Value {
+        guard let value = try optional(name, read) else { throw .invalidParams("missing required parameter \"\(name)\"") }
+        return value
+    }
+
+    public func string(_ name: String) throws(RPCError) -> String { try required(name, \.stringValue) }
+    public func optionalString(_ name: String) throws(RPCError) -> String? { try optional(name, \.stringValue) }
+    public func bool(_ name: String) throws(RPCError) -> Bool { try required(name, \.boolValue) }
+    public func optionalBool(_ name: String) throws(RPCError) -> Bool? { try optional(name, \.boolValue) }
+    public func double(_ name: String) throws(RPCError) -> Double { try required(name, \.doubleValue) }
+    public func optionalInt(_ name: String) throws(RPCError) -> Int? {
+        try optional(name) { $0.int64Value.flatMap { Int(exactly: $0) } }
+    }
+}

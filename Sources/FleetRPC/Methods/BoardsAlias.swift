@@ -1,0 +1,32 @@
+extension FleetMethods {
+    /// `boards.alias`.
+    public enum BoardsAlias: RPCMethod {
+        public static let descriptor = RPCMethodDescriptor(
+            name: "boards.alias",
+            summary: "Give a board an alias that selections can use; an empty alias removes it.",
+            params: [
+                RPCParamDescriptor("address", .address, required: true, "The board's Bluetooth address."),
+                RPCParamDescriptor("alias", .string(), required: true, "The alias; empty removes it."),
+            ],
+            result: RPCResultDescriptor("board", "The board after the change.", schema: Schemas.boardInfo),
+            access: .write,
+            errors: [.permissionDenied, .boardNotFound])
+
+        public struct Params: RPCMethodParams, Hashable {
+            /// The board's Bluetooth address.
+            public var address: String
+            /// The new alias; an empty string removes it.
+            public var alias: String
+
+            public init(address: String, alias: String) {
+                self.address = address
+                self.alias = alias
+            }
+
+            public init(checked params: RPCCheckedParams) throws(RPCError) {
+                self.init(address: try params.string("address"), alias: try params.string("alias"))
+            }
+        }
+        public typealias Result = BoardInfo
+    }
+}

@@ -1,0 +1,35 @@
+/// Parameters of `gatt.read` and `gatt.notify`: one characteristic of the selected boards;
+/// exactly one of `select` and `address` is given.
+public struct GattCharacteristicParams: RPCMethodParams, Hashable {
+    /// The boards.
+    public var select: Selection?
+    /// One board's address.
+    public var address: String?
+    /// Service UUID.
+    public var service: String
+    /// Characteristic UUID.
+    public var characteristic: String
+
+    public init(select: Selection? = nil, address: String? = nil, service: String, characteristic: String) {
+        self.select = select
+        self.address = address
+        self.service = service
+        self.characteristic = characteristic
+    }
+
+    public init(checked params: RPCCheckedParams) throws(RPCError) {
+        self.init(
+            select: try params.optionalSelection("select"), address: try params.optionalString("address"),
+            service: try params.string("service"), characteristic: try params.string("characteristic"))
+    }
+
+    /// The descriptors of these parameters; `select` is described as `selectDescription`.
+    static func descriptors(select selectDescription: String) -> [RPCParamDescriptor] {
+        [
+            RPCParamDescriptor("select", .selection, selectDescription),
+            RPCParamDescriptor("address", .address, "One board's address (or give select)."),
+            RPCParamDescriptor("service", .uuid, required: true, "Service UUID."),
+            RPCParamDescriptor("characteristic", .uuid, required: true, "Characteristic UUID."),
+        ]
+    }
+}

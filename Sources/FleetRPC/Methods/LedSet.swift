@@ -1,0 +1,38 @@
+extension FleetMethods {
+    /// `led.set`.
+    public enum LedSet: RPCMethod {
+        public static let descriptor = RPCMethodDescriptor(
+            name: "led.set",
+            summary: "Switch the LED of the selected boards on or off.",
+            params: [
+                RPCParamDescriptor("select", .selection, required: true, "The boards to switch."),
+                RPCParamDescriptor("on", .boolean, required: true, "true switches the LED on, false off."),
+                RPCParamDescriptor("timeoutMs", .integer(minimum: 1, maximum: 600_000), "Time limit per board, ms."),
+            ],
+            result: boardOutcomes,
+            access: .write,
+            errors: boardErrors)
+
+        public struct Params: RPCMethodParams, Hashable {
+            /// The boards to switch.
+            public var select: Selection
+            /// `true` switches the LED on, `false` off.
+            public var on: Bool
+            /// Time limit per board in milliseconds (the daemon has a default).
+            public var timeoutMs: Int?
+
+            public init(select: Selection, on: Bool, timeoutMs: Int? = nil) {
+                self.select = select
+                self.on = on
+                self.timeoutMs = timeoutMs
+            }
+
+            public init(checked params: RPCCheckedParams) throws(RPCError) {
+                self.init(
+                    select: try params.selection("select"), on: try params.bool("on"),
+                    timeoutMs: try params.optionalInt("timeoutMs"))
+            }
+        }
+        public typealias Result = FleetResult<BoardOutcome>
+    }
+}

@@ -1,0 +1,42 @@
+extension FleetMethods {
+    /// `temperature.read`.
+    public enum TemperatureRead: RPCMethod {
+        public static let descriptor = RPCMethodDescriptor(
+            name: "temperature.read",
+            summary: "Read the temperature of the selected boards (signed whole degrees Celsius).",
+            params: [
+                RPCParamDescriptor("select", .selection, required: true, "The boards to read."),
+                RPCParamDescriptor(
+                    "maxAgeMs", .integer(minimum: 0, maximum: 86_400_000),
+                    "Return a held reading at most this old instead of reading the board."),
+                RPCParamDescriptor("timeoutMs", .integer(minimum: 1, maximum: 600_000), "Time limit per board, ms."),
+            ],
+            result: RPCResultDescriptor(
+                "readings", "One entry per selected board with celsius and ageMs, and totals.",
+                schema: Schemas.fleetResult(Schemas.temperatureOutcome)),
+            access: .read,
+            errors: boardErrors)
+
+        public struct Params: RPCMethodParams, Hashable {
+            /// The boards to read.
+            public var select: Selection
+            /// A held reading at most this old is returned without reading the board again.
+            public var maxAgeMs: Int?
+            /// Time limit per board in milliseconds.
+            public var timeoutMs: Int?
+
+            public init(select: Selection, maxAgeMs: Int? = nil, timeoutMs: Int? = nil) {
+                self.select = select
+                self.maxAgeMs = maxAgeMs
+                self.timeoutMs = timeoutMs
+            }
+
+            public init(checked params: RPCCheckedParams) throws(RPCError) {
+                self.init(
+                    select: try params.selection("select"), maxAgeMs: try params.optionalInt("maxAgeMs"),
+                    timeoutMs: try params.optionalInt("timeoutMs"))
+            }
+        }
+        public typealias Result = FleetResult<TemperatureOutcome>
+    }
+}
