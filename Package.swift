@@ -6,7 +6,7 @@
 // (libsystemd), both from Debian's -dev packages; no Apple platform is claimed.
 //
 // Layers (dependencies point one way):
-//   blectl → FleetRPCClient → FleetRPC
+//   blectl → FleetRPCClient → FleetRPC (the fleet API) → JSONRPC (JSON-RPC 2.0, JSON)
 //   blefleetd → FleetRPCServer → FleetCore → BlueZ → DBus → CDBus (libdbus-1)
 //             → Systemd → CSystemd (libsystemd)
 //             → FleetMQTT (the MQTT bridge) → MQTT → CMosquitto (libmosquitto)
@@ -93,13 +93,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "JSONRPC",
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "FleetRPC",
+            dependencies: ["JSONRPC"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "FleetMQTT",
             dependencies: [
-                "FleetCore", "FleetRPC", "FleetWire", "MQTT",
+                "FleetCore", "FleetRPC", "JSONRPC", "FleetWire", "MQTT",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -107,13 +112,13 @@ let package = Package(
         ),
         .target(
             name: "FleetWire",
-            dependencies: ["FleetCore", "FleetRPC"],
+            dependencies: ["FleetCore", "FleetRPC", "JSONRPC"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "FleetRPCServer",
             dependencies: [
-                "FleetRPC",
+                "FleetRPC", "JSONRPC",
                 "FleetCore",
                 "FleetWire",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -128,18 +133,18 @@ let package = Package(
 
         .target(
             name: "FleetRPCClient",
-            dependencies: ["FleetRPC"],
+            dependencies: ["FleetRPC", "JSONRPC"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "BlectlCore",
-            dependencies: ["FleetRPCClient", "FleetRPC"],
+            dependencies: ["FleetRPCClient", "FleetRPC", "JSONRPC"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "blectl",
             dependencies: [
-                "BlectlCore", "FleetRPCClient", "FleetRPC", "MQTT",
+                "BlectlCore", "FleetRPCClient", "FleetRPC", "JSONRPC", "MQTT",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -167,7 +172,7 @@ let package = Package(
 
         .executableTarget(
             name: "json-bench",
-            dependencies: ["FleetRPC"],
+            dependencies: ["FleetRPC", "JSONRPC"],
             path: "Benchmarks/JSONBench",
             swiftSettings: swiftSettings
         ),
@@ -186,7 +191,7 @@ let package = Package(
         // MARK: Test support (starts a testbed; used by integration tests only)
         .target(
             name: "TestSupport",
-            dependencies: ["FleetRPC"],
+            dependencies: ["FleetRPC", "JSONRPC"],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),
@@ -260,33 +265,33 @@ let package = Package(
         ),
         .testTarget(
             name: "FleetRPCTests",
-            dependencies: ["FleetRPC"],
+            dependencies: ["FleetRPC", "JSONRPC"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "FleetRPCClientTests",
-            dependencies: ["FleetRPCClient", "FleetRPC", "TestSupport"],
+            dependencies: ["FleetRPCClient", "FleetRPC", "JSONRPC", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "BlectlCoreTests",
-            dependencies: ["BlectlCore", "FleetRPCClient", "FleetRPC"],
+            dependencies: ["BlectlCore", "FleetRPCClient", "FleetRPC", "JSONRPC"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "blectlTests",
-            dependencies: ["blectl", "blefleetd", "FleetRPC", "FleetRPCClient", "TestSupport"],
+            dependencies: ["blectl", "blefleetd", "FleetRPC", "JSONRPC", "FleetRPCClient", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "ManPageTests",
-            dependencies: ["FleetRPC", "BlefleetDaemon", "Systemd", "TestSupport"],
+            dependencies: ["FleetRPC", "JSONRPC", "BlefleetDaemon", "Systemd", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "FleetRPCServerTests",
             dependencies: [
-                "FleetRPCServer", "FleetRPC", "TestSupport",
+                "FleetRPCServer", "FleetRPC", "JSONRPC", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -4,6 +4,7 @@
 //
 //   swift build -c release --product json-bench && .build/release/json-bench [ITERATIONS]
 import FleetRPC
+import JSONRPC
 import Foundation
 
 let iterations = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 20_000

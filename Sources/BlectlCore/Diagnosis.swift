@@ -1,4 +1,5 @@
 import FleetRPC
+import JSONRPC
 public import FleetRPCClient
 
 #if canImport(Glibc)

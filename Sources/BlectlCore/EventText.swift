@@ -1,4 +1,5 @@
-public import FleetRPC
+import FleetRPC
+public import JSONRPC
 
 /// One line per event for `watch`: `12:00:03  temperature  nano-07 (AA:BB:CC:DD:EE:FF)  21 °C`.
 public enum EventText {

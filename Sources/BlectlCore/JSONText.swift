@@ -1,4 +1,5 @@
-public import FleetRPC
+import FleetRPC
+public import JSONRPC
 import FoundationEssentials
 
 /// JSON as blectl prints it, written by the one codec (Foundation's `JSONEncoder`): pretty

@@ -1,4 +1,5 @@
 public import FleetRPC
+public import JSONRPC
 
 /// The state behind `blectl temp --watch`: the latest reading of each board, updated from
 /// `temperature` events. A plain value; the command feeds it and prints it.

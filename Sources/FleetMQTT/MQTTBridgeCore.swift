@@ -1,5 +1,6 @@
 import FleetCore
 import FleetRPC
+import JSONRPC
 import FleetWire
 import Foundation
 import Logging

@@ -1,4 +1,5 @@
 import FleetRPC
+import JSONRPC
 import Synchronization
 
 #if canImport(Glibc)

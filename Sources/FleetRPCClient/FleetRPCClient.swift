@@ -1,4 +1,5 @@
-public import FleetRPC
+import FleetRPC
+public import JSONRPC
 import Synchronization
 
 /// A JSON-RPC 2.0 client of `blefleetd` on its Unix socket: one JSON text per line each

@@ -1,4 +1,5 @@
-public import FleetRPC
+import FleetRPC
+public import JSONRPC
 
 #if canImport(Glibc)
 import Glibc

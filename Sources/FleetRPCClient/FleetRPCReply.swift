@@ -1,4 +1,5 @@
-public import FleetRPC
+import FleetRPC
+public import JSONRPC
 
 /// A successful reply as the daemon sent it: its result is read once, with the type the
 /// caller wants (no intermediate JSON value), or as JSON for printing it as it came.

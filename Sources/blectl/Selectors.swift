@@ -1,5 +1,6 @@
 import ArgumentParser
 import FleetRPC
+import JSONRPC
 
 /// Turns SELECTOR arguments and `--all` into a ``Selection``.
 enum Selectors {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlectlCore
 import FleetRPC
+import JSONRPC
 import FleetRPCClient
 
 /// A connection to the daemon for one command, turning every client error into the

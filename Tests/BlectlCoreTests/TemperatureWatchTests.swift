@@ -1,5 +1,6 @@
 import BlectlCore
 import FleetRPC
+import JSONRPC
 import Testing
 
 @Suite struct TemperatureWatchTests {

@@ -1,4 +1,5 @@
 import FleetRPC
+import JSONRPC
 import FleetRPCServer
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 import FleetRPC
+import JSONRPC
 import FleetRPCServer
 import Foundation
 import Logging
@@ -72,7 +73,7 @@ enum TestCatalogue {
     /// Methods that never block: safe for fuzzing.
     static func makeDispatcher(policy: AccessPolicy = AccessPolicy(), logger: Logger = .silent) -> JSONRPCDispatcher {
         var dispatcher = JSONRPCDispatcher(policy: policy, logger: logger)
-        dispatcher.registerDiscovery(FleetMethods.Discover.self, title: "test")
+        dispatcher.registerDiscovery(FleetMethods.Discover.self, title: "test", version: BlefleetVersion.current)
         dispatcher.registerJSON(subtract) { params, _ in
             .int(params["minuend"]!.int64Value! &- params["subtrahend"]!.int64Value!)
         }

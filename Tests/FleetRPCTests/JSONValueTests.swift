@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import FleetRPC
+import JSONRPC
 
 /// JSONValue is read and written by Foundation (``JSONCodec``); these check the mapping and
 /// the limits a client can rely on.

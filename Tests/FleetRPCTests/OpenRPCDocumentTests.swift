@@ -2,10 +2,11 @@ import Foundation
 import Testing
 
 @testable import FleetRPC
+import JSONRPC
 
 @Suite struct OpenRPCDocumentTests {
     @Test func documentIsValidJSONListingEveryMethod() throws {
-        let document = OpenRPCDocument.make(methods: FleetMethods.descriptors)
+        let document = OpenRPCDocument.make(methods: FleetMethods.descriptors, title: "blefleet", apiVersion: BlefleetVersion.current)
         let bytes = document.serialized()
         // Foundation, an independent parser, reads it.
         let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
@@ -29,7 +30,7 @@ import Testing
     }
 
     @Test func everyErrorReferenceResolves() throws {
-        let document = OpenRPCDocument.make(methods: FleetMethods.descriptors)
+        let document = OpenRPCDocument.make(methods: FleetMethods.descriptors, title: "blefleet", apiVersion: BlefleetVersion.current)
         let components = try #require(document["components"]?["errors"]?.objectValue)
         for method in document["methods"]?.arrayValue ?? [] {
             for reference in method["errors"]?.arrayValue ?? [] {

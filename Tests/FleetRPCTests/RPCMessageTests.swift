@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import FleetRPC
+import JSONRPC
 
 @Suite struct RPCMessageTests {
     private func request(_ text: String) throws -> RPCRequest {

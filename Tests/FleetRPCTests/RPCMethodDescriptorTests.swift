@@ -1,6 +1,7 @@
 import Testing
 
 @testable import FleetRPC
+import JSONRPC
 
 @Suite struct RPCMethodDescriptorTests {
     private func check(_ descriptor: RPCMethodDescriptor, _ params: String?) throws(RPCError) -> [String: JSONValue] {

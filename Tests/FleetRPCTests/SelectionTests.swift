@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import FleetRPC
+import JSONRPC
 
 @Suite struct SelectionTests {
     private func decode(_ json: String) throws -> Selection {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import FleetRPC
+import JSONRPC
 
 @Suite struct WireTypesTests {
     private func roundTrip<T: Codable & Equatable>(_ value: T) throws {

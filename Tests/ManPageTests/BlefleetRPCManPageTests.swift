@@ -1,4 +1,5 @@
 import FleetRPC
+import JSONRPC
 import Testing
 
 /// blefleet-rpc(7) against the method catalogue the daemon enforces and publishes.

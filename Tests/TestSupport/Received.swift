@@ -1,4 +1,5 @@
 public import FleetRPC
+public import JSONRPC
 
 /// A request as the test server received it.
 public struct Received: Sendable {

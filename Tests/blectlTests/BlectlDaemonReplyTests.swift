@@ -1,4 +1,5 @@
 import FleetRPC
+import JSONRPC
 import Foundation
 import TestSupport
 import Testing

@@ -1,4 +1,5 @@
 import FleetRPC
+import JSONRPC
 import FleetRPCClient
 import Foundation
 import TestSupport

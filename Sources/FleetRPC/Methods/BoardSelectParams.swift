@@ -1,4 +1,6 @@
 /// Parameters of `boards.connect`, `boards.disconnect` and `boards.forget`.
+public import JSONRPC
+
 public struct BoardSelectParams: RPCMethodParams, Hashable {
     /// The boards to act on.
     public var select: Selection

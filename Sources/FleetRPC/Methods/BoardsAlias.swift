@@ -1,3 +1,5 @@
+public import JSONRPC
+
 extension FleetMethods {
     /// `boards.alias`.
     public enum BoardsAlias: RPCMethod {

@@ -1,3 +1,5 @@
+public import JSONRPC
+
 extension FleetMethods {
     /// `boards.connect`.
     public enum BoardsConnect: RPCMethod {

@@ -1,3 +1,5 @@
+public import JSONRPC
+
 extension FleetMethods {
     /// `boards.disconnect`.
     public enum BoardsDisconnect: RPCMethod {

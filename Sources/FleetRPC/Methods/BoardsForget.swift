@@ -1,3 +1,5 @@
+public import JSONRPC
+
 extension FleetMethods {
     /// `boards.forget`.
     public enum BoardsForget: RPCMethod {

@@ -1,3 +1,5 @@
+public import JSONRPC
+
 extension FleetMethods {
     /// `boards.list`.
     public enum BoardsList: RPCMethod {

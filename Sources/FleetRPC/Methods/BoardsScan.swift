@@ -1,3 +1,5 @@
+public import JSONRPC
+
 extension FleetMethods {
     /// `boards.scan`.
     public enum BoardsScan: RPCMethod {

@@ -1,3 +1,5 @@
+public import JSONRPC
+
 extension FleetMethods {
     /// `daemon.status`.
     public enum DaemonStatus: RPCMethod {

@@ -1,3 +1,5 @@
+public import JSONRPC
+
 extension FleetMethods {
     /// `events.subscribe`.
     public enum EventsSubscribe: RPCMethod {

@@ -1,4 +1,6 @@
 /// Parameters of `events.subscribe` and `events.unsubscribe`.
+public import JSONRPC
+
 public struct EventsSubscribeParams: RPCMethodParams, Hashable {
     /// The topics (default: all).
     public var topics: [EventTopic]?

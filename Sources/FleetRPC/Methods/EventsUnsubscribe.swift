@@ -1,3 +1,5 @@
+public import JSONRPC
+
 extension FleetMethods {
     /// `events.unsubscribe`.
     public enum EventsUnsubscribe: RPCMethod {

@@ -1,6 +1,8 @@
 /// The daemon's method catalogue: the fixed names and contracts scripts rely on. Each
 /// method is one file of this folder (descriptor, params, result); the server binds a
 /// handler to each in `FleetMethodBindings`; `rpc.discover` publishes them.
+public import JSONRPC
+
 public enum FleetMethods {
     /// Every fleet method, in the order `rpc.discover` lists them.
     public static let all: [any RPCMethod.Type] = [

@@ -1,5 +1,7 @@
 /// Parameters of `gatt.read` and `gatt.notify`: one characteristic of the selected boards;
 /// exactly one of `select` and `address` is given.
+public import JSONRPC
+
 public struct GattCharacteristicParams: RPCMethodParams, Hashable {
     /// The boards.
     public var select: Selection?

@@ -1,3 +1,5 @@
+public import JSONRPC
+
 extension FleetMethods {
     /// `gatt.notify`: each value the board notifies arrives as a ``GattValueNotification``
     /// (method `gatt.value`) until the connection closes; the subscription survives reconnects.

@@ -1,3 +1,5 @@
+public import JSONRPC
+
 extension FleetMethods {
     /// `gatt.read`.
     public enum GattRead: RPCMethod {

@@ -1,3 +1,5 @@
+public import JSONRPC
+
 extension FleetMethods {
     /// `gatt.write`.
     public enum GattWrite: RPCMethod {

@@ -1,3 +1,5 @@
+public import JSONRPC
+
 extension FleetMethods {
     /// `led.set`.
     public enum LedSet: RPCMethod {

@@ -1,3 +1,5 @@
+public import JSONRPC
+
 extension FleetMethods {
     /// `temperature.read`.
     public enum TemperatureRead: RPCMethod {

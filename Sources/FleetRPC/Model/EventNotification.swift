@@ -1,5 +1,7 @@
 /// The params of a server→client notification sent to a subscribed connection, under the
 /// method name ``method``.
+public import JSONRPC
+
 public struct EventNotification: Sendable, Hashable, Codable {
     /// The JSON-RPC method name of event notifications.
     public static let method = "events.event"

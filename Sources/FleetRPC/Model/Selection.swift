@@ -1,5 +1,7 @@
 /// Which boards a call addresses: `"all"`, an address, a name or alias, a glob (`lab-*`,
 /// `nano-0?`), or a list of those. On the wire it is a string or an array of strings.
+public import JSONRPC
+
 public enum Selection: Sendable, Hashable {
     /// Every known board.
     case all

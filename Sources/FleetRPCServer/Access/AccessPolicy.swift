@@ -1,4 +1,5 @@
-public import FleetRPC
+import FleetRPC
+public import JSONRPC
 import Glibc
 import NIOConcurrencyHelpers
 

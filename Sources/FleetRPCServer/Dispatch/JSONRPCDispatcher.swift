@@ -1,4 +1,5 @@
-public import FleetRPC
+import FleetRPC
+public import JSONRPC
 public import Logging
 
 /// The JSON-RPC 2.0 protocol engine, independent of sockets and of any catalogue: a frame
@@ -18,7 +19,7 @@ public struct JSONRPCDispatcher: Sendable {
 
     private var entries: [String: Entry] = [:]
     private var order: [String] = []
-    private var discoveryTitle = "JSON-RPC"
+    private var discovery = (title: "JSON-RPC", version: "0")
     public let policy: AccessPolicy
     private let logger: Logger
 
@@ -34,7 +35,8 @@ public struct JSONRPCDispatcher: Sendable {
 
     /// The OpenRPC document of the methods served (the discovery method itself left out).
     public var openRPCDocument: JSONValue {
-        OpenRPCDocument.make(methods: order.compactMap { entries[$0]!.handler == nil ? nil : entries[$0]!.descriptor }, title: discoveryTitle)
+        OpenRPCDocument.make(methods: order.compactMap { entries[$0]!.handler == nil ? nil : entries[$0]!.descriptor },
+            title: discovery.title, apiVersion: discovery.version)
     }
 
     // MARK: Registration
@@ -54,9 +56,9 @@ public struct JSONRPCDispatcher: Sendable {
     }
 
     /// Serves `method` (e.g. `rpc.discover`) with the OpenRPC document of every method
-    /// registered, titled `title`.
-    public mutating func registerDiscovery<Method: RPCMethod>(_ method: Method.Type, title: String) {
-        discoveryTitle = title
+    /// registered, titled `title` at API version `version`.
+    public mutating func registerDiscovery<Method: RPCMethod>(_ method: Method.Type, title: String, version: String) {
+        discovery = (title, version)
         add(Entry(descriptor: method.descriptor, handler: nil))
     }
 

@@ -1,4 +1,5 @@
-public import FleetRPC
+import FleetRPC
+public import JSONRPC
 public import Logging
 
 /// What a method handler knows about the call it serves.

@@ -1,5 +1,6 @@
 public import FleetCore
 public import FleetRPC
+import JSONRPC
 import FleetWire
 import Foundation
 import Synchronization

@@ -1,5 +1,6 @@
 public import FleetCore
-public import FleetRPC
+import FleetRPC
+public import JSONRPC
 
 extension FleetError: RPCErrorConvertible {
     /// The JSON-RPC error a whole call fails with when the fleet refuses it.

@@ -1,5 +1,6 @@
 public import FleetCore
 public import FleetRPC
+import JSONRPC
 import FleetWire
 import Foundation
 
@@ -148,7 +149,7 @@ public enum FleetMethodBindings {
                 boards: .init(known: status.boardCount, connected: status.connectedCount, ready: status.readyCount),
                 clients: environment.clientCount(), mqtt: environment.mqttStatus())
         }
-        dispatcher.registerDiscovery(FleetMethods.Discover.self, title: "blefleet")
+        dispatcher.registerDiscovery(FleetMethods.Discover.self, title: "blefleet", version: environment.version)
     }
 
     /// Forwards a board's values with `send` until cancelled or `send` refuses; when the link

@@ -1,4 +1,5 @@
 import FleetRPC
+import JSONRPC
 import NIOConcurrencyHelpers
 
 /// One client connection as handlers see it: who is calling, and a way to send

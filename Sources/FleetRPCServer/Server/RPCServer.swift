@@ -1,4 +1,5 @@
 import FleetRPC
+import JSONRPC
 import Glibc
 public import Logging
 import NIOConcurrencyHelpers

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlectlCore
 import FleetRPC
+import JSONRPC
 import Foundation
 import MQTT
 import Synchronization

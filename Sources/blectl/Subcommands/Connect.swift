@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlectlCore
 import FleetRPC
+import JSONRPC
 
 struct Connect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlectlCore
 import FleetRPC
+import JSONRPC
 import FleetRPCClient
 
 struct GattNotify: AsyncParsableCommand {

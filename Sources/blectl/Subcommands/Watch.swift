@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlectlCore
 import FleetRPC
+import JSONRPC
 import FleetRPCClient
 
 /// An event topic as a command line value.

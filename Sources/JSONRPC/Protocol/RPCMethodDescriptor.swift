@@ -64,7 +64,7 @@ public struct RPCMethodDescriptor: Sendable, Hashable {
                 continue
             }
             guard param.type.accepts(value) else {
-                if param.type == .selection, let reason = Self.selectionProblem(value) {
+                if case .custom(let custom) = param.type, let reason = custom.problem(value), !reason.isEmpty {
                     throw .invalidParams("\"\(param.name)\": \(reason)")
                 }
                 throw .invalidParams(
@@ -80,15 +80,6 @@ public struct RPCMethodDescriptor: Sendable, Hashable {
             }
         }
         return checked
-    }
-
-    private static func selectionProblem(_ value: JSONValue) -> String? {
-        do {
-            _ = try Selection(validating: value)
-            return nil
-        } catch {
-            return error.description
-        }
     }
 
     private static func describe(_ value: JSONValue) -> String {

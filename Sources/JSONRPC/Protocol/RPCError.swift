@@ -1,6 +1,6 @@
 /// A JSON-RPC 2.0 error object. Throw it from a method handler to answer with it.
 public struct RPCError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The numeric code; see ``RPCErrorCode`` for those the daemon uses.
+    /// The numeric code; see ``RPCErrorCode``.
     public var code: Int
     /// One sentence for a person.
     public var message: String
@@ -16,9 +16,6 @@ public struct RPCError: Error, Sendable, Hashable, CustomStringConvertible {
     public init(_ code: RPCErrorCode, _ message: String, data: JSONValue? = nil) {
         self.init(code: code.rawValue, message: message, data: data)
     }
-
-    /// The code as a known ``RPCErrorCode``, if it is one.
-    public var knownCode: RPCErrorCode? { RPCErrorCode(rawValue: code) }
 
     public var description: String { "\(message) (JSON-RPC error \(code))" }
 
@@ -45,7 +42,7 @@ public struct RPCError: Error, Sendable, Hashable, CustomStringConvertible {
         RPCError(.invalidParams, "Invalid params: \(detail).")
     }
 
-    /// An internal error that says nothing about its cause (which goes to the log).
+    /// An internal error that says nothing about its cause (which goes to the server's log).
     public static let internalError = RPCError(.internalError, "Internal error; the daemon's log has the details.")
 }
 

@@ -4,14 +4,14 @@ public enum OpenRPCDocument {
     public static let version = "1.2.6"
 
     /// The document for `methods`, titled `title` at API version `apiVersion`.
-    public static func make(methods: [RPCMethodDescriptor], title: String = "blefleet", apiVersion: String = BlefleetVersion.current)
+    public static func make(methods: [RPCMethodDescriptor], title: String, apiVersion: String)
         -> JSONValue
     {
         let usedCodes = Set(methods.flatMap(\.errors))
         let errorComponents = Dictionary(
-            uniqueKeysWithValues: RPCErrorCode.allCases.filter(usedCodes.contains).map { code in
-                (errorKey(code), JSONValue.object(["code": .int(Int64(code.rawValue)), "message": .string(code.meaning)]))
-            })
+            usedCodes.map { code in
+                (code.name, JSONValue.object(["code": .int(Int64(code.rawValue)), "message": .string(code.meaning)]))
+            }, uniquingKeysWith: { first, _ in first })
         return [
             "openrpc": .string(version),
             "info": [
@@ -43,16 +43,12 @@ public enum OpenRPCDocument {
                 "description": .string(descriptor.result.description),
                 "schema": descriptor.result.schema,
             ],
-            "errors": .array(descriptor.errors.map { ["$ref": .string("#/components/errors/\(errorKey($0))")] }),
+            "errors": .array(descriptor.errors.map { ["$ref": .string("#/components/errors/\($0.name)")] }),
             "x-access": .string(descriptor.access.rawValue),
         ]
         if !descriptor.exactlyOneOf.isEmpty {
             members["x-exactly-one-of"] = .array(descriptor.exactlyOneOf.map { .array($0.map(JSONValue.string)) })
         }
         return .object(members)
-    }
-
-    private static func errorKey(_ code: RPCErrorCode) -> String {
-        String(describing: code)
     }
 }

@@ -8,14 +8,8 @@ public indirect enum RPCValueType: Sendable, Hashable {
     /// A number in an optional range.
     case number(minimum: Double? = nil, maximum: Double? = nil)
     case boolean
-    /// A board selection: "all", an address, a name or alias, a glob, or a list of those.
-    case selection
-    /// A Bluetooth address, `AA:BB:CC:DD:EE:FF`.
-    case address
-    /// A UUID, 128-bit form (`0000180f-0000-1000-8000-00805f9b34fb`) or 16-bit (`180f`).
-    case uuid
-    /// Bytes as an even number of hexadecimal digits (`"01"`, `"0a1b"`).
-    case hex
+    /// A type of the API's own (a string of some shape, say), checked by its own rule.
+    case custom(RPCCustomType)
     /// An array whose elements are all of one type.
     case array(of: RPCValueType)
     /// Any JSON value.
@@ -42,11 +36,7 @@ public indirect enum RPCValueType: Sendable, Hashable {
             case (nil, nil): return "a number"
             }
         case .boolean: return "a boolean (true or false)"
-        case .selection:
-            return "\"all\", a board address, name, alias or glob, or a non-empty list of those"
-        case .address: return "a Bluetooth address like \"AA:BB:CC:DD:EE:FF\""
-        case .uuid: return "a UUID like \"d888a9c3-f3cc-11ed-a05b-0242ac120003\" or a 16-bit one like \"180f\""
-        case .hex: return "a hexadecimal byte string like \"01\" (an even number of hex digits)"
+        case .custom(let custom): return custom.expectation
         case .array(let element): return "an array of \(element.pluralExpectation)"
         case .any: return "any JSON value"
         }
@@ -73,10 +63,7 @@ public indirect enum RPCValueType: Sendable, Hashable {
             guard let number = value.doubleValue else { return false }
             return number >= (minimum ?? -.infinity) && number <= (maximum ?? .infinity)
         case (.boolean, .bool): return true
-        case (.selection, _): return (try? Selection(validating: value)) != nil
-        case (.address, .string(let string)): return BoardAddress.isValid(string)
-        case (.uuid, .string(let string)): return RPCValueType.isUUID(string)
-        case (.hex, .string(let string)): return HexBytes.decode(string) != nil
+        case (.custom(let custom), _): return custom.problem(value) == nil
         case (.array(let element), .array(let elements)): return elements.allSatisfy(element.accepts)
         case (.any, _): return true
         default: return false
@@ -99,37 +86,33 @@ public indirect enum RPCValueType: Sendable, Hashable {
             if let maximum { schema["maximum"] = .double(maximum) }
             return .object(schema)
         case .boolean: return ["type": "boolean"]
-        case .selection:
-            return [
-                "oneOf": [
-                    ["type": "string", "minLength": 1],
-                    ["type": "array", "items": ["type": "string", "minLength": 1], "minItems": 1],
-                ]
-            ]
-        case .address: return ["type": "string", "pattern": "^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$"]
-        case .uuid:
-            return [
-                "type": "string",
-                "pattern": "^([0-9A-Fa-f]{4}|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})$",
-            ]
-        case .hex: return ["type": "string", "pattern": "^([0-9A-Fa-f]{2})*$"]
+        case .custom(let custom): return custom.jsonSchema
         case .array(let element): return ["type": "array", "items": element.jsonSchema]
         case .any: return [:]
         }
     }
+}
 
-    static func isUUID(_ string: String) -> Bool {
-        let bytes = Array(string.utf8)
-        let isHex = { (byte: UInt8) in HexBytes.nibble(byte) != nil }
-        if bytes.count == 4 { return bytes.allSatisfy(isHex) }
-        guard bytes.count == 36 else { return false }
-        for (position, byte) in bytes.enumerated() {
-            if [8, 13, 18, 23].contains(position) {
-                guard byte == UInt8(ascii: "-") else { return false }
-            } else if !isHex(byte) {
-                return false
-            }
-        }
-        return true
+/// A parameter type of an API's own: what it expects, its JSON Schema, and its rule.
+public struct RPCCustomType: Sendable, Hashable {
+    /// A name, unique among the API's types (equality and hashing go by it).
+    public let name: String
+    /// What a valid value looks like, as a phrase.
+    public let expectation: String
+    /// JSON Schema of the type, for OpenRPC.
+    public let jsonSchema: JSONValue
+    /// Why `value` is not acceptable (`""` when the expectation says it all), `nil` when it is.
+    public let problem: @Sendable (JSONValue) -> String?
+
+    public init(
+        name: String, expectation: String, jsonSchema: JSONValue, problem: @escaping @Sendable (JSONValue) -> String?
+    ) {
+        self.name = name
+        self.expectation = expectation
+        self.jsonSchema = jsonSchema
+        self.problem = problem
     }
+
+    public static func == (lhs: RPCCustomType, rhs: RPCCustomType) -> Bool { lhs.name == rhs.name }
+    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
 }
