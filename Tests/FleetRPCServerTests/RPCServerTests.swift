@@ -82,6 +82,28 @@ extension SocketTests {
             }
         }
 
+        @Test func aFrameOfExactlyTheLimitIsReadOneByteMoreIsNot() async throws {
+            try await withServer(
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate), configure: { $0.maxFrameBytes = 1024 }
+            ) { path, _ in
+                @Sendable func frame(length: Int) -> String {
+                    let head = #"{"jsonrpc":"2.0","method":"test.get_data","id":"#
+                    let id = "\"" + String(repeating: "x", count: length - head.count - 3) + "\""
+                    return head + id + "}"
+                }
+                #expect(frame(length: 1024).utf8.count == 1024)
+                let lines = try await offPool {
+                    let client = try UnixSocketClient(path: path)
+                    try client.send(frame(length: 1024) + "\r\n")
+                    let first = try client.readLine()
+                    try client.send(frame(length: 1025) + "\n")
+                    return [first] + (try client.readToEnd())
+                }
+                #expect(try parse(lines[0])["result"] == ["hello", 5])
+                #expect(try parse(lines[1])["error"]?["code"] == -32010)
+            }
+        }
+
         @Test func concurrentCallsOnOneConnectionAreAnsweredInAnyOrder() async throws {
             try await withServer(dispatcher: TestCatalogue.makeServerDispatcher(gate: gate)) { path, _ in
                 let lines = try await offPool {

@@ -10,7 +10,8 @@ public import Logging
 public struct JSONRPCDispatcher: Sendable {
     /// A handler: params checked against the descriptor; returns the result to encode.
     /// Throw ``RPCError`` or an ``RPCErrorConvertible``.
-    public typealias Handler = @Sendable (_ params: RPCCheckedParams, _ context: RPCContext) async throws -> any Encodable & Sendable
+    public typealias Handler =
+        @Sendable (_ params: RPCCheckedParams, _ context: RPCContext) async throws -> any Encodable & Sendable
 
     private struct Entry: Sendable {
         var descriptor: RPCMethodDescriptor
@@ -35,7 +36,8 @@ public struct JSONRPCDispatcher: Sendable {
 
     /// The OpenRPC document of the methods served (the discovery method itself left out).
     public var openRPCDocument: JSONValue {
-        OpenRPCDocument.make(methods: order.compactMap { entries[$0]!.handler == nil ? nil : entries[$0]!.descriptor },
+        OpenRPCDocument.make(
+            methods: order.compactMap { entries[$0]!.handler == nil ? nil : entries[$0]!.descriptor },
             title: discovery.title, apiVersion: discovery.version)
     }
 
@@ -75,7 +77,8 @@ public struct JSONRPCDispatcher: Sendable {
     public func handle(frame: some Collection<UInt8>, connection: RPCConnection) async -> [UInt8]? {
         switch RPCIncoming(parsing: frame) {
         case .refused(let error):
-            logger.debug("Refused a frame", metadata: ["client.pid": "\(connection.credentials.pid)", "rpc.error": "\(error.message)"])
+            logger.debug(
+                "Refused a frame", metadata: ["client.pid": "\(connection.credentials.pid)", "rpc.error": "\(error.message)"])
             return Self.write(Reply(id: .null, outcome: .error(error)))
         case .single(let item):
             return await handle(item, connection: connection).flatMap(Self.write)
@@ -201,8 +204,9 @@ public struct JSONRPCDispatcher: Sendable {
 
     private static func write(_ replies: [Reply]) -> [UInt8]? {
         if let bytes = try? JSONCodec.encode(replies) { return bytes }
-        return try? JSONCodec.encode(replies.map { reply in
-            (try? JSONCodec.encode(reply)) == nil ? Reply(id: reply.id, outcome: .error(.internalError)) : reply
-        })
+        return try? JSONCodec.encode(
+            replies.map { reply in
+                (try? JSONCodec.encode(reply)) == nil ? Reply(id: reply.id, outcome: .error(.internalError)) : reply
+            })
     }
 }

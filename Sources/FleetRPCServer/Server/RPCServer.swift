@@ -1,13 +1,13 @@
 import FleetRPC
-import JSONRPC
 import Glibc
+import JSONRPC
 public import Logging
 import NIOConcurrencyHelpers
 public import NIOCore
 import NIOExtras
-import Synchronization
 public import NIOPosix
 public import ServiceLifecycle
+import Synchronization
 
 /// The daemon's JSON-RPC 2.0 server on a Unix socket: one JSON text per line, written the
 /// way NIO's async servers are: each accepted connection is an `NIOAsyncChannel` served by
@@ -73,10 +73,12 @@ public final class RPCServer: Service, Sendable {
 
     /// Creates the listening socket (file mode and group set) unless already done.
     public func bind() async throws {
-        guard state.withLockedValue({ state in
-            defer { state.bound = true }
-            return !state.bound
-        }) else { return }
+        guard
+            state.withLockedValue({ state in
+                defer { state.bound = true }
+                return !state.bound
+            })
+        else { return }
         do {
             let quiescing = ServerQuiescingHelper(group: group)
             let listener = try await makeListener(quiescing)
@@ -92,10 +94,12 @@ public final class RPCServer: Service, Sendable {
 
     public func run() async throws {
         try await bind()
-        guard let listener = state.withLockedValue({ state in
-            defer { state.listener = nil }
-            return state.listener
-        }) else {
+        guard
+            let listener = state.withLockedValue({ state in
+                defer { state.listener = nil }
+                return state.listener
+            })
+        else {
             throw RPCServerError("The server's socket is already being served by another run().")
         }
         logger.info("Serving JSON-RPC", metadata: ["rpc.socket": "\(configuration.listener)"])
@@ -155,8 +159,9 @@ public final class RPCServer: Service, Sendable {
         accepted.served.store(true, ordering: .relaxed)
         do {
             try await accepted.channel.executeThenClose { inbound, outbound in
-                // Replies and notifications, written in order by one task. Bounded: a client
-                // that lets `maxQueuedFramesPerConnection` frames pile up is disconnected.
+                // Notifications (and refusals), written in order by one task. Bounded: a client
+                // that lets `maxQueuedFramesPerConnection` of them pile up is disconnected.
+                // Replies are written by their calls, whose number is bounded.
                 let (frames, queue) = AsyncStream<ByteBuffer>.makeStream(
                     bufferingPolicy: .bufferingOldest(configuration.maxQueuedFramesPerConnection))
                 let connection = RPCConnection(id: id, credentials: accepted.credentials) { bytes in
@@ -216,12 +221,14 @@ public final class RPCServer: Service, Sendable {
                 }
                 guard admitted else {
                     let busy = RPCError(
-                        .busy, "Busy: this connection already has \(limit) calls in flight; wait for replies or use another connection.")
+                        .busy,
+                        "Busy: this connection already has \(limit) calls in flight; wait for replies or use another connection.")
                     if let reply = dispatcher.refuse(frame: bytes, with: busy) { connection.send(reply) }
                     return
                 }
                 calls.addTask {
-                    // A reply is written at once (each call has one; their number is bounded).
+                    // The reply is written by the call: a client that does not read holds its
+                    // call's slot, so its next calls are refused as busy, not buffered.
                     if let reply = await dispatcher.handle(frame: bytes, connection: connection) {
                         var buffer = ByteBuffer(bytes: reply)
                         buffer.writeInteger(UInt8(ascii: "\n"))
@@ -238,7 +245,7 @@ public final class RPCServer: Service, Sendable {
             }
             do {
                 for try await frame in inbound {
-                    guard frame.readableBytes <= maxFrame + 1 else {  // + 1: a "\r" before the newline
+                    guard frame.readableBytes <= maxFrame else {
                         tooLarge()
                         return
                     }

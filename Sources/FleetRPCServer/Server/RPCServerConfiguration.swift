@@ -19,8 +19,8 @@ public struct RPCServerConfiguration: Sendable {
     public var maxFrameBytes: Int
     /// Calls (frames) a connection may have running at once; more are answered with `-32004`.
     public var maxCallsInFlightPerConnection: Int
-    /// Replies and notifications queued for a connection that is not reading; beyond this the
-    /// connection is closed.
+    /// Notifications queued for a connection that is not reading; beyond this the connection
+    /// is closed. (A reply waits in its call, which holds a slot of `maxCallsInFlightPerConnection`.)
     public var maxQueuedFramesPerConnection: Int
     /// How long in-flight calls may run after shutdown begins before they are cancelled.
     public var shutdownGracePeriod: Duration

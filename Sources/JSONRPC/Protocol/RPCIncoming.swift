@@ -55,7 +55,8 @@ private struct Frame: Decodable {
             incoming = .batch(items)
         } else {
             let value = try decoder.singleValueContainer().decode(JSONValue.self)
-            incoming = .refused(.invalidRequest("a frame must be a request object or a batch array, not \(value.kindDescription)"))
+            incoming = .refused(
+                .invalidRequest("a frame must be a request object or a batch array, not \(value.kindDescription)"))
         }
     }
 }
@@ -68,7 +69,8 @@ private struct BatchElement: Decodable {
             item = try RPCIncoming.Item(object)
         } else {
             let value = try decoder.singleValueContainer().decode(JSONValue.self)
-            item = .invalid(id: .null, error: .invalidRequest("a batch element must be a request object, not \(value.kindDescription)"))
+            item = .invalid(
+                id: .null, error: .invalidRequest("a batch element must be a request object, not \(value.kindDescription)"))
         }
     }
 }
@@ -142,7 +144,8 @@ extension RPCIncoming.Item {
             return
         }
         guard case .string(let method) = methodValue else {
-            self = .invalid(id: replyID, error: .invalidRequest("\"method\" must be a string, not \(methodValue.kindDescription)"))
+            self = .invalid(
+                id: replyID, error: .invalidRequest("\"method\" must be a string, not \(methodValue.kindDescription)"))
             return
         }
         let params: RPCParams?
@@ -158,7 +161,8 @@ extension RPCIncoming.Item {
         if let unknown = object.allKeys.map(\.stringValue).filter({ !Self.knownMembers.contains($0) }).sorted().first {
             self = .invalid(
                 id: replyID,
-                error: .invalidRequest("unknown member \(JSONValue.string(unknown)); a request has jsonrpc, method, params and id"))
+                error: .invalidRequest(
+                    "unknown member \(JSONValue.string(unknown)); a request has jsonrpc, method, params and id"))
             return
         }
         self = .request(RPCRequest(method: method, params: params, id: id))
