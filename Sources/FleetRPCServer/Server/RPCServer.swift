@@ -108,10 +108,7 @@ public final class RPCServer: Service, Sendable {
                 do {
                     try await listener.executeThenClose { inbound in
                         for try await accepted in inbound {
-                            // The connection's task and its calls run on its event loop: a call
-                            // answered at once never leaves the thread that read it.
-                            let executor = EventLoopTaskExecutor(accepted.channel.channel.eventLoop)
-                            connections.addTask(executorPreference: executor) { await self.serve(accepted) }
+                            connections.addTask { await self.serve(accepted) }
                         }
                     }
                 } catch {
@@ -395,19 +392,5 @@ private final class QuiesceInput: ChannelInboundHandler {
             if context.channel.isActive { context.close(mode: .input, promise: nil) }
         }
         context.fireUserInboundEventTriggered(event)
-    }
-}
-
-/// An event loop as a task executor, so a connection's tasks run where its I/O is done.
-final class EventLoopTaskExecutor: TaskExecutor, Sendable {
-    private let eventLoop: any EventLoop
-
-    init(_ eventLoop: any EventLoop) {
-        self.eventLoop = eventLoop
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
