@@ -191,7 +191,7 @@ let package = Package(
         // MARK: Test support (starts a testbed; used by integration tests only)
         .target(
             name: "TestSupport",
-            dependencies: ["FleetRPC", "JSONRPC"],
+            dependencies: ["JSONRPC"],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),

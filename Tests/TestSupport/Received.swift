@@ -1,4 +1,3 @@
-public import FleetRPC
 public import JSONRPC
 
 /// A request as the test server received it.

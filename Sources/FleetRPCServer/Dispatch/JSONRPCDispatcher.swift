@@ -79,15 +79,15 @@ public struct JSONRPCDispatcher: Sendable {
         case .refused(let error):
             logger.debug(
                 "Refused a frame", metadata: ["client.pid": "\(connection.credentials.pid)", "rpc.error": "\(error.message)"])
-            return Self.write(Reply(id: .null, outcome: .error(error)))
+            return Self.write(RPCReply(id: .null, outcome: .error(error)))
         case .single(let item):
             return await handle(item, connection: connection).flatMap(Self.write)
         case .batch(let items):
-            let replies = await withTaskGroup(of: (Int, Reply?).self) { group in
+            let replies = await withTaskGroup(of: (Int, RPCReply?).self) { group in
                 for (position, item) in items.enumerated() {
                     group.addTask { (position, await self.handle(item, connection: connection)) }
                 }
-                var collected: [(Int, Reply)] = []
+                var collected: [(Int, RPCReply)] = []
                 for await (position, reply) in group {
                     if let reply { collected.append((position, reply)) }
                 }
@@ -100,14 +100,14 @@ public struct JSONRPCDispatcher: Sendable {
     /// Answers every request of `frame` that has an id with `error` without running anything
     /// (used when a connection has too many calls in flight). `nil` when nothing is to be sent.
     public func refuse(frame: some Collection<UInt8>, with error: RPCError) -> [UInt8]? {
-        func refusal(_ item: RPCIncoming.Item) -> Reply? {
+        func refusal(_ item: RPCIncoming.Item) -> RPCReply? {
             switch item {
-            case .invalid(let id, let invalid): return Reply(id: id, outcome: .error(invalid))
-            case .request(let request): return request.id.map { Reply(id: $0, outcome: .error(error)) }
+            case .invalid(let id, let invalid): return RPCReply(id: id, outcome: .error(invalid))
+            case .request(let request): return request.id.map { RPCReply(id: $0, outcome: .error(error)) }
             }
         }
         switch RPCIncoming(parsing: frame) {
-        case .refused(let refusal): return Self.write(Reply(id: .null, outcome: .error(refusal)))
+        case .refused(let refusal): return Self.write(RPCReply(id: .null, outcome: .error(refusal)))
         case .single(let item): return refusal(item).flatMap(Self.write)
         case .batch(let items):
             let replies = items.compactMap(refusal)
@@ -115,19 +115,19 @@ public struct JSONRPCDispatcher: Sendable {
         }
     }
 
-    private func handle(_ item: RPCIncoming.Item, connection: RPCConnection) async -> Reply? {
+    private func handle(_ item: RPCIncoming.Item, connection: RPCConnection) async -> RPCReply? {
         switch item {
         case .invalid(let id, let error):
-            return Reply(id: id, outcome: .error(error))
+            return RPCReply(id: id, outcome: .error(error))
         case .request(let request):
             let outcome = await call(request, connection: connection)
-            return request.id.map { Reply(id: $0, outcome: outcome) }
+            return request.id.map { RPCReply(id: $0, outcome: outcome) }
         }
     }
 
     /// Runs one request: method lookup, access, params, handler. Returns its outcome (also
     /// for notifications, whose outcome is dropped).
-    func call(_ request: RPCRequest, connection: RPCConnection) async -> Reply.Outcome {
+    func call(_ request: RPCRequest, connection: RPCConnection) async -> RPCReply.Outcome {
         guard let entry = entries[request.method] else { return .error(.methodNotFound(request.method)) }
         let descriptor = entry.descriptor
         var callLogger = logger
@@ -148,7 +148,7 @@ public struct JSONRPCDispatcher: Sendable {
         }
         guard let handler = entry.handler else { return .result(openRPCDocument) }
         let context = RPCContext(method: descriptor, id: request.id, connection: connection, role: role, logger: callLogger)
-        let outcome: Reply.Outcome
+        let outcome: RPCReply.Outcome
         do {
             outcome = .result(try await handler(params, context))
         } catch let error as RPCError {
@@ -170,43 +170,18 @@ public struct JSONRPCDispatcher: Sendable {
         return outcome
     }
 
-    /// One reply as written: the handler's result encoded as it is, no intermediate value.
-    struct Reply: Encodable, Sendable {
-        enum Outcome: Sendable {
-            case result(any Encodable & Sendable)
-            case error(RPCError)
-        }
-
-        let id: RPCID
-        let outcome: Outcome
-
-        private enum CodingKeys: String, CodingKey {
-            case jsonrpc, result, error, id
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode("2.0", forKey: .jsonrpc)
-            switch outcome {
-            case .result(let value): try container.encode(value, forKey: .result)
-            case .error(let error): try container.encode(error, forKey: .error)
-            }
-            try container.encode(id, forKey: .id)
-        }
-    }
-
     /// The reply's JSON text; a result that cannot be encoded (a non-finite number) becomes
     /// an internal error rather than a broken frame.
-    private static func write(_ reply: Reply) -> [UInt8]? {
+    private static func write(_ reply: RPCReply) -> [UInt8]? {
         if let bytes = try? JSONCodec.encode(reply) { return bytes }
-        return try? JSONCodec.encode(Reply(id: reply.id, outcome: .error(.internalError)))
+        return try? JSONCodec.encode(RPCReply(id: reply.id, outcome: .error(.internalError)))
     }
 
-    private static func write(_ replies: [Reply]) -> [UInt8]? {
+    private static func write(_ replies: [RPCReply]) -> [UInt8]? {
         if let bytes = try? JSONCodec.encode(replies) { return bytes }
         return try? JSONCodec.encode(
             replies.map { reply in
-                (try? JSONCodec.encode(reply)) == nil ? Reply(id: reply.id, outcome: .error(.internalError)) : reply
+                (try? JSONCodec.encode(reply)) == nil ? RPCReply(id: reply.id, outcome: .error(.internalError)) : reply
             })
     }
 }

@@ -66,6 +66,34 @@ extension RPCResponse: Codable {
     }
 
     public func encode(to encoder: any Encoder) throws {
+        switch outcome {
+        case .result(let value): try RPCReply(id: id, outcome: .result(value)).encode(to: encoder)
+        case .error(let error): try RPCReply(id: id, outcome: .error(error)).encode(to: encoder)
+        }
+    }
+}
+
+/// A reply as a server writes it: the handler's result encoded as it is (no intermediate
+/// ``JSONValue``), or an error, under the request's id.
+public struct RPCReply: Encodable, Sendable {
+    public enum Outcome: Sendable {
+        case result(any Encodable & Sendable)
+        case error(RPCError)
+    }
+
+    public let id: RPCID
+    public let outcome: Outcome
+
+    public init(id: RPCID, outcome: Outcome) {
+        self.id = id
+        self.outcome = outcome
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case jsonrpc, result, error, id
+    }
+
+    public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode("2.0", forKey: .jsonrpc)
         switch outcome {
