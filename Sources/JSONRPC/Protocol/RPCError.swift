@@ -19,13 +19,6 @@ public struct RPCError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "\(message) (JSON-RPC error \(code))" }
 
-    /// The error object as JSON.
-    public var jsonValue: JSONValue {
-        var members: [String: JSONValue] = ["code": .int(Int64(code)), "message": .string(message)]
-        if let data { members["data"] = data }
-        return .object(members)
-    }
-
     public static func parseError(_ detail: String) -> RPCError {
         RPCError(.parseError, "Parse error: \(detail).")
     }
