@@ -81,38 +81,6 @@ extension RPCIncoming.Item {
     /// Reads one request object. Throws only when a member is not JSON at all (e.g. a string
     /// with malformed UTF-8): the whole frame is then a parse error.
     init(_ object: KeyedDecodingContainer<AnyCodingKey>) throws {
-        // The usual request, read without trying types that fail: known members only,
-        // "2.0", a string method, an integer or string id, object or array params.
-        if object.allKeys.allSatisfy({ Self.knownMembers.contains($0.stringValue) }),
-            (try? object.decode(String.self, forKey: AnyCodingKey("jsonrpc"))) == "2.0",
-            let method = try? object.decode(String.self, forKey: AnyCodingKey("method")),
-            let request = try? Self.request(method: method, object)
-        {
-            self = .request(request)
-            return
-        }
-        try self.init(checking: object)
-    }
-
-    private static func request(method: String, _ object: KeyedDecodingContainer<AnyCodingKey>) throws -> RPCRequest? {
-        let idKey = AnyCodingKey("id")
-        let id = object.contains(idKey) ? try object.decode(RPCID.self, forKey: idKey) : nil
-        let paramsKey = AnyCodingKey("params")
-        let params: RPCParams?
-        if !object.contains(paramsKey) {
-            params = nil
-        } else if let members = try? object.decode([String: JSONValue].self, forKey: paramsKey) {
-            params = .byName(members)
-        } else if let elements = try? object.decode([JSONValue].self, forKey: paramsKey) {
-            params = .byPosition(elements)
-        } else {
-            return nil
-        }
-        return RPCRequest(method: method, params: params, id: id)
-    }
-
-    /// Reads a request member by member, saying what is wrong with it.
-    private init(checking object: KeyedDecodingContainer<AnyCodingKey>) throws {
         func value(_ name: String) throws -> JSONValue? {
             let key = AnyCodingKey(name)
             // Not `nil` in a ternary: JSONValue is ExpressibleByNilLiteral, so it would be `.null`.
