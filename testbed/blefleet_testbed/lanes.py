@@ -262,12 +262,14 @@ class RealLane:
                 raise TestbedError(
                     f"bluetoothd in the VM shows {len(found)} of {self.vm.controllers} controllers after "
                     f"{ADAPTERS_TIMEOUT:.0f} s (missing: {', '.join(f'hci{i}' for i in missing) or 'none'}; "
-                    f"not powered: {', '.join(f'hci{i}' for i in off) or 'none'}); kernel: {await self._dmesg()}")
+                    f"not powered: {', '.join(f'hci{i}' for i in off) or 'none'}); "
+                    f"kernel: {await self._dmesg(*(f'hci{i}' for i in missing + off))}")
             await asyncio.sleep(0.1)
 
-    async def _dmesg(self) -> str:
+    async def _dmesg(self, *controllers: str) -> str:
+        """The kernel's lines naming `controllers`, or its last lines."""
         try:
-            return (await self.vm.agent_async("dmesg", timeout=10))[-300:]
+            return (await self.vm.agent_async(" ".join(["dmesg", *controllers]), timeout=10))[-600:]
         except Exception as e:
             return f"(unavailable: {e})"
 

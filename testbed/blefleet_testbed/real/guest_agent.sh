@@ -8,6 +8,9 @@
 #   bluez-status          "ok running", or why not
 #   bluez-reset           bluetoothd stops, every controller powers off, the stored
 #                         device cache is wiped, bluetoothd starts: a fresh testbed
+#                         (btvirt starts again first if a controller is unusable)
+#   btvirt-start N BTVIRT the patched btvirt starts with N controllers; answers once
+#                         every one is through its setup (listed by the kernel's mgmt)
 #   power-cut N           controller hciN goes silent at once: an HCI_Reset sent straight
 #                         to it (the patched btvirt ends its links at the remote with a
 #                         supervision timeout), before its host can say anything
@@ -16,7 +19,7 @@
 #   hotplug on|off        the patched btvirt opens one more controller ("ok N": it is hciN)
 #                         or closes it again, as a USB dongle plugged in or pulled out
 #   trace on|off          btmon records every controller's HCI traffic to $VMDIR/btmon.log
-#   dmesg                 the kernel's last lines
+#   dmesg [hciN ...]      the kernel's last lines (or its last lines naming hciN ...)
 VMDIR=${VMDIR:-$(cat /run/blefleet-vmdir 2>/dev/null)}
 BLUETOOTHD=/usr/libexec/bluetooth/bluetoothd
 
@@ -54,6 +57,75 @@ bluez_start() {
 }
 
 controllers() { ls /sys/class/bluetooth 2>/dev/null | grep '^hci[0-9]*$' | sed 's/^hci//' | sort -n; }
+
+# Controllers through their setup: the ones the kernel's management interface lists,
+# the ones bluetoothd can use. A controller whose setup failed (its HCI_Reset timed out)
+# stays registered in /sys but is never listed.
+usable_count() { btmgmt info 2>/dev/null | sed -n 's/^Index list with \([0-9]*\) item.*/\1/p' | head -n 1; }
+
+# The kernel's lines about controllers that were not set up, or its last lines.
+kernel_lines() {
+  if [ $# -gt 0 ]; then
+    pattern=$(echo "$*" | sed 's/ /:|/g'):
+    dmesg | grep -E "$pattern" | tail -n 5 | tr '\n' '|'
+  else
+    dmesg | tail -n 20 | tr '\n' '|'
+  fi
+}
+
+unusable_controllers() {
+  listed=$(btmgmt info 2>/dev/null | sed -n 's/^\(hci[0-9]*\):.*/\1/p')
+  for n in $(controllers); do
+    echo "$listed" | grep -qx "hci$n" || printf 'hci%s ' "$n"
+  done
+}
+
+btvirt_start() {
+  count=$1
+  echo "$count" >/run/btvirt-count
+  echo "$2" >/run/btvirt-path
+  echo "--- btvirt starts with $count controllers $(date +%T.%N)" >>"$VMDIR/btvirt.log"
+  "$2" -L -l"$count" >>"$VMDIR/btvirt.log" 2>&1 </dev/null &
+  echo $! >/run/btvirt.pid
+  i=0
+  while :; do
+    n=$(usable_count)
+    [ "${n:-0}" -ge "$count" ] && return 0
+    kill -0 "$(cat /run/btvirt.pid)" 2>/dev/null \
+      || { echo "error btvirt exited: $(tail -n 3 "$VMDIR/btvirt.log" | tr '\n' ' ')"; return 1; }
+    i=$((i + 1))
+    if [ $i -gt 300 ]; then
+      bad=$(unusable_controllers)
+      echo "error only ${n:-0} of $count virtual controllers were set up within 60 s (not set up: ${bad:-none}; kernel: $(kernel_lines $bad))"
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+btvirt_stop() {
+  pid=$(cat /run/btvirt.pid 2>/dev/null)
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null
+  rm -f /run/btvirt.pid /run/btvirt-hotplug
+  i=0
+  while [ -n "$(controllers)" ]; do
+    i=$((i + 1))
+    [ $i -gt 200 ] && { echo "error the controllers did not go away when btvirt stopped"; return 1; }
+    sleep 0.05
+  done
+}
+
+# A controller that is registered but unusable does not recover on its own: btvirt starts
+# again, with the same controllers (same indexes, same addresses).
+btvirt_heal() {
+  count=$(cat /run/btvirt-count 2>/dev/null)
+  [ -n "$count" ] || return 0
+  n=$(usable_count)
+  [ "${n:-0}" -ge "$count" ] && return 0
+  echo "--- btvirt restarts: ${n:-0} of $count controllers usable (not set up: $(unusable_controllers))" >>"$VMDIR/btvirt.log"
+  btvirt_stop || return 1
+  btvirt_start "$count" "$(cat /run/btvirt-path)"
+}
 
 # Waits until hciN is (present = 1) or is not (0) registered with the kernel.
 wait_controller() {
@@ -100,6 +172,7 @@ bluez_reset() {
     idx=${dev##*/hci}
     btmgmt --index "$idx" power off >/dev/null 2>&1
   done
+  out=$(btvirt_heal) || { echo "$out"; return 1; }
   rm -rf /var/lib/bluetooth/*
   bluez_start
 }
@@ -131,7 +204,10 @@ run() {
         rm -f /run/btmon.pid
         echo "ok"
       fi ;;
-    dmesg) echo "ok $(dmesg | tail -n 20 | tr '\n' '|')" ;;
+    dmesg) shift; echo "ok $(kernel_lines "$@")" ;;
+    btvirt-start)
+      case "$2" in ''|*[!0-9]*) echo "error btvirt-start needs a controller count"; return ;; esac
+      btvirt_start "$2" "$3" && echo "ok" ;;
     *) echo "error unknown agent command '$1'" ;;
   esac
 }

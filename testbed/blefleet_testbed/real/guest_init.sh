@@ -33,18 +33,9 @@ mkdir -p /run/dbus /var/lib/bluetooth
 dbus-daemon --config-file="$VMDIR/guest-bus.conf" --fork --nopidfile \
   || fail "the guest's dbus-daemon did not start"
 
-"$BTVIRT" -L -l"$CONTROLLERS" >"$VMDIR/btvirt.log" 2>&1 &
-echo $! >/run/btvirt.pid
-# Every controller registered and through its init (HCI_Reset ... ) before bluetoothd.
-i=0
-while :; do
-  n=$(ls /sys/class/bluetooth 2>/dev/null | grep -c '^hci[0-9]*$')
-  [ "$n" -ge "$CONTROLLERS" ] && break
-  kill -0 "$(cat /run/btvirt.pid)" 2>/dev/null || fail "btvirt exited: $(tail -n 3 "$VMDIR/btvirt.log" | tr '\n' ' ')"
-  i=$((i + 1))
-  [ $i -gt 600 ] && fail "only $n of $CONTROLLERS virtual controllers appeared within 60 s"
-  sleep 0.1
-done
+# Every controller registered and through its setup (HCI_Reset ...) before bluetoothd.
+out=$("$HERE/guest_agent.sh" btvirt-start "$CONTROLLERS" "$BTVIRT")
+case "$out" in ok*) ;; *) fail "${out#error }" ;; esac
 out=$("$HERE/guest_agent.sh" bluez-start)
 case "$out" in ok*) ;; *) fail "bluetoothd did not start: ${out#error }" ;; esac
 
