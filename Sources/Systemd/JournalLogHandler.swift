@@ -18,21 +18,10 @@ import Musl
 ///
 /// If journald cannot be reached (`sd_journal_sendv` fails), the entry is written to standard
 /// error instead so it is not lost.
-public struct JournalLogHandler: LogHandler {
-    /// The logger's label (`Logger(label:)`), stored as `LOGGER_LABEL`.
-    public let label: String
-    /// `SYSLOG_IDENTIFIER`, what `journalctl -t` filters on (normally the executable's name).
-    public let identifier: String
-    /// This logger's level: its own once set, else the shared setting's (if any).
-    public var logLevel: Logger.Level {
-        get { ownLevel ?? levelSetting?.level ?? .info }
-        set { ownLevel = newValue }
-    }
-    private var ownLevel: Logger.Level?
-    /// A level shared with other loggers and changeable while running (e.g. on SIGHUP).
-    public let levelSetting: LogLevelSetting?
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
+public struct JournalLogHandler: SettingsLogHandler {
+    /// `label` is stored as `LOGGER_LABEL`; `identifier` as `SYSLOG_IDENTIFIER`, what
+    /// `journalctl -t` filters on (normally the executable's name).
+    public var settings: LogHandlerSettings
 
     /// Fields the handler sets itself; metadata keys mapping to one of these get a `META_` prefix.
     public static let reservedFields: Set<String> = [
@@ -47,21 +36,13 @@ public struct JournalLogHandler: LogHandler {
         levelSetting: LogLevelSetting? = nil,
         metadataProvider: Logger.MetadataProvider? = LoggingSystem.metadataProvider
     ) {
-        self.label = label
-        self.identifier = identifier
-        self.levelSetting = levelSetting
-        self.ownLevel = levelSetting == nil ? logLevel : nil
-        self.metadataProvider = metadataProvider
-    }
-
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
+        settings = LogHandlerSettings(
+            label: label, identifier: identifier, logLevel: logLevel, levelSetting: levelSetting,
+            metadataProvider: metadataProvider)
     }
 
     public func log(event: LogEvent) {
-        let merged = Logger.Metadata.effective(
-            handler: metadata, provider: metadataProvider, event: event.metadata)
+        let merged = settings.metadata(of: event)
         var fields: [(String, String)] = [
             ("MESSAGE", event.message.description),
             ("PRIORITY", String(event.level.syslogPriority)),
@@ -82,7 +63,7 @@ public struct JournalLogHandler: LogHandler {
         if result < 0 {
             var fallback = StderrLogHandler(
                 label: label, identifier: identifier, colour: false, metadataProvider: metadataProvider)
-            fallback.metadata = metadata
+            fallback.settings = settings
             var annotated = event
             var extra = event.metadata ?? [:]
             extra["journal.error"] = "\(SystemdError.explain(-result))"

@@ -15,20 +15,9 @@ import Musl
 /// Line breaks in the message and in metadata values are escaped (`\n`) so every entry stays
 /// on one line; metadata keys are sorted. The level is coloured only when writing to a
 /// terminal (and `NO_COLOR` is unset and `TERM` is not `dumb`), unless `colour` says otherwise.
-public struct StderrLogHandler: LogHandler {
-    public let label: String
-    /// The program's name, shown before the label.
-    public let identifier: String
-    /// This logger's level: its own once set, else the shared setting's (if any).
-    public var logLevel: Logger.Level {
-        get { ownLevel ?? levelSetting?.level ?? .info }
-        set { ownLevel = newValue }
-    }
-    private var ownLevel: Logger.Level?
-    /// A level shared with other loggers and changeable while running (e.g. on SIGHUP).
-    public let levelSetting: LogLevelSetting?
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
+public struct StderrLogHandler: SettingsLogHandler {
+    /// `identifier`, the program's name, is shown before the label.
+    public var settings: LogHandlerSettings
     private let fileDescriptor: Int32
     private let colour: Bool
 
@@ -44,23 +33,15 @@ public struct StderrLogHandler: LogHandler {
         colour: Bool? = nil,
         metadataProvider: Logger.MetadataProvider? = LoggingSystem.metadataProvider
     ) {
-        self.label = label
-        self.identifier = identifier
-        self.levelSetting = levelSetting
-        self.ownLevel = levelSetting == nil ? logLevel : nil
+        settings = LogHandlerSettings(
+            label: label, identifier: identifier, logLevel: logLevel, levelSetting: levelSetting,
+            metadataProvider: metadataProvider)
         self.fileDescriptor = fileDescriptor
         self.colour = colour ?? Self.wantsColour(fileDescriptor: fileDescriptor)
-        self.metadataProvider = metadataProvider
-    }
-
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
     }
 
     public func log(event: LogEvent) {
-        var merged = Logger.Metadata.effective(
-            handler: metadata, provider: metadataProvider, event: event.metadata)
+        var merged = settings.metadata(of: event)
         if let error = event.error, merged["error"] == nil {
             merged["error"] = "\(String(describing: error))"
         }
