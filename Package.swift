@@ -171,6 +171,15 @@ let package = Package(
         ),
 
         .executableTarget(
+            name: "async-echo",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
+            ],
+            path: "Benchmarks/AsyncEcho",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "json-bench",
             dependencies: ["FleetRPC", "JSONRPC"],
             path: "Benchmarks/JSONBench",

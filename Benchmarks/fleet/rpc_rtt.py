@@ -1,8 +1,10 @@
 """Round trip of one JSON-RPC call over a Unix socket, against a peer measured the same way
 in the same run: a raw line echo (socat PIPE) on another Unix socket, with this same client.
-Then calls/s with CLIENTS concurrent connections.
+With FLOOR_SOCKET, a third peer: Benchmarks/AsyncEcho (a line echo written the way the
+daemon's server is, NIOAsyncChannel and a child task per line, no JSON), the floor the
+server's design sets under any call. Then calls/s with CLIENTS concurrent connections.
 
-Usage: python rpc_rtt.py DAEMON_SOCKET ECHO_SOCKET [CALLS] [CLIENTS]
+Usage: python rpc_rtt.py DAEMON_SOCKET ECHO_SOCKET [CALLS] [CLIENTS] [FLOOR_SOCKET]
 """
 import asyncio
 import socket
@@ -50,15 +52,21 @@ def main() -> None:
     daemon, echo = sys.argv[1], sys.argv[2]
     calls = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
     clients = int(sys.argv[4]) if len(sys.argv) > 4 else 16
-    round_trips(daemon, 200)  # warm up both
-    round_trips(echo, 200)
-    medians = {"daemon.status": [], "raw echo": []}
-    for _ in range(5):  # alternate so both see the same background load
-        medians["daemon.status"].append(statistics.median(round_trips(daemon, calls // 5)))
-        medians["raw echo"].append(statistics.median(round_trips(echo, calls // 5)))
-    d = statistics.median(medians["daemon.status"]) * 1e6
-    e = statistics.median(medians["raw echo"]) * 1e6
+    peers = {"daemon.status": daemon, "raw echo": echo}
+    if len(sys.argv) > 5:
+        peers["async NIO echo"] = sys.argv[5]
+    for path in peers.values():  # warm up each
+        round_trips(path, 200)
+    medians = {name: [] for name in peers}
+    for _ in range(5):  # alternate so each sees the same background load
+        for name, path in peers.items():
+            medians[name].append(statistics.median(round_trips(path, calls // 5)))
+    micros = {name: statistics.median(values) * 1e6 for name, values in medians.items()}
+    d, e = micros["daemon.status"], micros["raw echo"]
     print(f"round trip, median of {calls} sequential calls: daemon.status {d:.0f} µs, raw echo {e:.0f} µs, ratio {d / e:.2f}x")
+    if "async NIO echo" in micros:
+        f = micros["async NIO echo"]
+        print(f"the server design's floor: async NIO echo {f:.0f} µs, {f / e:.2f}x the raw echo; daemon.status {d / f:.2f}x the floor")
     rate = asyncio.run(throughput(daemon, clients, 3.0))
     print(f"daemon.status with {clients} clients: {rate:.0f} calls/s")
 

@@ -1,0 +1,57 @@
+// async-echo: the floor under the daemon's round trip. A line echo on a Unix socket written
+// the way blefleetd's server is (NIOAsyncChannel, LineBasedFrameDecoder, one task per
+// connection, each line a child task of it, written back through the outbound writer), with
+// no JSON and no work: what the anchors' async server design costs per call by itself.
+// `--inline` answers in the connection's task instead (no child task: one call at a time).
+//
+// Measured 2026-11-23 (2 cores, 20 boards on the daemon; Benchmarks/fleet/rpc_rtt.py, three
+// runs, median of 2000 sequential calls each): socat's raw echo 28–34 µs; this echo with a
+// child task per line 74–82 µs (2.3–2.7× the raw echo), inline 47–68 µs (1.8×); the daemon's
+// daemon.status 174–220 µs (6.1–6.4×, 2.2–2.8× this floor). So the issue-12 goal (daemon.status
+// ≤ 2× a raw echo) is out of reach for any server built this way on this machine, before any
+// JSON is read or written: the child task per call (kept so a slow call does not hold up the
+// next ones on its connection) alone costs more than the goal allows.
+//
+//   swift build -c release --product async-echo
+//   .build/release/async-echo SOCKET [--inline] &
+//   python3 Benchmarks/fleet/rpc_rtt.py SOCKET ECHO_SOCKET   # ECHO_SOCKET: socat PIPE, the raw peer
+import NIOCore
+import NIOExtras
+import NIOPosix
+
+let arguments = CommandLine.arguments.dropFirst()
+guard let path = arguments.first else {
+    print("usage: async-echo SOCKET [--inline]")
+    exit(2)
+}
+let inline = arguments.contains("--inline")
+
+let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+    .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
+        channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineBasedFrameDecoder()))
+            return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+        }
+    }
+print("async-echo on \(path)\(inline ? " (inline)" : " (a child task per line)")")
+try await withThrowingDiscardingTaskGroup { connections in
+    try await server.executeThenClose { inbound in
+        for try await connection in inbound {
+            connections.addTask {
+                try? await connection.executeThenClose { lines, outbound in
+                    try await withThrowingDiscardingTaskGroup { calls in
+                        for try await line in lines {
+                            var reply = line
+                            reply.writeInteger(UInt8(ascii: "\n"))
+                            if inline {
+                                try await outbound.write(reply)
+                            } else {
+                                calls.addTask { try await outbound.write(reply) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
