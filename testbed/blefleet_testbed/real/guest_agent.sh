@@ -80,27 +80,40 @@ unusable_controllers() {
   done
 }
 
-btvirt_start() {
-  count=$1
-  echo "$count" >/run/btvirt-count
-  echo "$2" >/run/btvirt-path
-  echo "--- btvirt starts with $count controllers $(date +%T.%N)" >>"$VMDIR/btvirt.log"
-  "$2" -L -l"$count" >>"$VMDIR/btvirt.log" 2>&1 </dev/null &
+btvirt_launch() {
+  echo "--- btvirt starts with $1 controllers $(date +%T.%N)" >>"$VMDIR/btvirt.log"
+  "$2" -L -l"$1" >>"$VMDIR/btvirt.log" 2>&1 </dev/null &
   echo $! >/run/btvirt.pid
+}
+
+# Waits until all $1 controllers are usable; 60 s at most.
+btvirt_wait() {
   i=0
   while :; do
     n=$(usable_count)
-    [ "${n:-0}" -ge "$count" ] && return 0
+    [ "${n:-0}" -ge "$1" ] && return 0
     kill -0 "$(cat /run/btvirt.pid)" 2>/dev/null \
       || { echo "error btvirt exited: $(tail -n 3 "$VMDIR/btvirt.log" | tr '\n' ' ')"; return 1; }
     i=$((i + 1))
     if [ $i -gt 300 ]; then
       bad=$(unusable_controllers)
-      echo "error only ${n:-0} of $count virtual controllers were set up within 60 s (not set up: ${bad:-none}; kernel: $(kernel_lines $bad))"
+      echo "error only ${n:-0} of $1 virtual controllers were set up within 60 s (not set up: ${bad:-none}; kernel: $(kernel_lines $bad))"
       return 1
     fi
     sleep 0.2
   done
+}
+
+# btvirt with $1 controllers ($2: its path); a second start if the first leaves one unusable.
+btvirt_start() {
+  echo "$1" >/run/btvirt-count
+  echo "$2" >/run/btvirt-path
+  btvirt_launch "$1" "$2"
+  out=$(btvirt_wait "$1") && return 0
+  echo "--- btvirt restarts: ${out#error }" >>"$VMDIR/btvirt.log"
+  btvirt_stop || return 1
+  btvirt_launch "$1" "$2"
+  btvirt_wait "$1"
 }
 
 btvirt_stop() {
