@@ -61,7 +61,12 @@ controllers() { ls /sys/class/bluetooth 2>/dev/null | grep '^hci[0-9]*$' | sed '
 # Controllers through their setup: the ones the kernel's management interface lists,
 # the ones bluetoothd can use. A controller whose setup failed (its HCI_Reset timed out)
 # stays registered in /sys but is never listed.
-usable_count() { btmgmt info 2>/dev/null | sed -n 's/^Index list with \([0-9]*\) item.*/\1/p' | head -n 1; }
+# btmgmt is bounded: an answer that never comes must not hold the boot forever.
+mgmt_info() { timeout 10 btmgmt info 2>/dev/null; }
+usable_count() { mgmt_info | sed -n 's/^Index list with \([0-9]*\) item.*/\1/p' | head -n 1; }
+
+# Seconds since the guest booted (whole seconds), for deadlines and the logs.
+uptime_s() { cut -d. -f1 /proc/uptime; }
 
 # The kernel's lines about controllers that were not set up, or its last lines.
 kernel_lines() {
@@ -74,7 +79,7 @@ kernel_lines() {
 }
 
 unusable_controllers() {
-  listed=$(btmgmt info 2>/dev/null | sed -n 's/^\(hci[0-9]*\):.*/\1/p')
+  listed=$(mgmt_info | sed -n 's/^\(hci[0-9]*\):.*/\1/p')
   for n in $(controllers); do
     echo "$listed" | grep -qx "hci$n" || printf 'hci%s ' "$n"
   done
@@ -86,18 +91,24 @@ btvirt_launch() {
   echo $! >/run/btvirt.pid
 }
 
-# Waits until all $1 controllers are usable; 60 s at most.
+# Waits until all $1 controllers are usable: 60 s at most by the guest's clock (its
+# progress goes to btvirt.log, read by the host when the boot takes too long).
 btvirt_wait() {
-  i=0
+  end=$(( $(uptime_s) + 60 ))
+  seen=-1
   while :; do
     n=$(usable_count)
-    [ "${n:-0}" -ge "$1" ] && return 0
+    n=${n:-0}
+    if [ "$n" != "$seen" ]; then
+      echo "--- $n of $1 controllers set up (guest uptime $(uptime_s) s)" >>"$VMDIR/btvirt.log"
+      seen=$n
+    fi
+    [ "$n" -ge "$1" ] && return 0
     kill -0 "$(cat /run/btvirt.pid)" 2>/dev/null \
       || { echo "error btvirt exited: $(tail -n 3 "$VMDIR/btvirt.log" | tr '\n' ' ')"; return 1; }
-    i=$((i + 1))
-    if [ $i -gt 300 ]; then
+    if [ "$(uptime_s)" -gt "$end" ]; then
       bad=$(unusable_controllers)
-      echo "error only ${n:-0} of $1 virtual controllers were set up within 60 s (not set up: ${bad:-none}; kernel: $(kernel_lines $bad))"
+      echo "error only $n of $1 virtual controllers were set up within 60 s (not set up: ${bad:-none}; kernel: $(kernel_lines $bad))"
       return 1
     fi
     sleep 0.2

@@ -41,7 +41,10 @@ BTVIRT_BUILD = REPO / "testbed" / "btvirt" / "build"
 GUEST_INIT = HERE / "guest_init.sh"
 BUS_PORT_GUEST = 7001
 AGENT_PORT_GUEST = 7002
-BOOT_TIMEOUT = 300.0
+# A boot takes 1-2 minutes here while Swift builds beside it (TCG, 2 cores). The guest
+# bounds each of its own steps (btvirt's controllers: 60 s, then one more start), so this
+# only catches a guest that stalls outright; it leaves room for a machine slower than ours.
+BOOT_TIMEOUT = 600.0
 AGENT_TIMEOUT = 60.0
 MAX_CONTROLLERS = 64  # the patched btvirt's MAX_BTDEV_ENTRIES
 
@@ -96,6 +99,21 @@ class VMInfo:
 
     def log_tail(self, name: str, lines: int = 5) -> str:
         return _tail(self.path / name, lines)
+
+    def boot_progress(self) -> str:
+        """Where a boot that takes too long is: the guest's last step (with its uptime),
+        btvirt's last progress lines and the kernel's last lines."""
+        parts = [f"console: {self.log_tail('console.log', 2) or 'nothing'}"]
+        try:
+            steps = [line for line in (self.path / "guest.log").read_text(errors="replace").splitlines()
+                     if line.startswith("== ")]
+        except FileNotFoundError:
+            steps = []
+        parts.append(f"guest: {steps[-1].removeprefix('== ') if steps else 'nothing yet'}")
+        for name, label in (("btvirt.log", "btvirt"), ("dmesg.log", "kernel")):
+            if tail := self.log_tail(name, 3):
+                parts.append(f"{label}: {tail}")
+        return "; ".join(parts)
 
 
 def _agent_request(port: int, command: str, timeout: float) -> str:
@@ -234,7 +252,7 @@ def keeper_main(args) -> int:
     (path / "guest-bus.conf").write_text(bus_config("unix:path=/run/dbus/system_bus_socket", anonymous=True))
     info = VMInfo(path, args.centrals, args.boards, bus_port, agent_port)
     info.write_main_conf(30)
-    for name in ("guest.status", "guest.log", "btvirt.log", "bluetoothd.log"):
+    for name in ("guest.status", "guest.log", "btvirt.log", "bluetoothd.log", "dmesg.log"):
         (path / name).unlink(missing_ok=True)
     try:
         argv = boot_argv(path, info.controllers, bus_port, agent_port)
@@ -278,8 +296,7 @@ def keeper_main(args) -> int:
             except (OSError, TestbedError):
                 pass
         elif time.monotonic() > deadline:
-            error = (f"the VM did not come up within {args.boot_timeout:.0f} s "
-                     f"(console: {info.log_tail('console.log', 2) or 'nothing'}; guest: {info.log_tail('guest.log', 2) or 'nothing'})")
+            error = f"the VM did not come up within {args.boot_timeout:.0f} s ({info.boot_progress()})"
         time.sleep(0.2)
     if error is not None:
         _stop_qemu(qemu)
