@@ -23,6 +23,8 @@ extension BlueZError {
             case "Failed":
                 if let reason = ConnectionFailure.parse(message) {
                     self = .connectionFailed(reason, message)
+                } else if let code = attErrorCode(message) {
+                    self = .attError(code, message)
                 } else if message == "Not connected" {
                     // src/gatt-client.c: a GATT operation on a device whose link is down.
                     self = .notConnected(message)
@@ -66,6 +68,13 @@ extension BlueZError {
             self = .other(name: name, message: message)
         }
     }
+}
+
+/// The code in bluetoothd's "Operation failed with ATT error: 0x0e" (src/gatt-client.c).
+private func attErrorCode(_ message: String) -> UInt8? {
+    let prefix = "Operation failed with ATT error: 0x"
+    guard message.hasPrefix(prefix) else { return nil }
+    return UInt8(message.dropFirst(prefix.count), radix: 16)
 }
 
 extension ConnectionFailure {

@@ -9,6 +9,12 @@ public enum BlueZError: Error, Sendable, Equatable {
     case inProgress(String)
     /// `Failed` with a connection failure reason (`le-connection-*`, `br-connection-*`).
     case connectionFailed(ConnectionFailure, String)
+    /// `Failed` with "Operation failed with ATT error: 0xNN": a GATT request ended with that
+    /// ATT error code (`src/gatt-client.c`, `create_gatt_dbus_error`). BlueZ also ends every
+    /// request still pending on a link that is lost this way, with code 0x0e (Unlikely Error:
+    /// `src/shared/att.c` fails them with no PDU, which `src/shared/gatt-client.c` reads as
+    /// 0x0e), so ``mayMeanLinkLoss`` is true for it.
+    case attError(UInt8, String)
     /// `Failed` without a known reason.
     case failed(String)
     case notPermitted(String)
@@ -45,6 +51,8 @@ public enum BlueZError: Error, Sendable, Equatable {
             return true
         case .connectionFailed(let reason, _):
             return reason.isRetryable
+        case .attError(let code, _):
+            return code == Self.attUnlikelyError
         case .notPermitted, .notAuthorized, .alreadyConnected, .alreadyExists, .doesNotExist,
             .notSupported, .notAvailable, .invalidArguments, .invalidValueLength, .invalidOffset,
             .authenticationFailed, .busDisconnected, .notFound, .other:
@@ -52,10 +60,28 @@ public enum BlueZError: Error, Sendable, Equatable {
         }
     }
 
+    /// ATT's "Unlikely Error" (Core spec Vol 3 Part F 3.4.1.1), what BlueZ answers for a GATT
+    /// request that its link's loss ended.
+    public static let attUnlikelyError: UInt8 = 0x0e
+
+    /// Whether the failure may be the link's loss rather than the board's answer: the caller
+    /// tells the two apart by the device's link state (`Connected`). Real BlueZ 5.66 answers a
+    /// `ReadValue`, `WriteValue` or `StartNotify` whose link is lost during the call with
+    /// ``attError(_:_:)`` 0x0e, a call after the link went with `Failed: Not connected`, and a
+    /// call on an object that went with `UnknownObject`; a call nobody answers ends as
+    /// ``timeout(_:)``.
+    public var mayMeanLinkLoss: Bool {
+        switch self {
+        case .notConnected, .objectVanished, .failed, .timeout: return true
+        case .attError(let code, _): return code == Self.attUnlikelyError
+        default: return false
+        }
+    }
+
     /// The human-readable message that came with the error.
     public var message: String {
         switch self {
-        case .inProgress(let m), .connectionFailed(_, let m), .failed(let m), .notPermitted(let m),
+        case .inProgress(let m), .connectionFailed(_, let m), .attError(_, let m), .failed(let m), .notPermitted(let m),
             .notAuthorized(let m), .notReady(let m), .notConnected(let m), .alreadyConnected(let m),
             .alreadyExists(let m), .doesNotExist(let m), .notSupported(let m), .notAvailable(let m),
             .invalidArguments(let m), .invalidValueLength(let m), .invalidOffset(let m),
@@ -98,6 +124,7 @@ extension BlueZError: CustomStringConvertible {
         switch self {
         case .inProgress: return "operation already in progress: \(message)"
         case .connectionFailed(let reason, _): return "connection failed (\(reason.rawValue))"
+        case .attError(let code, _): return "the GATT request failed with ATT error 0x\(code < 0x10 ? "0" : "")\(String(code, radix: 16))"
         case .failed: return "BlueZ operation failed: \(message)"
         case .notPermitted: return "not permitted: \(message)"
         case .notAuthorized: return "not authorized: \(message)"
@@ -121,3 +148,4 @@ extension BlueZError: CustomStringConvertible {
         }
     }
 }
+

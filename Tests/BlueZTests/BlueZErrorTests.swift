@@ -19,6 +19,21 @@ import Testing
         #expect(BlueZError(dbusName: "org.bluez.Error.Failed", message: "Not connected") == .notConnected("Not connected"))
     }
 
+    @Test func aGattRequestEndedByAnATTErrorKeepsItsCode() {
+        // What real bluetoothd 5.66 answers a write or read whose link is lost during the call.
+        let lost = BlueZError(dbusName: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x0e")
+        #expect(lost == .attError(0x0e, "Operation failed with ATT error: 0x0e"))
+        #expect(lost.mayMeanLinkLoss)
+        #expect(lost.isRetryable)
+        #expect(lost.description == "the GATT request failed with ATT error 0x0e")
+        // A board's own refusal is its answer, whatever the link does.
+        let refused = BlueZError(dbusName: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x80")
+        #expect(refused == .attError(0x80, "Operation failed with ATT error: 0x80"))
+        #expect(!refused.mayMeanLinkLoss)
+        #expect(!refused.isRetryable)
+        #expect(!BlueZError(dbusName: "org.bluez.Error.NotPermitted", message: "Write not permitted").mayMeanLinkLoss)
+    }
+
     @Test(arguments: [
         ("org.bluez.Error.InProgress", true),
         ("org.bluez.Error.NotPermitted", false),

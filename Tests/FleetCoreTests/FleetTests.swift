@@ -123,6 +123,24 @@ struct FleetTests {
         }
     }
 
+    /// The board holds its answer for 1.5 s, so the write is surely in flight when it loses
+    /// power. Real BlueZ ends that write with ATT error 0x0e (not "Not connected"): the user
+    /// must read that the board went, not a GATT protocol error.
+    @Test(arguments: Lane.enabled)
+    func aBoardThatLosesPowerDuringAWriteIsReportedGoneNotAsAGattError(lane: Lane) async throws {
+        try await FleetFixture.with(lane: lane, boards: 2, testbedArguments: ["--latency-ms", "1500"]) { fixture in
+            try await fixture.waitUntilReady(2)
+            let fleet = fixture.fleet
+            let write = Task { await fleet.setLED(.all, on: true, timeout: .seconds(6)) }
+            try await fixture.testbed.run(["board", "drop", "nano-01"])
+            let result = await write.value
+            let dropped = try #require(result.outcomes.first { $0.name == "nano-01" })
+            #expect(!dropped.succeeded)
+            #expect([.absent, .timeout, .notConnected].contains(dropped.error?.code), "\(String(describing: dropped.error))")
+            #expect(result.outcomes.first { $0.name == "nano-02" }?.succeeded == true)
+        }
+    }
+
     @Test(arguments: Lane.enabled)
     func resetBoardGetsItsLEDBackByItself(lane: Lane) async throws {
         try await FleetFixture.with(lane: lane, boards: 2) { fixture in

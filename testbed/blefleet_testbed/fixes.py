@@ -312,10 +312,16 @@ class FixedCharacteristicLink(GattCharacteristicClientLink):
     """A remote characteristic with BlueZ's per-client notification sessions (Fix 7) and
     its errors as they arrive over the air (Fix 8)."""
 
-    def _link_gone(self) -> Exception | None:
-        """An answer that comes after the link went never reaches the central: its
-        bluetoothd fails the operation with "Not connected" (src/gatt-client.c)."""
-        return None if self.service.device.connected else DBusBluezFailedError("Not connected")
+    def _link_gone(self, during: bool = False) -> Exception | None:
+        """What the central's bluetoothd answers when the link is not there (real BlueZ
+        5.66, fidelity check 8): a call made after the link went fails with "Not connected"
+        (src/gatt-client.c); a call whose link is lost while it waits for the board's answer
+        fails with ATT error 0x0e, since bluetoothd fails every pending ATT request with no
+        PDU (src/shared/att.c disc_att_send_op), which its GATT client reads as "Unlikely
+        Error" (src/shared/gatt-client.c process_error). No answer gets over a lost link."""
+        if self.service.device.connected:
+            return None
+        return central_error(0x0E) if during else DBusBluezFailedError("Not connected")
 
     @sdbus.dbus_method_async_override()
     @dbus_method_async_except_logging
@@ -325,8 +331,8 @@ class FixedCharacteristicLink(GattCharacteristicClientLink):
         try:
             value = await self.client.ReadValue(self._GattCharacteristicClientLink__prepare_options(options))
         except sdbus.SdBusBaseError as e:
-            raise (self._link_gone() or over_the_air(e, 0x02)) from None
-        if gone := self._link_gone():
+            raise (self._link_gone(during=True) or over_the_air(e, 0x02)) from None
+        if gone := self._link_gone(during=True):
             raise gone
         return value
 
@@ -338,8 +344,8 @@ class FixedCharacteristicLink(GattCharacteristicClientLink):
         try:
             await self.client.WriteValue(value, self._GattCharacteristicClientLink__prepare_options(options))
         except sdbus.SdBusBaseError as e:
-            raise (self._link_gone() or over_the_air(e, 0x03)) from None
-        if gone := self._link_gone():
+            raise (self._link_gone(during=True) or over_the_air(e, 0x03)) from None
+        if gone := self._link_gone(during=True):
             raise gone
 
     def __init__(self, client, service):

@@ -26,15 +26,28 @@ extension Board {
     /// change to this actor a moment later; it is then a no-op), so that the next
     /// `ensureReady` connects again instead of retrying on a link that is gone.
     private func linkWentDown() async {
-        guard let device else { return }
-        let path = device.path
-        let mirror = context.client.mirror
-        let down = (try? await mirror.wait(timeout: .seconds(2), description: "the link of \(address) going down") {
-            ($0.tree.device(at: path)?.hasLink ?? false) ? .pending : .done(())
-        }) != nil
-        if down, machine.isReady { apply { $0.disconnected(now: $1) } }
+        if await linkIsDown(within: .seconds(2)), machine.isReady { apply { $0.disconnected(now: $1) } }
     }
 
+    /// Whether BlueZ reports the board's link down (`Connected` and `ServicesResolved`
+    /// false, or the device gone), now or within `bound`: waits for the mirror's change.
+    private func linkIsDown(within bound: Duration) async -> Bool {
+        guard let device else { return true }
+        let path = device.path
+        return (try? await context.client.mirror.wait(timeout: bound, description: "the link of \(address) going down") {
+            ($0.tree.device(at: path)?.hasLink ?? false) ? .pending : .done(())
+        }) != nil
+    }
+
+    /// How long a GATT failure that may be the link's loss waits for BlueZ to report the
+    /// link down before it counts as the board's answer. Real BlueZ sends `Connected=false`
+    /// before, or with, the failed call's reply (both come from the same HCI disconnection).
+    static let linkLossGrace: Duration = .seconds(1)
+
+    /// Runs one GATT call on the board, one at a time. A failure is classified by what it
+    /// means for the user: when the link went during the call (BlueZ answers that with ATT
+    /// error 0x0e, not with "Not connected"), it is `notConnected`, which ``whenReady(_:)``
+    /// answers by waiting for the board again; else it is the board's or BlueZ's answer.
     private func gatt<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         try await gattQueue.acquire()
         defer { gattQueue.release() }
@@ -45,7 +58,11 @@ extension Board {
         } catch let error as FleetError {
             throw error
         } catch {
-            throw FleetError(gatt: BlueZError(error), board: address)
+            let failure = BlueZError(error)
+            if failure.mayMeanLinkLoss, await linkIsDown(within: Self.linkLossGrace) {
+                throw FleetError(.notConnected, "\(address) lost its link during the operation (\(failure)).")
+            }
+            throw FleetError(gatt: failure, board: address)
         }
     }
 
