@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from . import profile
-from .rundir import (CONTROL_SOCKET, CREATED_MARK, PIDS_FILE, RunDir, TestbedError, is_alive,
+from .rundir import (CONTROL_SOCKET, CREATED_MARK, MGMT_SOCKET, PIDS_FILE, RunDir, TestbedError, is_alive,
                      terminate_recorded, wait_gone)
 
 START_TIMEOUT = 120.0
@@ -122,7 +122,9 @@ def add_start_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stock-bluezoo", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--real", action="store_true",
                    help="real BlueZ: bluetoothd and the kernel's Bluetooth stack in a VM with virtual LE "
-                        "controllers (uses the VM of --vm or $BLEFLEET_TESTBED_VM, else boots one, ~1 min)")
+                        "controllers (uses the VM of --vm or $BLEFLEET_TESTBED_VM, else boots one, ~1 min); "
+                        "also exports BLEFLEET_MGMT_SOCKET, a Unix socket to the VM kernel's Bluetooth "
+                        "management interface (what btmgmt speaks; one control channel per connection)")
     p.add_argument("--vm", help="with --real: the directory of a running testbed VM (`testbed vm start`)")
 
 
@@ -187,8 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
     keeper.add_argument("--owner-pid", type=int, default=0)
     keeper.add_argument("--boot-timeout", type=float, required=True)
     bridge = sub.add_parser("_bridge")
-    bridge.add_argument("--listen", required=True)
-    bridge.add_argument("--port", type=int, required=True)
+    bridge.add_argument("--listen", required=True, action="append", help="a Unix socket (repeatable)")
+    bridge.add_argument("--port", type=int, required=True, action="append",
+                        help="the forwarded TCP port of the --listen before it")
     return parser
 
 
@@ -273,6 +276,14 @@ def start(args) -> int:
         raise TestbedError(message)
     print(f"export DBUS_SYSTEM_BUS_ADDRESS={shlex.quote(run.bus_address)}")
     print(f"export BLEFLEET_TESTBED_RUN_DIR={shlex.quote(str(run.path))}")
+    if args.real:
+        # The VM kernel's Bluetooth management interface (BlueZoo has no kernel behind it).
+        if run.file(MGMT_SOCKET).exists():
+            print(f"export BLEFLEET_MGMT_SOCKET={shlex.quote(str(run.file(MGMT_SOCKET)))}")
+        else:
+            print(f"testbed: the VM in {args.vm or run.path} was booted without the management interface relay "
+                  f"(an older testbed): BLEFLEET_MGMT_SOCKET is not set; boot it again to have it",
+                  file=sys.stderr)
     sys.stdout.flush()
     return 0
 

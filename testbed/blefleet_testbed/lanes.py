@@ -3,8 +3,9 @@
 - BlueZooLane: a private dbus-daemon and BlueZoo (Samsung's BlueZ mock) with the project's
   fidelity fixes; boards are BlueZoo adapters created at run time. Fast.
 - RealLane: the kernel's Bluetooth stack, the patched btvirt and a real bluetoothd in a VM
-  (real/vm.py); boards are btvirt controllers; the guest's system bus is bridged to a Unix
-  socket in the run directory. What users run.
+  (real/vm.py); boards are btvirt controllers; the guest's system bus and its kernel's
+  Bluetooth management interface (what btmgmt speaks) are bridged to Unix sockets in the
+  run directory. What users run.
 
 Both give the controller the same things: a bus socket at run.bus_address, org.bluez with
 --centrals central adapters (hci0, hci1, ...), one adapter per board, a way to stop and
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from . import profile
 from .busconfig import bus_config
-from .rundir import BUS_CONFIG, BUS_SOCKET, PRIVATE_VM_DIR, TestbedError
+from .rundir import BUS_CONFIG, BUS_SOCKET, MGMT_SOCKET, PRIVATE_VM_DIR, TestbedError
 
 ADAPTERS_TIMEOUT = 60.0
 
@@ -217,9 +218,17 @@ class RealLane:
             raise TestbedError(f"the testbed VM in {self.vm.path} has {self.vm.centrals} central controllers; "
                                f"{self.centrals} were asked for (`testbed vm start --centrals N`)")
         run = self.c.run
-        proc = self.c._spawn("bridge", [sys.executable, "-m", "blefleet_testbed", "_bridge",
-                                        "--listen", str(run.file(BUS_SOCKET)), "--port", str(self.vm.bus_port)])
+        argv = [sys.executable, "-m", "blefleet_testbed", "_bridge",
+                "--listen", str(run.file(BUS_SOCKET)), "--port", str(self.vm.bus_port)]
+        if self.vm.mgmt_port is not None:
+            # The kernel's management interface: one control-channel socket in the guest
+            # per connection (real/mgmt_relay.py).
+            argv += ["--listen", str(run.file(MGMT_SOCKET)), "--port", str(self.vm.mgmt_port)]
+        proc = self.c._spawn("bridge", argv)
         await self.c.wait_for_socket("bridge", proc, run.file(BUS_SOCKET), "the bus bridge to the VM")
+        if self.vm.mgmt_port is not None:
+            await self.c.wait_for_socket("bridge", proc, run.file(MGMT_SOCKET),
+                                         "the management interface bridge to the VM")
 
     async def start_bluez(self, fresh: bool) -> None:
         """bluetoothd (re)starts; `fresh`: every controller powered off and the device cache

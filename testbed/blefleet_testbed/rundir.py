@@ -17,9 +17,10 @@ from pathlib import Path
 PIDS_FILE = "pids.json"
 CONTROL_SOCKET = "control.sock"
 BUS_SOCKET = "system_bus_socket"
+MGMT_SOCKET = "mgmt.sock"  # real lane: the VM kernel's Bluetooth management interface
 BUS_CONFIG = "bus.conf"
 CREATED_MARK = ".created-by-testbed"
-STATE_FILES = (PIDS_FILE, CONTROL_SOCKET, BUS_SOCKET, BUS_CONFIG, "controller.log",
+STATE_FILES = (PIDS_FILE, CONTROL_SOCKET, BUS_SOCKET, MGMT_SOCKET, BUS_CONFIG, "controller.log",
                "dbus-daemon.log", "bluezoo.log", "bridge.log", "pids.json.tmp")
 PRIVATE_VM_DIR = "vm"  # a --real testbed's own VM, when it boots one
 MAX_SOCKET_PATH = 107
@@ -41,7 +42,7 @@ class RunDir:
         return f"unix:path={self.file(BUS_SOCKET)}"
 
     def check_socket_paths(self) -> None:
-        for name in (BUS_SOCKET, CONTROL_SOCKET):
+        for name in (BUS_SOCKET, CONTROL_SOCKET, MGMT_SOCKET):
             if len(str(self.file(name)).encode()) > MAX_SOCKET_PATH:
                 raise TestbedError(
                     f"run directory {self.path} is too long for a Unix socket path; use a shorter --run-dir")

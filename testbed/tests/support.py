@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,6 +43,9 @@ class Testbed:
         out = run_cli("start", "--run-dir", str(run_dir), *options, timeout=600).stdout
         self.exports = dict(line.removeprefix("export ").split("=", 1) for line in out.splitlines())
         self.bus_address = self.exports["DBUS_SYSTEM_BUS_ADDRESS"].strip("'")
+        # The real lane's bridge to the VM kernel's Bluetooth management interface.
+        mgmt = self.exports.get("BLEFLEET_MGMT_SOCKET")
+        self.mgmt_socket = shlex.split(mgmt)[0] if mgmt else None
         self.stopped = False
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -221,6 +225,68 @@ class Client:
         path = (await self.gatt(address))[LED_STATUS]
         await self.call(path, "org.bluez.GattCharacteristic1", "WriteValue", "aya{sv}",
                         [value, {"type": Variant("s", "request")}])
+
+
+# The kernel's Bluetooth management interface (what btmgmt speaks; BlueZ's doc/mgmt-api.txt):
+# packets of a 6-byte header (opcode or event code, controller index, parameter length, each
+# little-endian 16 bits) and the parameters.
+MGMT_OP_DISCONNECT = 0x0014
+MGMT_EV_CMD_COMPLETE = 0x0001
+MGMT_EV_CMD_STATUS = 0x0002
+MGMT_EV_DEVICE_DISCONNECTED = 0x000C
+MGMT_STATUS_SUCCESS = 0x00
+MGMT_STATUS_NOT_CONNECTED = 0x02
+MGMT_STATUS_DISCONNECTED = 0x0E
+MGMT_ADDRESS_TYPES = {"public": 1, "random": 2}  # BlueZ's AddressType -> BDADDR_LE_PUBLIC/RANDOM
+
+
+def mgmt_address(address: str, address_type: str) -> bytes:
+    """struct mgmt_addr_info: the address's bytes least significant first, then its type."""
+    return bytes(reversed(bytes.fromhex(address.replace(":", "")))) + bytes([MGMT_ADDRESS_TYPES[address_type]])
+
+
+class Mgmt:
+    """A client of the kernel's Bluetooth management interface through the real lane's
+    BLEFLEET_MGMT_SOCKET: plain packets over a Unix stream socket (one control channel
+    of the VM's kernel per connection), independent of the testbed's own code."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader = reader
+        self.writer = writer
+        self.events: list[tuple[int, int, bytes]] = []  # what command() skipped
+
+    @classmethod
+    async def connect(cls, path: str) -> "Mgmt":
+        return cls(*await asyncio.open_unix_connection(path))
+
+    def close(self) -> None:
+        self.writer.close()
+
+    async def packet(self, timeout: float = 10) -> tuple[int, int, bytes]:
+        """The next packet: (event code, controller index, parameters)."""
+        header = await asyncio.wait_for(self.reader.readexactly(6), timeout)
+        code, index, length = int.from_bytes(header[:2], "little"), int.from_bytes(header[2:4], "little"), \
+            int.from_bytes(header[4:6], "little")
+        return code, index, await asyncio.wait_for(self.reader.readexactly(length), timeout)
+
+    async def command(self, opcode: int, index: int, params: bytes = b"", timeout: float = 10) -> tuple[int, bytes]:
+        """Sends one command; returns the status and return parameters of its Command
+        Complete (or Command Status) event. Other events on the way are kept in .events."""
+        self.writer.write(opcode.to_bytes(2, "little") + index.to_bytes(2, "little")
+                          + len(params).to_bytes(2, "little") + params)
+        await self.writer.drain()
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            code, at, data = await self.packet(max(0.0, deadline - asyncio.get_running_loop().time()))
+            if (code in (MGMT_EV_CMD_COMPLETE, MGMT_EV_CMD_STATUS) and at == index
+                    and int.from_bytes(data[:2], "little") == opcode):
+                return data[2], data[3:]
+            self.events.append((code, at, data))
+
+    async def disconnect(self, index: int, address: str, address_type: str) -> int:
+        """MGMT_OP_DISCONNECT of an LE device on controller hci`index`: the status."""
+        status, _ = await self.command(MGMT_OP_DISCONNECT, index, mgmt_address(address, address_type))
+        return status
 
 
 def run(coro):

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 from blefleet_testbed.rundir import is_alive
-from support import LANES, TEMPERATURE, Client, run, run_cli
+from support import (LANES, MGMT_EV_DEVICE_DISCONNECTED, MGMT_STATUS_DISCONNECTED, MGMT_STATUS_SUCCESS,
+                     TEMPERATURE, Client, Mgmt, device_path, mgmt_address, run, run_cli)
 
 pytestmark = pytest.mark.skipif("real" not in LANES, reason="the real lane is not in BLEFLEET_LANES")
 
@@ -58,6 +59,77 @@ def test_boards_connected_at_once_exchange_data_on_their_own_links(make_testbed)
     state = {b["name"]: b for b in tb.state()["boards"]}
     assert {n: (b["led"], b["led_writes"]) for n, b in state.items()} == {
         "nano-01": (1, 1), "nano-02": (0, 1), "nano-03": (1, 1)}
+
+
+def test_the_kernels_management_interface_releases_a_link(make_testbed):
+    """BLEFLEET_MGMT_SOCKET reaches the VM kernel's Bluetooth management interface, one
+    control channel per connection: MGMT_OP_DISCONNECT on hci0 ends nano-01's link at once
+    (not after bluetoothd's 2 s disconnect timer), bluetoothd notices (Connected false),
+    keeps the GATT objects and connects again; nano-02's link stays; another connection's
+    control channel hears the kernel's Device Disconnected event.
+
+    What the kernel answers is this kernel's (Debian 6.1 with Linux commit 227a0cdf4a02,
+    "MGMT: Fix not generating command complete for MGMT_OP_DISCONNECT", 6.11 and stable):
+    Success once it has started to end the link (before the controller's Disconnection
+    Complete), and 0x0e Disconnected (-ENOTCONN), not 0x02 Not Connected (older kernels,
+    doc/mgmt-api.txt), for a device without a link."""
+    tb = make_testbed("--boards", "2", lane="real")
+    assert tb.mgmt_socket == str(tb.run_dir / "mgmt.sock")
+    boards = {b["name"]: b["address"] for b in tb.state()["boards"]}
+    nano1 = boards["nano-01"]
+
+    async def scenario():
+        client = await Client.connect(tb.bus_address)
+        mgmt = await Mgmt.connect(tb.mgmt_socket)
+        watcher = await Mgmt.connect(tb.mgmt_socket)
+        try:
+            assert await client.discover(list(boards.values()), timeout=tb.scale(10))
+            for address in boards.values():
+                assert await client.connect_device(address, timeout=tb.scale(10))
+            path = device_path(nano1)
+            before = await client.gatt(nano1)
+            address_type = await client.get(path, "org.bluez.Device1", "AddressType")
+
+            loop = asyncio.get_running_loop()
+            asked = loop.time()
+            status = await mgmt.disconnect(0, nano1, address_type)   # hci0: the central
+            answered = loop.time() - asked
+
+            async def disconnected():
+                return not await client.get(path, "org.bluez.Device1", "Connected")
+            down = await client.wait_until(disconnected, tb.scale(1))
+            dropped = loop.time() - asked
+            print(f"MGMT_OP_DISCONNECT answered status {status:#04x} after {answered * 1000:.0f} ms; "
+                  f"Connected false after {dropped * 1000:.0f} ms")
+            assert status == MGMT_STATUS_SUCCESS
+            assert down, f"nano-01 still Connected {tb.scale(1):.0f} s after MGMT_OP_DISCONNECT"
+            assert await client.get(device_path(boards["nano-02"]), "org.bluez.Device1", "Connected")
+
+            # The other connection's control channel heard the kernel's event (its params:
+            # the address, its type, the reason). The reason is 3 (remote) here, not the 2
+            # (local host) a real controller gives: btvirt's Disconnection Complete repeats
+            # the HCI_Disconnect's reason (0x13, remote user terminated) on the initiating
+            # side too, where a real controller says 0x16 (terminated by local host).
+            async def heard():
+                while True:
+                    code, index, data = await watcher.packet(timeout=tb.scale(1))
+                    if code == MGMT_EV_DEVICE_DISCONNECTED and data[:7] == mgmt_address(nano1, address_type):
+                        return index, data[7]
+            index, reason = await heard()
+            print(f"the other control channel heard Device Disconnected on hci{index}, reason {reason}")
+            assert index == 0 and reason in (2, 3)
+
+            assert await client.gatt(nano1) == before
+            again = await watcher.disconnect(0, nano1, address_type)
+            print(f"a second MGMT_OP_DISCONNECT answered status {again:#04x}")
+            assert again == MGMT_STATUS_DISCONNECTED
+            assert await client.connect_device(nano1, timeout=tb.scale(10))
+            assert await client.gatt(nano1) == before
+        finally:
+            mgmt.close()
+            watcher.close()
+            client.close()
+    run(scenario())
 
 
 def test_bluetoothd_that_died_is_named_in_one_line(make_testbed, real_vm_dir):

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import shlex
+import stat
 import subprocess
 import tempfile
 import time
@@ -37,12 +38,19 @@ def wait_all_gone(entries: list[dict], timeout: float) -> list[dict]:
 
 def test_start_prints_eval_able_exports_and_default_state(make_testbed, lane):
     tb = make_testbed()
-    assert set(tb.exports) == {"DBUS_SYSTEM_BUS_ADDRESS", "BLEFLEET_TESTBED_RUN_DIR"}
+    # The real lane also bridges the VM kernel's Bluetooth management interface; BlueZoo
+    # has no kernel behind it.
+    mgmt = {"bluezoo": set(), "real": {"BLEFLEET_MGMT_SOCKET"}}[lane]
+    assert set(tb.exports) == {"DBUS_SYSTEM_BUS_ADDRESS", "BLEFLEET_TESTBED_RUN_DIR"} | mgmt
     # eval "$(scripts/testbed start)" is what a person types: the lines must be shell.
     shell = subprocess.run(["sh", "-c", "\n".join(f"export {k}={v}" for k, v in tb.exports.items())
-                            + '\necho "$DBUS_SYSTEM_BUS_ADDRESS|$BLEFLEET_TESTBED_RUN_DIR"'],
-                           capture_output=True, text=True, check=True)
-    assert shell.stdout.strip() == f"{tb.bus_address}|{tb.run_dir}"
+                            + '\necho "$DBUS_SYSTEM_BUS_ADDRESS|$BLEFLEET_TESTBED_RUN_DIR|$BLEFLEET_MGMT_SOCKET"'],
+                           capture_output=True, text=True, check=True,
+                           env={k: v for k, v in os.environ.items() if k != "BLEFLEET_MGMT_SOCKET"})
+    expected_mgmt = str(tb.run_dir / "mgmt.sock") if mgmt else ""
+    assert shell.stdout.strip() == f"{tb.bus_address}|{tb.run_dir}|{expected_mgmt}"
+    if mgmt:
+        assert stat.S_ISSOCK(os.stat(expected_mgmt).st_mode)
 
     state = tb.state()
     central = {"bluezoo": "00:1A:7D:DA:71:13", "real": state["central"]["address"]}[lane]
@@ -85,6 +93,7 @@ def test_stop_ends_exactly_the_recorded_processes(make_testbed, lane):
     assert wait_all_gone(entries, 1) == []
     assert not (tb.run_dir / "pids.json").exists()
     assert not (tb.run_dir / "system_bus_socket").exists()
+    assert not (tb.run_dir / "mgmt.sock").exists()
     again = run_cli("stop", "--run-dir", str(tb.run_dir), check=False)
     assert again.returncode != 0 and "no testbed is running" in again.stderr
 

@@ -8,7 +8,8 @@ outlive its testbeds, so a test suite boots it once (`scripts/testbed vm start`)
 `scripts/testbed start --real` takes it, resets bluetoothd and uses its controllers.
 
 The VM directory (shared read-write with the guest at the same path) holds:
-  vm.json        what the VM offers: controllers, centrals, forwarded ports
+  vm.json        what the VM offers: controllers, centrals, forwarded ports (the guest's
+                 bus, its agent, its kernel's Bluetooth management interface)
   pids.json      the host processes (keeper, qemu)
   lock           flock()ed by the testbed that uses the VM
   console.log    qemu's and the guest init's output; guest.log, btvirt.log, bluetoothd.log
@@ -41,6 +42,7 @@ BTVIRT_BUILD = REPO / "testbed" / "btvirt" / "build"
 GUEST_INIT = HERE / "guest_init.sh"
 BUS_PORT_GUEST = 7001
 AGENT_PORT_GUEST = 7002
+MGMT_PORT_GUEST = 7003  # mgmt_relay.py: the kernel's Bluetooth management interface
 # A boot takes 1-2 minutes here while Swift builds beside it (TCG, 2 cores). The guest
 # bounds each of its own steps (btvirt's controllers: 60 s, then one more start), so this
 # only catches a guest that stalls outright; it leaves room for a machine slower than ours.
@@ -71,6 +73,7 @@ class VMInfo:
     boards: int
     bus_port: int
     agent_port: int
+    mgmt_port: int | None  # None: a VM booted by a testbed that had no management relay
 
     @property
     def controllers(self) -> int:
@@ -136,7 +139,7 @@ def load(path: Path) -> VMInfo:
     except ValueError:
         raise TestbedError(f"the VM description {path / 'vm.json'} is unreadable") from None
     info = VMInfo(path=path, centrals=raw["centrals"], boards=raw["boards"],
-                  bus_port=raw["bus_port"], agent_port=raw["agent_port"])
+                  bus_port=raw["bus_port"], agent_port=raw["agent_port"], mgmt_port=raw.get("mgmt_port"))
     pids = _read_pids(path)
     if not pids or not all(is_alive(e) for e in pids):
         raise TestbedError(f"the testbed VM in {path} is not running (see {path / 'console.log'})")
@@ -200,21 +203,28 @@ def find_btvirt() -> str:
     return result.stdout.strip()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(count: int) -> list[int]:
+    """`count` different free ports (all held open while they are picked)."""
+    held = [socket.socket() for _ in range(count)]
+    try:
+        for s in held:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in held]
+    finally:
+        for s in held:
+            s.close()
 
 
 # -- the keeper: boots qemu, reports, keeps it until told to stop --------------------------
 
-def boot_argv(path: Path, controllers: int, bus_port: int, agent_port: int,
+def boot_argv(path: Path, controllers: int, bus_port: int, agent_port: int, mgmt_port: int,
               cpus: int = 2, memory: str = "1G") -> list[str]:
     kernel, _ = find_kernel()
     btvirt = find_btvirt()
     netdev = (f"-netdev user,id=tb0,restrict=on,"
               f"hostfwd=tcp:127.0.0.1:{bus_port}-10.0.2.15:{BUS_PORT_GUEST},"
-              f"hostfwd=tcp:127.0.0.1:{agent_port}-10.0.2.15:{AGENT_PORT_GUEST} "
+              f"hostfwd=tcp:127.0.0.1:{agent_port}-10.0.2.15:{AGENT_PORT_GUEST},"
+              f"hostfwd=tcp:127.0.0.1:{mgmt_port}-10.0.2.15:{MGMT_PORT_GUEST} "
               f"-device virtio-net-pci,netdev=tb0")
     return [find_vng(), "--run", str(kernel), "--disable-kvm", "--cpus", str(cpus), "--memory", memory,
             "--rwdir", str(path), f"--qemu-opts={netdev}",
@@ -246,16 +256,16 @@ def keeper_main(args) -> int:
         except OSError:
             pass
 
-    bus_port, agent_port = _free_port(), _free_port()
+    bus_port, agent_port, mgmt_port = _free_ports(3)
     # Host clients reach the guest's bus through socat (root in the guest): EXTERNAL works
     # for root on the host, other users fall back to ANONYMOUS. The VM is a test fixture.
     (path / "guest-bus.conf").write_text(bus_config("unix:path=/run/dbus/system_bus_socket", anonymous=True))
-    info = VMInfo(path, args.centrals, args.boards, bus_port, agent_port)
+    info = VMInfo(path, args.centrals, args.boards, bus_port, agent_port, mgmt_port)
     info.write_main_conf(30)
     for name in ("guest.status", "guest.log", "btvirt.log", "bluetoothd.log", "dmesg.log"):
         (path / name).unlink(missing_ok=True)
     try:
-        argv = boot_argv(path, info.controllers, bus_port, agent_port)
+        argv = boot_argv(path, info.controllers, bus_port, agent_port, mgmt_port)
     except TestbedError as e:
         report({"ok": False, "error": str(e)})
         return 1
@@ -304,7 +314,8 @@ def keeper_main(args) -> int:
         return 1
 
     (path / "vm.json").write_text(json.dumps({"centrals": info.centrals, "boards": info.boards,
-                                              "bus_port": bus_port, "agent_port": agent_port}))
+                                              "bus_port": bus_port, "agent_port": agent_port,
+                                              "mgmt_port": mgmt_port}))
     report({"ok": True})
     while not stopping and qemu.poll() is None and not owner_gone():
         time.sleep(0.2)
