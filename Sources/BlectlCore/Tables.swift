@@ -4,7 +4,8 @@ public import FleetRPC
 /// parameter.
 public enum Tables {
     /// `boards` and `scan`: NAME ADDRESS STATE ADAPTER RSSI LED TEMP SEEN. ADAPTER is the
-    /// one the board is linked through, else the one that hears it best. LED is what the
+    /// one the board is linked through, else the one that hears it best. SEEN is when it
+    /// last advertised, or `connected` (a connected board stops advertising). LED is what the
     /// board has, with the wish beside it when they differ (``led(_:)``).
     public static func boards(_ boards: [BoardInfo], now: Double) -> TextTable {
         TextTable(
@@ -21,7 +22,7 @@ public enum Tables {
                     board.rssi.map(String.init) ?? "-",
                     led(board),
                     board.temperature.map { Units.celsius($0.celsius) } ?? "-",
-                    seen(board.lastSeen, now: now),
+                    board.state == .ready || board.state == .resolving ? "connected" : seen(board.lastSeen, now: now),
                 ]
             })
     }

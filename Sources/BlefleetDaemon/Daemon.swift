@@ -47,7 +47,9 @@ public struct Daemon: Sendable {
         let fleet: Fleet
         do {
             fleet = try await Fleet.connect(
-                bus: config.bus == "system" ? .system : .address(config.bus), adapters: config.adapter,
+                bus: config.bus == "system" ? .system : .address(config.bus),
+                management: Self.management(bus: config.bus, environment: ProcessInfo.processInfo.environment),
+                adapters: config.adapter,
                 configuration: fleetConfiguration, registry: registry, logger: logger)
         } catch {
             let bus = config.bus == "system"
@@ -158,6 +160,16 @@ public struct Daemon: Sendable {
             dispatcher: dispatcher, logger: logger)
         clients.server = server
         return server
+    }
+
+    /// Where the kernel's Bluetooth management interface behind BlueZ is: the relay
+    /// `BLEFLEET_MGMT_SOCKET` names (a testbed whose bluetoothd runs in a VM); else this
+    /// machine's kernel when BlueZ is on this machine's system bus; else none (a private bus
+    /// has no kernel of ours behind it).
+    static func management(bus: String, environment: [String: String]) -> Fleet.Management {
+        if let relay = environment["BLEFLEET_MGMT_SOCKET"], !relay.isEmpty { return .relay(path: relay) }
+        let systemBus = environment["DBUS_SYSTEM_BUS_ADDRESS"].map { $0.isEmpty || $0 == "unix:path=/run/dbus/system_bus_socket" } ?? true
+        return bus == "system" && systemBus ? .kernel : .none
     }
 
     static func makeDirectory(_ path: String, what: String) throws {

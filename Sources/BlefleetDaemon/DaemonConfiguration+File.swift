@@ -179,6 +179,9 @@ extension DaemonConfiguration {
         { config, node in
             config.temperatureMaxAgeMilliseconds = try integer(node, in: 0...3_600_000)
         },
+        Setting(key: "temperature-refresh-s", allowed: "a whole number of seconds from 10 to 86400") { config, node in
+            config.temperatureRefreshSeconds = try integer(node, in: 10...86_400)
+        },
         Setting(key: "max-frame-bytes", allowed: "a whole number from 1024 to 67108864") { config, node in
             config.maxFrameBytes = try integer(node, in: 1024...67_108_864)
         },

@@ -9,6 +9,7 @@ extension DaemonConfiguration {
             connectTimeout: .milliseconds(connectTimeoutMilliseconds),
             defaultCommandTimeout: .milliseconds(defaultTimeoutMilliseconds),
             temperatureMaxAge: .milliseconds(temperatureMaxAgeMilliseconds),
+            temperatureRefresh: .seconds(temperatureRefreshSeconds),
             adoption: try adoptionPolicy(),
             stateDirectory: stateDirectory)
     }

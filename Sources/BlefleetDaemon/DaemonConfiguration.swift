@@ -34,6 +34,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var connectTimeoutMilliseconds: Int = 10_000
     /// Fan-out deadline when a call gives none, in milliseconds (`default-timeout-ms`).
     public var defaultTimeoutMilliseconds: Int = 5000
+    /// With more boards than slots, no present board's temperature gets older than this
+    /// (`temperature-refresh-s`): idle time reads the boards without a link in turn.
+    public var temperatureRefreshSeconds: Int = 60
     /// Cached temperatures younger than this are served without a read (`temperature-max-age-ms`).
     public var temperatureMaxAgeMilliseconds: Int = 10_000
     /// Largest JSON-RPC frame accepted (`max-frame-bytes`).

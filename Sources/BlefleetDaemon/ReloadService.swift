@@ -57,6 +57,7 @@ struct ReloadService: Service {
             changed.append("connection-limit")
         }
         if old.connectTimeoutMilliseconds != new.connectTimeoutMilliseconds { changed.append("connect-timeout-ms") }
+        if old.temperatureRefreshSeconds != new.temperatureRefreshSeconds { changed.append("temperature-refresh-s") }
         if old.maxFrameBytes != new.maxFrameBytes { changed.append("max-frame-bytes") }
         if old.maxCallsPerClient != new.maxCallsPerClient { changed.append("max-calls-per-client") }
         if old.mqtt != new.mqtt { changed.append("mqtt") }

@@ -26,6 +26,7 @@ extension BoardState {
     public init(_ phase: BoardPhase) {
         switch phase {
         case .discovered: self = .discovered
+        case .standby: self = .standby
         case .connecting: self = .connecting
         case .resolving: self = .resolving
         case .ready: self = .ready

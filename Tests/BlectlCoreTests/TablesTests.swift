@@ -5,7 +5,7 @@ import Testing
 @Suite struct TablesTests {
     let now = Timestamp.parse("2024-05-01T12:00:10Z")!
 
-    @Test("boards: NAME ADDRESS STATE ADAPTER RSSI LED TEMP SEEN, alias before name, dashes for unknowns")
+    @Test("boards: NAME ADDRESS STATE ADAPTER RSSI LED TEMP SEEN, alias before name, dashes for unknowns, connected boards say so")
     func boards() {
         var first = BoardInfo(
             address: "AA:BB:CC:DD:EE:01", name: "nano-01", state: .ready, rssi: -61, led: true,
@@ -20,7 +20,7 @@ import Testing
         ]
         #expect(Tables.boards(boards, now: now).render() == [
             "NAME     ADDRESS            STATE       ADAPTER  RSSI  LED   TEMP  SEEN",
-            "nano-01  AA:BB:CC:DD:EE:01  ready       hci1      -61  on   21 °C  3 s ago",
+            "nano-01  AA:BB:CC:DD:EE:01  ready       hci1      -61  on   21 °C  connected",
             "freezer  AA:BB:CC:DD:EE:02  absent      -           -  -    -5 °C  2 min ago",
             "-        AA:BB:CC:DD:EE:03  discovered  -           -  off      -  -",
         ])

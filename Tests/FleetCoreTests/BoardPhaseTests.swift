@@ -5,7 +5,7 @@ import Testing
 @Suite struct BoardPhaseTests {
     @Test func wireNamesAreStable() {
         #expect(BoardPhase.allCases.map(\.rawValue) == [
-            "discovered", "connecting", "resolving", "ready", "disconnecting",
+            "discovered", "standby", "connecting", "resolving", "ready", "disconnecting",
             "backing-off", "absent", "waiting-for-adapter", "failed",
         ])
         #expect(BoardPhase(rawValue: "ready") == .ready)

@@ -49,6 +49,67 @@ import Testing
         #expect(m.holdsLink)
     }
 
+    @Test func aBoardBeyondTheSlotsWaitsInStandbyWithoutRetryOrFailure() {
+        var m = machine()
+        _ = m.connectRequested(reason: .automatic, now: at(0))
+        #expect(m.slotUnavailable(now: at(0.1)) == .none)
+        #expect(m.phase == .standby)
+        #expect(!m.holdsLink)
+        #expect(m.lastFailure == nil)
+        #expect(m.failedAttempts == 0)
+        // The automatic policy asking again does not connect: it waits its turn.
+        #expect(m.connectRequested(reason: .automatic, now: at(1)) == .none)
+        #expect(m.phase == .standby)
+        // Room (an adapter came) or a command connects it.
+        var roomy = m
+        #expect(roomy.connectionRoomAppeared(now: at(2)) == .startConnect)
+        #expect(m.connectRequested(reason: .command, now: at(2)) == .startConnect)
+        #expect(m.phase == .connecting)
+    }
+
+    @Test func anEvictedBoardWaitsItsTurnInStandby() {
+        var m = readyMachine()
+        #expect(m.disconnectRequested(now: at(1), evicted: true) == .disconnect(failWaiters: nil))
+        #expect(m.phase == .disconnecting)
+        #expect(m.disconnected(now: at(1.1)) == .none)
+        #expect(m.phase == .standby)
+        // It is still wanted: room (an adapter came) gives it a slot again.
+        var roomy = m
+        #expect(roomy.connectionRoomAppeared(now: at(2)) == .startConnect)
+        // A user's disconnect leaves it discovered (nothing pending).
+        var user = readyMachine()
+        _ = user.disconnectRequested(now: at(1))
+        _ = user.disconnected(now: at(1.1))
+        #expect(user.phase == .discovered)
+        // A command while the eviction completes connects it again afterwards.
+        var wanted = readyMachine()
+        _ = wanted.disconnectRequested(now: at(1), evicted: true)
+        _ = wanted.connectRequested(reason: .command, now: at(1.05))
+        #expect(wanted.disconnected(now: at(1.1)) == .startConnect)
+    }
+
+    @Test func standbyFollowsTheBoardAndTheAdapter() {
+        var m = machine()
+        _ = m.connectRequested(reason: .automatic, now: at(0))
+        _ = m.slotUnavailable(now: at(0.1))
+        var vanished = m
+        #expect(vanished.deviceVanished(now: at(1)) == .none)
+        #expect(vanished.phase == .absent)
+        var off = m
+        #expect(off.adapterPoweredOff(now: at(1)) == .none)
+        #expect(off.phase == .waitingForAdapter)
+        var released = m
+        #expect(released.disconnectRequested(now: at(1)) == .none)
+        #expect(released.phase == .discovered)
+        var adopted = m
+        _ = adopted.connectSucceeded(now: at(1))
+        #expect(adopted.phase == .resolving)
+        // Only a connect in progress goes to standby.
+        var ready = readyMachine()
+        #expect(ready.slotUnavailable(now: at(1)) == .none)
+        #expect(ready.phase == .ready)
+    }
+
     @Test func servicesResolvedBeforeConnectedStillBecomesReady() {
         var m = machine()
         _ = m.connectRequested(now: at(0))

@@ -52,6 +52,24 @@ import Testing
         #expect(result.outcomes[0].latency < timeout.latency)
     }
 
+    @Test func boardsUnfinishedAtTheDeadlineAreToldWhy() async {
+        let targets = boards(3)
+        let result = await FanOut.run(
+            targets, deadline: .now + .milliseconds(300),
+            unfinished: { unfinished in
+                // Given all unfinished boards at once; one of them is explained.
+                #expect(unfinished.map(\.name) == ["nano-2", "nano-3"])
+                return [unfinished[0].address: FleetError(.timeout, "Still waiting for a connection slot.")]
+            }
+        ) { board -> Int in
+            if board.name != "nano-1" { try await Task.sleep(for: .seconds(30)) }
+            return 1
+        }
+        #expect(result.outcomes.map { $0.error?.code } == [nil, .timeout, .timeout])
+        #expect(result.outcomes[1].error?.message == "Still waiting for a connection slot.")
+        #expect(result.outcomes[2].error?.message == "The board did not answer within 300 ms.")
+    }
+
     @Test func pastDeadlineTimesOutWithoutRunning() async {
         let result = await FanOut.run(boards(2), deadline: .now - .seconds(1)) { _ -> Int in
             Issue.record("ran after the deadline")

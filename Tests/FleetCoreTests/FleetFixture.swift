@@ -21,7 +21,8 @@ struct FleetFixture {
             logger.logLevel = ProcessInfo.processInfo.environment["BLEFLEET_TEST_LOG"] == nil ? .critical : .debug
             let registry = Registry(directory: stateDirectory.path, logger: logger)
             let fleet = try await Fleet.connect(
-                bus: .address(testbed.busAddress), adapters: adapters, configuration: configuration(stateDirectory.path),
+                bus: .address(testbed.busAddress), management: testbed.managementSocket.map { Fleet.Management.relay(path: $0) } ?? .none,
+                adapters: adapters, configuration: configuration(stateDirectory.path),
                 registry: registry, logger: logger)
             defer { fleet.close() }
             let runner = Task { try await fleet.run() }
@@ -40,26 +41,48 @@ struct FleetFixture {
     func waitForFleet(
         timeout: Duration, _ what: String, _ condition: @escaping @Sendable (FleetStatus) -> Bool
     ) async throws {
+        let fleet = self.fleet
+        _ = try await waitForEvent(timeout: timeout, what, state: { "status: \(fleet.status.summary)" }) {
+            condition(fleet.status) ? true : nil
+        }
+    }
+
+    /// Re-reads the boards' snapshots on every fleet event (every phase change) until
+    /// `condition` holds or `timeout` (scaled for the lane) passes; returns them.
+    func waitForSnapshots(
+        timeout: Duration, _ what: String, _ condition: @escaping @Sendable ([BoardSnapshot]) -> Bool
+    ) async throws -> [BoardSnapshot] {
+        let fleet = self.fleet
+        return try await waitForEvent(timeout: timeout, what, state: { "boards: \(await fleet.snapshots().map(\.phase))" }) {
+            let boards = await fleet.snapshots()
+            return condition(boards) ? boards : nil
+        }
+    }
+
+    /// Evaluates `check` now and after every fleet event until it gives a value, or throws
+    /// after `timeout` (scaled for the lane), saying `what` was awaited and `state`.
+    private func waitForEvent<T: Sendable>(
+        timeout: Duration, _ what: String, state: @escaping @Sendable () async -> String,
+        _ check: @escaping @Sendable () async -> T?
+    ) async throws -> T {
         let timeout = testbed.lane.allowing(timeout)
         let events = fleet.events.subscribe()
-        if condition(fleet.status) { return }
-        let fleet = self.fleet
-        try await withThrowingTaskGroup(of: Bool.self) { group in
+        if let value = await check() { return value }
+        return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
                 for await _ in events {
-                    if condition(fleet.status) { return true }
+                    if let value = await check() { return value }
                 }
-                return false
+                return nil
             }
             group.addTask {
                 try await Task.sleep(for: timeout)
-                return false
+                return nil
             }
-            let satisfied = try await group.next() ?? false
+            let found = try await group.next() ?? nil
             group.cancelAll()
-            if !satisfied {
-                throw FixtureError("timed out after \(timeout) waiting for \(what); status: \(fleet.status.summary)")
-            }
+            guard let found else { throw FixtureError("timed out after \(timeout) waiting for \(what); \(await state())") }
+            return found
         }
     }
 

@@ -141,6 +141,32 @@ struct FleetTests {
         }
     }
 
+    /// A released link goes down at once on real BlueZ: through the kernel's management
+    /// interface, not `Device1.Disconnect` (bluetoothd holds that for its 2 s disconnect
+    /// timer, so anything under 2 s is the kernel's path); BlueZ keeps the board's GATT
+    /// objects, so it is ready again from one connect. BlueZoo has no kernel: its releases go
+    /// through `Device1.Disconnect`, and the board comes back the same.
+    @Test(arguments: Lane.enabled)
+    func aReleasedLinkGoesDownAtOnceAndTheBoardComesBackFromOneConnect(lane: Lane) async throws {
+        try await FleetFixture.with(lane: lane, boards: 1) { fixture in
+            #expect((fixture.testbed.managementSocket != nil) == (lane == .real))
+            try await fixture.waitUntilReady(1)
+            let fleet = fixture.fleet
+            let started = ContinuousClock.now
+            let released = await fleet.disconnect(.all)
+            let took = ContinuousClock.now - started
+            #expect(released.allSucceeded, "\(released.outcomes.compactMap(\.error))")
+            try await fixture.waitForFleet(timeout: .seconds(2), "no link left") { $0.connectedCount == 0 }
+            if lane == .real {
+                #expect(took < .milliseconds(1500), "the release took \(took): bluetoothd's 2 s timer, not the kernel's path")
+            }
+            let result = await fleet.setLED(.all, on: true, timeout: .seconds(10))
+            #expect(result.allSucceeded, "\(result.outcomes.compactMap(\.error))")
+            let state = try await fixture.testbed.state()
+            #expect(state.allSatisfy { $0.led == 1 })
+        }
+    }
+
     @Test(arguments: Lane.enabled)
     func resetBoardGetsItsLEDBackByItself(lane: Lane) async throws {
         try await FleetFixture.with(lane: lane, boards: 2) { fixture in
@@ -153,6 +179,59 @@ struct FleetTests {
                 $0.first { $0.name == "nano-01" }.map { $0.led == 1 && $0.ledWrites > before.ledWrites } ?? false
             }
             #expect(state.allSatisfy { $0.led == 1 })
+        }
+    }
+
+    /// The classroom's normal case: 15 boards, one adapter, the default configuration (7
+    /// slots). The boards beyond the slots wait in standby (no connect, no backoff); `led on
+    /// --all` without a timeout gets a deadline that fits its rotations and switches all 15;
+    /// never more than 7 links at once; a temperature read during the rotation answers.
+    @Test(arguments: Lane.enabled)
+    func fifteenBoardsOnSevenSlotsSwitchInOneCallWithoutATimeout(lane: Lane) async throws {
+        try await FleetFixture.with(lane: lane, boards: 15) { fixture in
+            try await fixture.waitForFleet(timeout: .seconds(20), "15 boards adopted") { $0.boardCount == 15 }
+            try await fixture.waitUntilReady(7, timeout: .seconds(30))
+            let fleet = fixture.fleet
+            // Settled: the 8 boards beyond the slots wait their turn, none backs off.
+            let settled = try await fixture.waitForSnapshots(timeout: .seconds(20), "8 boards in standby") { boards in
+                boards.filter { $0.phase == .standby }.count == 8
+            }
+            #expect(!settled.contains { $0.phase == .backingOff || $0.lastFailure != nil }, "\(settled.map(\.phase))")
+            let events = fleet.events.subscribe(bufferSize: 4096)
+            let most = Task {
+                var most = 0
+                for await _ in events { most = max(most, fleet.status.connectedCount) }
+                return most
+            }
+            async let temperatures = fleet.readTemperature(.all, maxAge: .seconds(60))
+            let result = await fleet.setLED(.all, on: true)
+            #expect(result.outcomes.count == 15)
+            #expect(result.allSucceeded, "failures: \(result.outcomes.compactMap(\.error))")
+            let read = await temperatures
+            #expect(read.allSucceeded, "temperature failures: \(read.outcomes.compactMap(\.error))")
+            most.cancel()
+            let state = try await fixture.testbed.state()
+            #expect(state.allSatisfy { $0.led == 1 }, "\(state.filter { $0.led != 1 }.map(\.name))")
+            let peak = await most.value
+            #expect(peak <= 7, "\(peak) boards held a link at once")
+        }
+    }
+
+    /// More boards than slots, and nobody asks: idle time reads the boards without a link
+    /// in turn, so every board's temperature stays younger than `temperature-refresh-s`.
+    @Test(arguments: Lane.enabled)
+    func idleTimeKeepsEveryTemperatureFreshWithMoreBoardsThanSlots(lane: Lane) async throws {
+        try await FleetFixture.with(
+            lane: lane, boards: 6,
+            configuration: { FleetConfiguration(connectionLimit: 2, temperatureRefresh: .seconds(8), stateDirectory: $0) }
+        ) { fixture in
+            try await fixture.waitForFleet(timeout: .seconds(20), "6 boards adopted") { $0.boardCount == 6 }
+            let boards = try await fixture.waitForSnapshots(timeout: .seconds(40), "every temperature younger than 8 s") {
+                boards in
+                boards.count == 6 && boards.allSatisfy { ($0.temperature?.age(at: .now) ?? .seconds(99)) < .seconds(8) }
+            }
+            #expect(boards.allSatisfy { $0.temperature != nil })
+            #expect(fixture.fleet.status.connectedCount <= 2)
         }
     }
 

@@ -20,6 +20,7 @@ struct BlefleetdConfReloadTests {
         allow: [nano-01]
         default-timeout-ms: 1000
         temperature-max-age-ms: 1
+        temperature-refresh-s: 30
         max-frame-bytes: 2048
         max-calls-per-client: 2
         max-queued-notifications: 32

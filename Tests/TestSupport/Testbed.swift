@@ -9,6 +9,9 @@ public final class Testbed: @unchecked Sendable {
     public let runDirectory: URL
     /// The private bus that plays the system bus (`DBUS_SYSTEM_BUS_ADDRESS`).
     public let busAddress: String
+    /// The relay of the kernel's Bluetooth management interface behind the bus
+    /// (`BLEFLEET_MGMT_SOCKET`): the real lane's VM has one; BlueZoo has no kernel.
+    public let managementSocket: String?
     public let boardCount: Int
     public let lane: Lane
 
@@ -32,9 +35,10 @@ public final class Testbed: @unchecked Sendable {
 
     public static let script = repositoryRoot.appendingPathComponent("scripts/testbed").path
 
-    private init(runDirectory: URL, busAddress: String, boardCount: Int, lane: Lane) {
+    private init(runDirectory: URL, busAddress: String, managementSocket: String?, boardCount: Int, lane: Lane) {
         self.runDirectory = runDirectory
         self.busAddress = busAddress
+        self.managementSocket = managementSocket
         self.boardCount = boardCount
         self.lane = lane
     }
@@ -49,18 +53,22 @@ public final class Testbed: @unchecked Sendable {
             ["start", "--boards", String(boards), "--run-dir", dir.path,
              "--owner-pid", String(getpid())] + (try await lane.startArguments()) + extraArguments)
         var address: String?
+        var management: String?
         for line in output.split(separator: "\n") {
-            let prefix = "export DBUS_SYSTEM_BUS_ADDRESS="
-            if line.hasPrefix(prefix) {
-                address = String(line.dropFirst(prefix.count))
-                    .trimmingCharacters(in: CharacterSet(charactersIn: "'\""))
+            func value(of name: String) -> String? {
+                let prefix = "export \(name)="
+                guard line.hasPrefix(prefix) else { return nil }
+                return String(line.dropFirst(prefix.count)).trimmingCharacters(in: CharacterSet(charactersIn: "'\""))
             }
+            address = value(of: "DBUS_SYSTEM_BUS_ADDRESS") ?? address
+            management = value(of: "BLEFLEET_MGMT_SOCKET") ?? management
         }
         guard let address else {
             _ = try? await runProcess(Self.script, ["stop", "--run-dir", dir.path])
             throw FixtureError("scripts/testbed start printed no DBUS_SYSTEM_BUS_ADDRESS: \(output)")
         }
-        return Testbed(runDirectory: dir, busAddress: address, boardCount: boards, lane: lane)
+        return Testbed(
+            runDirectory: dir, busAddress: address, managementSocket: management, boardCount: boards, lane: lane)
     }
 
     /// Runs `body` with a fresh testbed and always stops it afterwards, also when `body` throws.

@@ -76,11 +76,21 @@ extension BlueZClient {
 
     /// Disconnects and returns once BlueZ reports `Connected=false` (or the device is gone).
     /// Idempotent: a disconnected device returns at once.
+    ///
+    /// A link that is up goes down through the kernel's management interface when this
+    /// client has one (about 0.1 s; bluetoothd keeps the device and its GATT objects), else
+    /// through `Device1.Disconnect`, which holds it for bluetoothd's 2 s disconnect timer.
+    /// `Device1.Disconnect` also cancels a connect still pending, which the kernel cannot.
     public func disconnect(_ device: BlueZDevice, timeout: Duration = .seconds(10)) async throws {
         let path = device.path
         let ticket = await mirror.register { snapshot -> MirrorWaitStep<Void> in
             guard let current = snapshot.tree.device(at: path) else { return .done(()) }
             return current.hasLink ? .pending : .done(())
+        }
+        if await releaseThroughManagement(path) {
+            try await mirror.result(
+                of: ticket, timeout: timeout, description: "\(device.address) still connected after \(timeout)")
+            return
         }
         do {
             try await call(path, BlueZInterfaces.device, "Disconnect", timeout: timeout)
@@ -92,5 +102,37 @@ extension BlueZClient {
         }
         try await mirror.result(
             of: ticket, timeout: timeout, description: "\(device.address) still connected after \(timeout)")
+    }
+}
+
+extension BlueZClient {
+    /// Takes the link of the device at `path` down through the management interface;
+    /// false when that cannot be done (no interface here, no link, or the kernel refused).
+    private func releaseThroughManagement(_ path: String) async -> Bool {
+        guard let management, !managementUnusable.load(ordering: .relaxed),
+            let device = await mirror.tree.device(at: path), device.hasLink,
+            let index = Self.controllerIndex(device.adapterPath)
+        else { return false }
+        do {
+            try await management.disconnect(
+                controller: index, address: device.address, type: .init(bluez: device.addressType))
+            return true
+        } catch {
+            if error.interfaceUnavailable {
+                if !managementUnusable.exchange(true, ordering: .relaxed) {
+                    logger.notice(
+                        "links are released through BlueZ's Device1.Disconnect, which takes about 2 s each (\(error))")
+                }
+            } else {
+                logger.debug("the kernel did not release the link; asking BlueZ", metadata: ["dbus.path": "\(path)", "error": "\(error)"])
+            }
+            return false
+        }
+    }
+
+    /// The controller index of an adapter path (`/org/bluez/hci3` → 3).
+    static func controllerIndex(_ adapterPath: String) -> UInt16? {
+        guard let name = adapterPath.split(separator: "/").last, name.hasPrefix("hci") else { return nil }
+        return UInt16(name.dropFirst(3))
     }
 }

@@ -13,18 +13,26 @@ public final class BlueZClient: Sendable {
     /// Notification sessions open per characteristic: BlueZ keeps one session per D-Bus
     /// client, so `StopNotify` is sent only when this client's last session ends.
     let notifySessions = NotifySessionCounts()
+    /// The kernel's management interface behind this BlueZ, when it can be reached: links
+    /// are released through it (``disconnect(_:timeout:)``).
+    let management: ManagementInterface?
+    /// Set once the management interface turned out unusable here (logged once).
+    let managementUnusable = Atomic<Bool>(false)
 
-    public init(connection: DBusConnection, logger: Logger) {
+    public init(connection: DBusConnection, management: ManagementInterface? = nil, logger: Logger) {
         self.connection = connection
+        self.management = management
         self.logger = logger
         self.mirror = BlueZObjectMirror(connection: connection, logger: logger)
     }
 
     /// Connects to the bus BlueZ is on: the system bus (`nil`), or a D-Bus address.
-    public static func connect(busAddress: String?, logger: Logger) async throws -> BlueZClient {
+    public static func connect(
+        busAddress: String?, management: ManagementInterface? = nil, logger: Logger
+    ) async throws -> BlueZClient {
         let connection = try await DBusConnection.connect(
             to: busAddress.map { .address($0) } ?? .system, logger: logger)
-        return BlueZClient(connection: connection, logger: logger)
+        return BlueZClient(connection: connection, management: management, logger: logger)
     }
 
     /// Closes the bus connection.

@@ -21,6 +21,6 @@ extension BlueZMirrorEvent {
         guard case .propertiesChanged(let path, BlueZInterfaces.device, let changed, let invalidated) = self,
             invalidated.isEmpty, changed.keys.allSatisfy(Self.advertisementProperties.contains)
         else { return nil }
-        return (path, changed["RSSI"]?.int16)
+        return (path, BlueZDevice.usableRSSI(changed["RSSI"]?.int16))
     }
 }

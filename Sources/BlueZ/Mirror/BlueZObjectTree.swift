@@ -118,6 +118,8 @@ public struct BlueZDevice: Sendable, Hashable {
     public let path: String
     public let adapterPath: String
     public let address: String
+    /// `AddressType`: "public" or "random".
+    public let addressType: String?
     public let name: String?
     public let alias: String?
     public let rssi: Int16?
@@ -129,14 +131,20 @@ public struct BlueZDevice: Sendable, Hashable {
         self.path = path
         self.adapterPath = properties["Adapter"]?.string ?? ""
         self.address = (properties["Address"]?.string ?? "").uppercased()
+        self.addressType = properties["AddressType"]?.string
         self.name = properties["Name"]?.string
         self.alias = properties["Alias"]?.string
-        // bluetoothd shows no RSSI as 0 (src/device.c: "rssi == 0" is none); 127 is the
-        // controller's "not available".
-        self.rssi = properties["RSSI"]?.int16.flatMap { $0 == 0 || $0 > 20 ? nil : $0 }
+        self.rssi = Self.usableRSSI(properties["RSSI"]?.int16)
         self.uuids = (properties["UUIDs"]?.array ?? []).compactMap { $0.string.flatMap(BluetoothUUID.init) }
         self.connected = properties["Connected"]?.bool ?? false
         self.servicesResolved = properties["ServicesResolved"]?.bool ?? false
+    }
+
+    /// An RSSI as a signal strength, or nil when it is none: bluetoothd shows no RSSI as 0
+    /// (src/device.c: "rssi == 0" is none), and 127 is HCI's "not available" (what
+    /// virtual controllers report); no receiver reports a signal above +20 dBm.
+    public static func usableRSSI(_ raw: Int16?) -> Int16? {
+        raw.flatMap { $0 == 0 || $0 > 20 ? nil : $0 }
     }
 
     /// Whether the device advertises (or, once resolved, offers) a service.

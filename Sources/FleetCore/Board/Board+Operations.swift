@@ -9,6 +9,7 @@ extension Board {
         defer {
             busyCount -= 1
             lastUsed = .now
+            if busyCount == 0 { context.linksChanged.notify() }
         }
         while true {
             try await ensureReady()
@@ -169,10 +170,10 @@ extension Board {
 
     /// Disconnects for a user (or to free a slot) and returns once the link is down. The
     /// board stays disconnected until the next command needs it.
-    func disconnect(timeout: Duration = .seconds(10)) async {
+    func disconnect(timeout: Duration = .seconds(10), evicted: Bool = false) async {
         // The device of the link, taken before the request drops the link's bookkeeping.
         let linked = device
-        apply { $0.disconnectRequested(now: $1) }
+        apply { $0.disconnectRequested(now: $1, evicted: evicted) }
         guard let linked else { return }
         let path = linked.path
         _ = try? await context.client.mirror.wait(timeout: timeout, description: "disconnect of \(address)") {

@@ -14,6 +14,10 @@ extension Board {
         if advertised {
             _ = live.advertised(rssi: device.rssi.map(Int.init), adapter: adapter, force: true)
             apply { $0.advertisementSeen(now: $1) }
+            // A board waiting for a slot, newly heard by an adapter with room: its turn.
+            if machine.phase == .standby, context.tally.hasFreeSlot(onAdapter: adapter) {
+                apply { $0.connectionRoomAppeared(now: $1) }
+            }
         } else if let value = device.rssi {
             _ = live.advertised(rssi: Int(value), adapter: adapter, force: true)
         }

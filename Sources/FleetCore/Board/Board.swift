@@ -116,6 +116,9 @@ actor Board {
         let before = machine.phase
         let action = event(&machine, .now)
         let after = machine.phase
+        // No link held, no link adapter: placement must not keep a board on the adapter of
+        // a link that is gone (or was re-adopted while it went down).
+        if !machine.holdsLink, linkAdapter != nil { linkAdapter = nil }
         if before != after {
             logger.debug("board \(before) → \(after)")
             context.tally.boardChanged(address, board: ObjectIdentifier(self), phase: after, adapter: linkAdapter)
@@ -171,6 +174,7 @@ actor Board {
     /// Forgets the handles and notification session of the current link, and what the LED
     /// was: a board that lost its link may have rebooted (LED off) until it is written again.
     private func dropLink() {
+        defer { context.linksChanged.notify() }
         appliedLED = nil
         linkAdapter = nil
         logger[metadataKey: "ble.adapter"] = nil
@@ -228,15 +232,22 @@ actor Board {
         await adapter.discovery.refreshIfPausedLong { tree in
             tree.devices(onAdapter: path).allSatisfy { !waiting.contains($0.address) || $0.hasLink || $0.rssi != nil }
         }
+        let permitted = ContinuousClock.now
         let outcome = await attemptConnect(on: adapter, device: device, full: full, command: command)
+        if full, case .connected = outcome { adapter.recordRotation(permitted.duration(to: .now)) }
         adapter.scheduler.release()
         await adapter.discovery.release()
         guard !Task.isCancelled else { return }
         switch outcome {
-        case .success:
+        case .connected:
             apply { $0.connectSucceeded(now: $1) }
             apply { $0.servicesResolved(now: $1) }
-        case .failure(let error):
+        case .noSlot:
+            logger.debug("every connection slot is taken; waiting in standby", metadata: ["ble.adapter": "\(adapter.name)"])
+            apply { $0.slotUnavailable(now: $1) }
+            // A command that came while this connect finished is served as a command.
+            if !waiters.isEmpty { apply { $0.connectRequested(reason: .command, now: $1) } }
+        case .failed(let error):
             let errorClass = ConnectErrorClass(error)
             logger.warning(
                 "connect failed",
@@ -251,10 +262,15 @@ actor Board {
     /// resolved. `full`: placement found no free slot anywhere (a command may evict).
     private func attemptConnect(
         on adapter: FleetAdapter, device: BlueZDevice, full: Bool, command: Bool
-    ) async -> Result<Void, BlueZError> {
-        guard !Task.isCancelled else { return .failure(.timeout("cancelled")) }
+    ) async -> ConnectOutcome {
+        guard !Task.isCancelled else { return .failed(.timeout("cancelled")) }
+        // A command may have come while the automatic connect was queued.
+        let command = command || !waiters.isEmpty
         guard await context.reserveSlot(for: address, on: adapter, command: command) else {
-            return .failure(.connectionFailed(
+            // Nothing called Connect: without a command, the board waits its turn; a command
+            // finds every link busy with work.
+            guard command, waiters.isEmpty == false else { return .noSlot }
+            return .failed(.connectionFailed(
                 .concurrentConnectionLimit, "all \(adapter.limit) connection slots of \(adapter.name) are in use"))
         }
         // Placement read the device from the mirror; the fleet may not have handed it here yet.
@@ -264,10 +280,18 @@ actor Board {
         apply { $0.connectAttemptStarted(now: $1) }
         do {
             try await context.client.connect(device, timeout: context.configuration.connectTimeout)
-            return .success(())
+            return .connected
         } catch {
-            return .failure(BlueZError(error))
+            return .failed(BlueZError(error))
         }
+    }
+
+    /// How one connect attempt ended.
+    enum ConnectOutcome {
+        case connected
+        /// No connection slot, and nobody waits for the board: no `Connect` was called.
+        case noSlot
+        case failed(BlueZError)
     }
 
     /// Runs ``prepareReady(generation:)`` for the current link, unless it already runs.

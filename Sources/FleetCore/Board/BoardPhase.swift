@@ -4,6 +4,9 @@
 public enum BoardPhase: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Known and present, not connected, nothing pending.
     case discovered
+    /// Known and heard, not connected: every connection slot of its adapter is taken, so
+    /// it waits its turn (no connect, no retry) until a command needs it or a slot frees.
+    case standby
     /// A connect is queued or in flight.
     case connecting
     /// Connected; waiting for GATT services to be resolved.

@@ -16,6 +16,13 @@ extension BoardStateMachine {
         case .idle:
             wanted = true
             return beginConnect()
+        case .standby where reason == .command:
+            // A command may free a slot (eviction): connect for it.
+            wanted = true
+            return beginConnect()
+        case .standby:
+            wanted = true
+            return .none
         case .backingOff where reason == .command:
             // Someone waits: try now (a command may free a slot) rather than at the timer.
             wanted = true
@@ -25,7 +32,7 @@ extension BoardStateMachine {
             return .none
         case .disconnecting(let then):
             wanted = true
-            if then == .idle { state = .disconnecting(then: .reconnect) }
+            if then == .idle || (then == .standby && reason == .command) { state = .disconnecting(then: .reconnect) }
             return .none
         case .absent:
             wanted = true
@@ -47,8 +54,8 @@ extension BoardStateMachine {
     /// `Connected` became true (reply to Connect, or PropertiesChanged).
     public mutating func connectSucceeded(now: ContinuousClock.Instant) -> Action {
         switch state {
-        case .connecting, .idle, .backingOff, .absent:
-            // From idle/backingOff/absent: someone else connected it; adopt the link.
+        case .connecting, .idle, .standby, .backingOff, .absent:
+            // From idle/standby/backingOff/absent: someone else connected it; adopt the link.
             state = .resolving
             return .none
         case .resolving, .ready, .disconnecting, .waitingForAdapter, .failed, .forgotten:
@@ -91,6 +98,16 @@ extension BoardStateMachine {
         }
     }
 
+    /// The automatic connect found every connection slot of its adapter taken (and nobody
+    /// waits for the board): it waits its turn in ``BoardPhase/standby``, without a
+    /// connect call, a retry timer or a failure. More boards than slots is normal.
+    public mutating func slotUnavailable(now: ContinuousClock.Instant) -> Action {
+        guard case .connecting = state else { return .none }
+        attemptStartedAt = nil
+        state = .standby
+        return .none
+    }
+
     /// `Connected` became false, or the actor's `Device1.Disconnect` call returned.
     public mutating func disconnected(now: ContinuousClock.Instant) -> Action {
         switch state {
@@ -130,7 +147,7 @@ extension BoardStateMachine {
     /// The `Device1` object was removed from BlueZ (InterfacesRemoved).
     public mutating func deviceVanished(now: ContinuousClock.Instant) -> Action {
         switch state {
-        case .idle, .backingOff:
+        case .idle, .standby, .backingOff:
             state = .absent(since: now)
             return .none
         case .connecting, .resolving, .ready:
@@ -158,7 +175,7 @@ extension BoardStateMachine {
             state = .waitingForAdapter(present: true)
             attemptStartedAt = nil
             return .abandonConnection(failWaiters: .adapterOff)
-        case .idle, .backingOff:
+        case .idle, .standby, .backingOff:
             state = .waitingForAdapter(present: true)
             return .none
         case .absent:
@@ -182,11 +199,13 @@ extension BoardStateMachine {
         return beginConnect()
     }
 
-    /// An adapter came (plugged in, powered on): a board waiting to retry tries now, as it
-    /// may have waited for a free slot.
+    /// An adapter came (plugged in, powered on): a board waiting to retry, or waiting for a
+    /// slot, tries now.
     public mutating func connectionRoomAppeared(now: ContinuousClock.Instant) -> Action {
-        guard case .backingOff = state, wanted else { return .none }
-        return beginConnect()
+        switch state {
+        case .backingOff where wanted, .standby where wanted: return beginConnect()
+        default: return .none
+        }
     }
 
     /// The retry timer scheduled with `token` fired.
@@ -200,8 +219,14 @@ extension BoardStateMachine {
     }
 
     /// A user or LRU eviction wants the board disconnected; it stays disconnected until the
-    /// next connect request.
-    public mutating func disconnectRequested(now: ContinuousClock.Instant) -> Action {
+    /// next connect request. An evicted board (`evicted`) waits its turn in standby: it gave
+    /// its slot away, it is not done with.
+    public mutating func disconnectRequested(now: ContinuousClock.Instant, evicted: Bool = false) -> Action {
+        if evicted, state == .ready {
+            // Still wanted: it takes a slot again when one is free.
+            state = .disconnecting(then: .standby)
+            return .disconnect(failWaiters: nil)
+        }
         wanted = false
         switch state {
         case .connecting(inFlight: false):
@@ -220,6 +245,9 @@ extension BoardStateMachine {
         case .backingOff:
             state = .idle
             return .failWaiters(.cancelled)
+        case .standby:
+            state = .idle
+            return .none
         case .idle, .absent, .waitingForAdapter, .failed, .forgotten:
             return .none
         }
@@ -237,7 +265,7 @@ extension BoardStateMachine {
             return .disconnect(failWaiters: .notFound)
         case .connecting(inFlight: false):
             return .abandonConnection(failWaiters: .notFound)
-        case .idle, .backingOff, .absent, .waitingForAdapter, .failed:
+        case .idle, .standby, .backingOff, .absent, .waitingForAdapter, .failed:
             return .failWaiters(.notFound)
         }
     }
@@ -279,6 +307,9 @@ extension BoardStateMachine {
         switch then {
         case .idle:
             state = .idle
+            return .none
+        case .standby:
+            state = .standby
             return .none
         case .reconnect:
             return beginConnect()

@@ -16,6 +16,9 @@ public struct BoardStateMachine: Sendable {
     enum State: Sendable, Equatable {
         /// Present, not connected, nothing pending.
         case idle
+        /// Present and wanted, but no connection slot is free: waits for a command or for
+        /// room, without connecting or retrying.
+        case standby
         /// A connect is queued (`inFlight == false`) or running.
         case connecting(inFlight: Bool)
         /// Connected=true, waiting for ServicesResolved.
@@ -40,6 +43,8 @@ public struct BoardStateMachine: Sendable {
     enum AfterDisconnect: Sendable, Equatable {
         /// Nothing: the board is idle.
         case idle
+        /// The board gave its slot to another (eviction): it waits its turn in standby.
+        case standby
         /// A connect was requested meanwhile: start it.
         case reconnect
         /// The link was torn down after a failed resolve: handle that failure.
@@ -110,6 +115,7 @@ public struct BoardStateMachine: Sendable {
     public var phase: BoardPhase {
         switch state {
         case .idle: .discovered
+        case .standby: .standby
         case .connecting: .connecting
         case .resolving: .resolving
         case .ready: .ready

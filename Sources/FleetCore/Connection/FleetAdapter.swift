@@ -20,6 +20,9 @@ final class FleetAdapter: Sendable {
         var placed: Set<BoardAddress> = []
         /// When the fleet started using the adapter, or it was last powered on.
         var since: ContinuousClock.Instant = .now
+        /// How long one rotation takes here (a slot freed, the next board connected and
+        /// resolved), averaged over the recent ones.
+        var rotation: Duration = FleetAdapter.assumedRotation
     }
     private let state: Mutex<State>
 
@@ -42,6 +45,21 @@ final class FleetAdapter: Sendable {
 
     /// Whether the adapter started (was added or powered on) within ``freshness``.
     var isFresh: Bool { state.withLock { $0.since.duration(to: .now) < Self.freshness } }
+
+    /// A rotation's duration before any was measured: what `Device1.Disconnect` takes
+    /// (bluetoothd's 2 s timer) plus a connect; releases through the kernel take far less,
+    /// and the first measured rotation replaces the guess.
+    static let assumedRotation: Duration = .milliseconds(2500)
+
+    /// The average rotation time (``assumedRotation`` until one was measured).
+    var rotationTime: Duration { state.withLock { $0.rotation } }
+
+    /// A connect that had to wait for a slot took `duration`, from the permit to resolved.
+    func recordRotation(_ duration: Duration) {
+        state.withLock { state in
+            state.rotation = state.rotation == Self.assumedRotation ? duration : (state.rotation * 3 + duration) / 4
+        }
+    }
 
     func poweredOn() {
         state.withLock { $0.since = .now }

@@ -8,9 +8,12 @@ public enum FanOut {
     /// discarded, so an operation that ignores cancellation cannot delay the reply); if the
     /// caller is cancelled, unfinished boards get ``FleetErrorCode/cancelled``; any other
     /// error becomes ``FleetErrorCode/failed`` with its description.
+    /// `unfinished`, when given, says why boards still running at the deadline did not
+    /// finish (given all of them at once); nil keeps the plain timeout.
     public static func run<Value: Sendable>(
         _ boards: [BoardIdentity],
         deadline: ContinuousClock.Instant,
+        unfinished: (@Sendable ([BoardIdentity]) -> [BoardAddress: FleetError])? = nil,
         operation: @escaping @Sendable (BoardIdentity) async throws -> Value
     ) async -> FleetResult<Value> {
         let clock = ContinuousClock()
@@ -68,8 +71,10 @@ public enum FanOut {
         let missing = timedOut
             ? timeoutError(start, deadline)
             : FleetError(.cancelled, "The command was cancelled before this board answered.")
+        let explained = timedOut
+            ? unfinished?(boards.indices.filter { results[$0] == nil }.map { boards[$0] }) ?? [:] : [:]
         let outcomes = boards.enumerated().map { index, board in
-            let (result, latency) = results[index] ?? (.failure(missing), end)
+            let (result, latency) = results[index] ?? (.failure(explained[board.address] ?? missing), end)
             return BoardOutcome(address: board.address, name: board.name, result: result, latency: latency)
         }
         return FleetResult(outcomes: outcomes)

@@ -26,8 +26,20 @@ extension Fleet {
         return (match.boards, match.unmatched)
     }
 
-    private func deadline(_ timeout: Duration?) -> ContinuousClock.Instant {
-        .now + (timeout ?? tunables.defaultCommandTimeout)
+    /// The caller's deadline, else one that fits the plan: the default command timeout,
+    /// or, when more of the boards need a link than there are free slots, the rotations
+    /// that takes (spread over the adapters, each at its measured rotation time) with half
+    /// again as margin and 2 s more. Waiting for a slot is not failing.
+    func deadline(_ timeout: Duration?, for boards: [BoardIdentity]) -> ContinuousClock.Instant {
+        if let timeout { return .now + timeout }
+        let usable = adapters.values.filter { $0.adapter.powered }
+        guard !usable.isEmpty else { return .now + tunables.defaultCommandTimeout }
+        let status = tally.status
+        let free = max(0, usable.map(\.limit).reduce(0, +) - status.connectedCount)
+        let rotations = max(0, tally.withoutLink(boards.map(\.address)) - free)
+        let rotation = usable.map(\.rotationTime).max() ?? FleetAdapter.assumedRotation
+        let plan = rotation * Double(rotations) / Double(usable.count) * 1.5 + .seconds(2)
+        return .now + max(tunables.defaultCommandTimeout, plan)
     }
 
     /// Runs `operation` on every selected board at once under one deadline.
@@ -45,7 +57,12 @@ extension Fleet {
     ) async -> FleetResult<Value> {
         let (targets, unmatched) = resolved
         let boards = self.boards
-        let result = await FanOut.run(targets, deadline: deadline(timeout)) { identity in
+        activeCommands += 1
+        defer { activeCommands -= 1 }
+        let tally = self.tally
+        let result = await FanOut.run(
+            targets, deadline: deadline(timeout, for: targets), unfinished: { tally.waitingForSlots($0, deadline: timeout) }
+        ) { identity in
             guard let board = boards[identity.address] else {
                 throw FleetError(.notFound, "\(identity.address) was forgotten.")
             }
@@ -177,5 +194,34 @@ extension Fleet {
         for adapter in powered { await adapter.discovery.resume() }
         try await Task.sleep(for: duration)
         return await snapshots().filter { ($0.lastSeen ?? start) > start || $0.phase == .ready }
+    }
+}
+
+extension Fleet {
+    /// How often the sampler looks for a board whose temperature is getting old.
+    static let samplingTurn: Duration = .seconds(1)
+
+    /// With more boards than slots: reads the temperature of the present board without a
+    /// link whose reading is oldest, once it is older than half of `temperature-refresh-s`
+    /// (connecting it takes the slot of the least recently used idle board). Nothing while a
+    /// call runs: calls go first. True when it read one (and may read the next at once).
+    func sampleStaleTemperature() async -> Bool {
+        guard activeCommands == 0, bluezAvailable else { return false }
+        let due = configuration.temperatureRefresh / 2
+        let now = ContinuousClock.now
+        // A board never read counts as older than any reading.
+        let stale = boards.values.filter { tally.withoutLink([$0.address]) == 1 }.compactMap { board in
+            let age = board.live.current.temperature?.age(at: now) ?? .seconds(Int64.max / 2)
+            return age >= due ? (board: board, age: age) : nil
+        }
+        guard let board = stale.max(by: { $0.age < $1.age })?.board else { return false }
+        let result = await FanOut.run([board.identity], deadline: .now + configuration.connectTimeout) { _ in
+            try await board.readTemperature(maxAge: .zero)
+        }
+        if let error = result.outcomes.first?.error {
+            logger.debug("could not sample a temperature", metadata: ["ble.address": "\(board.address)", "error": "\(error)"])
+            return false
+        }
+        return true
     }
 }

@@ -29,6 +29,8 @@ public actor Fleet {
     /// The adapters in use (shown by BlueZ and named by the selection), by object path.
     var adapters: [String: FleetAdapter] = [:]
     var anyAdapterPowered: Bool { adapters.values.contains { $0.adapter.powered } }
+    /// Fan-out calls running now; the temperature sampler waits while any does.
+    var activeCommands = 0
     var bluezAvailable = false {
         didSet { tally.bluezChanged(available: bluezAvailable) }
     }
@@ -49,18 +51,36 @@ public actor Fleet {
         case address(String)
     }
 
+    /// Where the kernel's Bluetooth management interface behind BlueZ is, through which the
+    /// fleet releases links at once (without it, each release waits bluetoothd's 2 s).
+    public enum Management: Sendable, Hashable {
+        /// None: links are released through BlueZ's `Device1.Disconnect`.
+        case none
+        /// This machine's kernel (needs `CAP_NET_ADMIN`; falls back to BlueZ without it).
+        case kernel
+        /// A relay of a kernel elsewhere, on a Unix socket (a testbed's VM).
+        case relay(path: String)
+    }
+
     /// Connects to BlueZ on `bus` for a fleet that owns `adapters`. `run()` then keeps it in
     /// step with BlueZ; ``close()`` ends the connection.
     public static func connect(
-        bus: Bus, adapters: AdapterSelection, configuration: FleetConfiguration, registry: Registry, logger: Logger
+        bus: Bus, management: Management = .none, adapters: AdapterSelection, configuration: FleetConfiguration,
+        registry: Registry, logger: Logger
     ) async throws(FleetError) -> Fleet {
         let address: String? =
             switch bus {
             case .system: nil
             case .address(let address): address
             }
+        let interface: ManagementInterface? =
+            switch management {
+            case .none: nil
+            case .kernel: ManagementInterface(.kernel)
+            case .relay(let path): ManagementInterface(.relay(path: path))
+            }
         do {
-            let client = try await BlueZClient.connect(busAddress: address, logger: logger)
+            let client = try await BlueZClient.connect(busAddress: address, management: interface, logger: logger)
             return Fleet(
                 client: client, adapters: adapters, configuration: configuration, registry: registry, logger: logger)
         } catch {
@@ -129,6 +149,13 @@ public actor Fleet {
                     try await Task.sleep(for: .seconds(5))
                     await self?.noteSightings()
                     try? await self?.registry.flushIfDue()
+                }
+            }
+            group.addTask { [weak self] in
+                // Each turn reads at most one board, and only while no call runs.
+                while !Task.isCancelled {
+                    try await Task.sleep(for: Fleet.samplingTurn)
+                    while let self, await self.sampleStaleTemperature() {}
                 }
             }
             for await event in mirrorEvents {
@@ -291,6 +318,23 @@ public actor Fleet {
     /// Counts the adapter's links (ours and anyone else's); for a command, evicts the least
     /// recently used idle board on that adapter when all its slots are taken.
     func reserveSlot(for address: BoardAddress, on adapter: FleetAdapter, command: Bool) async -> Bool {
+        // Every link busy is a moment, not a failure: a command waits until one is free
+        // (its board's work done, or a link gone), until its own deadline cancels it.
+        while !Task.isCancelled {
+            let seen = context.linksChanged.generation
+            guard let granted = await trySlot(for: address, on: adapter, command: command) else {
+                guard command else { return false }
+                await context.linksChanged.wait(after: seen)
+                continue
+            }
+            return granted
+        }
+        return false
+    }
+
+    /// One look at `adapter`'s links: true (free, or freed by evicting an idle board),
+    /// false (full, and not a command), nil (every link busy).
+    private func trySlot(for address: BoardAddress, on adapter: FleetAdapter, command: Bool) async -> Bool? {
         let connected = await client.mirror.tree.devices(onAdapter: adapter.path).filter(\.hasLink)
         var links: [ConnectionSlots.Link] = []
         for device in connected {
@@ -307,13 +351,14 @@ public actor Fleet {
             return true
         case .evict(let victim):
             guard command, let board = boards[victim] else { return false }
-            logger.info(
+            // Routine with more boards than slots: at debug, not once per rotation in the journal.
+            logger.debug(
                 "evicting the least recently used idle board to free a connection slot",
                 metadata: ["ble.address": "\(address)", "evicted": "\(victim)", "ble.adapter": "\(adapter.name)"])
-            await board.disconnect()
+            await board.disconnect(evicted: true)
             return true
         case .noSlot:
-            return false
+            return nil
         }
     }
 }

@@ -15,6 +15,9 @@ public struct FleetConfiguration: Sendable, Hashable {
     public let defaultCommandTimeout: Duration
     /// A cached temperature older than this is re-read.
     public let temperatureMaxAge: Duration
+    /// With more boards than connection slots, idle time reads the boards that hold no
+    /// link in turn, so that no present board's temperature gets older than this.
+    public let temperatureRefresh: Duration
     /// Who joins the fleet.
     public let adoption: AdoptionPolicy
     /// Backoff between connect attempts.
@@ -33,6 +36,7 @@ public struct FleetConfiguration: Sendable, Hashable {
         connectTimeout: Duration = .seconds(10),
         defaultCommandTimeout: Duration = .seconds(5),
         temperatureMaxAge: Duration = .seconds(10),
+        temperatureRefresh: Duration = .seconds(60),
         adoption: AdoptionPolicy = AdoptionPolicy(),
         reconnect: ReconnectPolicy = ReconnectPolicy(),
         stateDirectory: String = "/var/lib/blefleet",
@@ -45,6 +49,7 @@ public struct FleetConfiguration: Sendable, Hashable {
         self.connectTimeout = connectTimeout
         self.defaultCommandTimeout = defaultCommandTimeout
         self.temperatureMaxAge = temperatureMaxAge
+        self.temperatureRefresh = temperatureRefresh
         self.adoption = adoption
         self.reconnect = reconnect
         self.stateDirectory = stateDirectory

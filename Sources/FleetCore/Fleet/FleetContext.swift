@@ -10,6 +10,9 @@ final class FleetContext: Sendable {
     let events: EventBroadcaster<FleetEvent>
     let tally: FleetTally
     let logger: Logger
+    /// A board's link became free to take (its work done, or the link gone): a command
+    /// that found every link busy looks again.
+    let linksChanged = ChangeSignal()
     private let fleet: WeakFleetReference
 
     init(

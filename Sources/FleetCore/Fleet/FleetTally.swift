@@ -54,6 +54,43 @@ final class FleetTally: Sendable {
         }
     }
 
+    /// How many of `addresses` hold no link now but could be given one (present, adapter
+    /// on): each needs a connection slot before a command reaches it.
+    func withoutLink(_ addresses: [BoardAddress]) -> Int {
+        state.withLock { state in
+            addresses.filter { address in
+                switch state.boards[address]?.phase {
+                case .discovered, .standby, .connecting, .backingOff, .disconnecting: true
+                default: false
+                }
+            }.count
+        }
+    }
+
+    /// Why boards unfinished at a call's deadline did not finish, for those that were still
+    /// waiting for a connection slot (not gone, not failing): they are told so, with how
+    /// many of the call's boards were still waiting, rather than a bare timeout.
+    func waitingForSlots(_ unfinished: [BoardIdentity], deadline: Duration?) -> [BoardAddress: FleetError] {
+        let waiting = unfinished.filter { withoutLink([$0.address]) == 1 }
+        let hint = deadline == nil ? "" : " (a longer timeout, or none, lets the rotation finish)"
+        return Dictionary(uniqueKeysWithValues: waiting.map { board in
+            (board.address, FleetError(
+                .timeout,
+                "Still waiting for a connection slot at the deadline: \(waiting.count) of this call's boards were waiting their turn\(hint)."))
+        })
+    }
+
+    /// Whether the adapter at `path` is powered and has a connection slot free.
+    func hasFreeSlot(onAdapter path: String) -> Bool {
+        state.withLock { state in
+            guard let adapter = state.adapters.first(where: { $0.path == path }), adapter.powered else { return false }
+            let used = state.boards.values.filter {
+                $0.adapter == path && [.connecting, .resolving, .ready, .disconnecting].contains($0.phase)
+            }.count
+            return used < adapter.limit
+        }
+    }
+
     func adaptersChanged(_ adapters: [AdapterEntry]) {
         state.withLock { $0.adapters = adapters.sorted { $0.name < $1.name } }
     }
@@ -70,7 +107,10 @@ final class FleetTally: Sendable {
             for (address, entry) in state.boards {
                 if entry.phase == .ready { ready += 1 }
                 if entry.phase == .resolving || entry.phase == .ready || entry.phase == .disconnecting { linked += 1 }
-                if let adapter = entry.adapter, entry.phase != .absent, entry.phase != .discovered {
+                // A slot is held from the connect on (the link's adapter is known once the
+                // connect has its slot) until the link is down.
+                let holdsSlot = [.connecting, .resolving, .ready, .disconnecting].contains(entry.phase)
+                if let adapter = entry.adapter, holdsSlot {
                     boardsPerAdapter[adapter, default: []].append(address)
                 }
             }

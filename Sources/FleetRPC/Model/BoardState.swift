@@ -2,6 +2,9 @@
 public enum BoardState: String, Sendable, Hashable, Codable, CaseIterable {
     /// Seen by a scan (or remembered), not connected, nothing pending.
     case discovered
+    /// Heard, not connected: waits for a free connection slot (more boards than slots);
+    /// connected when a command needs it.
+    case standby
     /// A connection is being made (or queued behind another board's).
     case connecting
     /// Connected, GATT services still being resolved.

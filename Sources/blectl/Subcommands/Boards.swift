@@ -38,7 +38,7 @@ enum BoardListOutput {
             case .absent: return style.dim(cell)
             case .connecting, .resolving, .disconnecting, .backingOff, .waitingForAdapter: return style.warn(cell)
             case .failed: return style.bad(cell)
-            case .discovered: return cell
+            case .discovered, .standby: return cell
             }
         })
         if !session.options.noLegend {
