@@ -176,9 +176,12 @@ extension Board {
         apply { $0.disconnectRequested(now: $1, evicted: evicted) }
         guard let linked else { return }
         let path = linked.path
-        _ = try? await context.client.mirror.wait(timeout: timeout, description: "disconnect of \(address)") {
+        let down = (try? await context.client.mirror.wait(timeout: timeout, description: "disconnect of \(address)") {
             ($0.tree.device(at: path)?.hasLink ?? false) ? .pending : .done(())
-        }
+        }) != nil
+        // The board's phase follows the link at once (the disconnect's own task reports it
+        // too, a moment later: then a no-op), so no count shows it linked once it is not.
+        if down { apply { $0.disconnected(now: $1) } }
     }
 
     func setAlias(_ alias: String?) {

@@ -273,6 +273,8 @@ actor Board {
             return .failed(.connectionFailed(
                 .concurrentConnectionLimit, "all \(adapter.limit) connection slots of \(adapter.name) are in use"))
         }
+        adapter.linking(address, true)
+        defer { adapter.linking(address, false) }
         // Placement read the device from the mirror; the fleet may not have handed it here yet.
         if devices[adapter.path] == nil { devices[adapter.path] = device }
         linkAdapter = adapter.path

@@ -18,6 +18,9 @@ final class FleetAdapter: Sendable {
         var failures: [BoardAddress: [ContinuousClock.Instant]] = [:]
         /// Boards whose connect is placed on this adapter and not finished (queued or running).
         var placed: Set<BoardAddress> = []
+        /// Boards given a slot here whose connect has not finished: they hold the slot
+        /// before BlueZ shows their link.
+        var linking: Set<BoardAddress> = []
         /// When the fleet started using the adapter, or it was last powered on.
         var since: ContinuousClock.Instant = .now
         /// How long one rotation takes here (a slot freed, the next board connected and
@@ -97,5 +100,15 @@ final class FleetAdapter: Sendable {
 
     func unclaim(_ board: BoardAddress) {
         state.withLock { _ = $0.placed.remove(board) }
+    }
+
+    /// The boards given a slot whose connect is not finished (``linking(_:)``).
+    var linkingBoards: Set<BoardAddress> { state.withLock { $0.linking } }
+
+    /// `board` got a slot and connects (`true`), or its connect ended (`false`).
+    func linking(_ board: BoardAddress, _ on: Bool) {
+        state.withLock { state in
+            if on { state.linking.insert(board) } else { state.linking.remove(board) }
+        }
     }
 }

@@ -337,6 +337,12 @@ public actor Fleet {
     private func trySlot(for address: BoardAddress, on adapter: FleetAdapter, command: Bool) async -> Bool? {
         let connected = await client.mirror.tree.devices(onAdapter: adapter.path).filter(\.hasLink)
         var links: [ConnectionSlots.Link] = []
+        // A connect given its slot holds it before BlueZ shows the link (the reply to
+        // Connect may come before Connected=true): it is busy, never evicted.
+        let shown = Set(connected.compactMap { BoardAddress($0.address) })
+        for other in adapter.linkingBoards where other != address && !shown.contains(other) {
+            links.append(ConnectionSlots.Link(address: other, lastUsed: .now, isBusy: true))
+        }
         for device in connected {
             guard let other = BoardAddress(device.address), other != address else { continue }
             if let board = boards[other] {
