@@ -201,8 +201,8 @@ extension Fleet {
     /// How often the sampler looks for a board whose temperature is getting old.
     static let samplingTurn: Duration = .seconds(1)
 
-    /// With more boards than slots: reads the temperature of the present board without a
-    /// link whose reading is oldest, once it is older than half of `temperature-refresh-s`
+    /// With more boards than slots: reads the temperature of the board in standby whose
+    /// reading is oldest, once it is older than half of `temperature-refresh-s`
     /// (connecting it takes the slot of the least recently used idle board). Nothing while a
     /// call runs: calls go first. True when it read one (and may read the next at once).
     func sampleStaleTemperature() async -> Bool {
@@ -210,7 +210,9 @@ extension Fleet {
         let due = configuration.temperatureRefresh / 2
         let now = ContinuousClock.now
         // A board never read counts as older than any reading.
-        let stale = boards.values.filter { tally.withoutLink([$0.address]) == 1 }.compactMap { board in
+        // Only boards waiting for a slot: not one a user disconnected (it stays so until a
+        // call needs it), nor one backing off after failed connects (its backoff holds).
+        let stale = boards.values.filter { tally.phase(of: $0.address) == .standby }.compactMap { board in
             let age = board.live.current.temperature?.age(at: now) ?? .seconds(Int64.max / 2)
             return age >= due ? (board: board, age: age) : nil
         }

@@ -54,6 +54,11 @@ final class FleetTally: Sendable {
         }
     }
 
+    /// A known board's phase.
+    func phase(of address: BoardAddress) -> BoardPhase? {
+        state.withLock { $0.boards[address]?.phase }
+    }
+
     /// How many of `addresses` hold no link now but could be given one (present, adapter
     /// on): each needs a connection slot before a command reaches it.
     func withoutLink(_ addresses: [BoardAddress]) -> Int {
