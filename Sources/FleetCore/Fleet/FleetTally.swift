@@ -63,12 +63,7 @@ final class FleetTally: Sendable {
     /// on): each needs a connection slot before a command reaches it.
     func withoutLink(_ addresses: [BoardAddress]) -> Int {
         state.withLock { state in
-            addresses.filter { address in
-                switch state.boards[address]?.phase {
-                case .discovered, .standby, .connecting, .backingOff, .disconnecting: true
-                default: false
-                }
-            }.count
+            addresses.filter { state.boards[$0]?.phase.needsSlot == true }.count
         }
     }
 
@@ -89,9 +84,7 @@ final class FleetTally: Sendable {
     func hasFreeSlot(onAdapter path: String) -> Bool {
         state.withLock { state in
             guard let adapter = state.adapters.first(where: { $0.path == path }), adapter.powered else { return false }
-            let used = state.boards.values.filter {
-                $0.adapter == path && [.connecting, .resolving, .ready, .disconnecting].contains($0.phase)
-            }.count
+            let used = state.boards.values.filter { $0.adapter == path && $0.phase.holdsSlot }.count
             return used < adapter.limit
         }
     }
@@ -112,10 +105,7 @@ final class FleetTally: Sendable {
             for (address, entry) in state.boards {
                 if entry.phase == .ready { ready += 1 }
                 if entry.phase == .resolving || entry.phase == .ready || entry.phase == .disconnecting { linked += 1 }
-                // A slot is held from the connect on (the link's adapter is known once the
-                // connect has its slot) until the link is down.
-                let holdsSlot = [.connecting, .resolving, .ready, .disconnecting].contains(entry.phase)
-                if let adapter = entry.adapter, holdsSlot {
+                if let adapter = entry.adapter, entry.phase.holdsSlot {
                     boardsPerAdapter[adapter, default: []].append(address)
                 }
             }
