@@ -26,10 +26,20 @@ extension BlueZClient {
     ///   "Operation already in progress") and may complete later as a link nobody owns:
     ///   every failed or timed-out attempt is cleaned up with `Device1.Disconnect`, which
     ///   cancels a pending connect and drops a link that came up without resolving.
-    public func connect(_ device: BlueZDevice, timeout: Duration = .seconds(30)) async throws {
+    ///
+    /// `linkUp`, when given, is called once when BlueZ shows the link up (`Connected=true`,
+    /// or resolved services), before the services are resolved: the controller's connect
+    /// procedure is over, so the next connect on the adapter may start while this one's
+    /// services resolve. It runs on the mirror's actor: it must not block.
+    public func connect(
+        _ device: BlueZDevice, timeout: Duration = .seconds(30), linkUp: (@Sendable () -> Void)? = nil
+    ) async throws {
         let start = ContinuousClock.now
         let path = device.path
-        if let current = await mirror.tree.device(at: path), current.servicesResolved { return }
+        if let current = await mirror.tree.device(at: path), current.servicesResolved {
+            linkUp?()
+            return
+        }
         // Registered before Connect so no transition it causes is missed.
         let sawConnected = Mutex(false)
         let ticket = await mirror.register { snapshot -> MirrorWaitStep<Void> in
@@ -39,11 +49,15 @@ extension BlueZClient {
                         ? .objectVanished("device \(path) vanished while connecting")
                         : .serviceUnavailable("org.bluez left the bus while connecting"))
             }
-            if current.servicesResolved { return .done(()) }
-            let lost = sawConnected.withLock { seen in
-                if current.connected { seen = true; return false }
-                return seen
+            if current.servicesResolved {
+                if sawConnected.withLock({ seen in defer { seen = true }; return !seen }) { linkUp?() }
+                return .done(())
             }
+            let (lost, up) = sawConnected.withLock { seen -> (Bool, Bool) in
+                if current.connected { defer { seen = true }; return (false, !seen) }
+                return (seen, false)
+            }
+            if up { linkUp?() }
             return lost ? .failed(.connectionFailed(.leUnknown, "disconnected before services were resolved")) : .pending
         }
         do {

@@ -184,6 +184,15 @@ extension Board {
         if down { apply { $0.disconnected(now: $1) } }
     }
 
+    /// Gives an idle link away to free its slot for another board (the board waits in
+    /// standby); false, and nothing done, when the board is no longer idle: a call took it
+    /// since the fleet looked.
+    func release() async -> Bool {
+        guard machine.isReady, busyCount == 0, waiters.isEmpty else { return false }
+        await disconnect(evicted: true)
+        return true
+    }
+
     func setAlias(_ alias: String?) {
         self.alias = alias
     }

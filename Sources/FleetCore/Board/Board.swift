@@ -109,6 +109,9 @@ actor Board {
         ConnectionSlots.Link(address: address, lastUsed: lastUsed, isBusy: busyCount > 0 || !waiters.isEmpty)
     }
 
+    /// Whether a call waits for the board to be ready.
+    var isAwaited: Bool { !waiters.isEmpty }
+
     // MARK: Driving the state machine
 
     /// Applies one event to the state machine, reports a phase change, performs the action.
@@ -232,10 +235,13 @@ actor Board {
         await adapter.discovery.refreshIfPausedLong { tree in
             tree.devices(onAdapter: path).allSatisfy { !waiting.contains($0.address) || $0.hasLink || $0.rssi != nil }
         }
-        let permitted = ContinuousClock.now
-        let outcome = await attemptConnect(on: adapter, device: device, full: full, command: command)
-        if full, case .connected = outcome { adapter.recordRotation(permitted.duration(to: .now)) }
-        adapter.scheduler.release()
+        // The permit goes back as soon as the link is up: the next connect on the adapter
+        // runs while this board's services resolve (its slot stays counted: `linking`).
+        let permit = ConnectPermit(adapter: adapter, rotation: full)
+        let outcome = await attemptConnect(on: adapter, device: device, full: full, command: command) {
+            permit.release(linked: true)
+        }
+        permit.release()
         await adapter.discovery.release()
         guard !Task.isCancelled else { return }
         switch outcome {
@@ -259,9 +265,11 @@ actor Board {
     }
 
     /// With `adapter`'s connect permit held: take a link slot there, then connect until
-    /// resolved. `full`: placement found no free slot anywhere (a command may evict).
+    /// resolved; `linkUp` is called once the link is up (the permit may go back then).
+    /// `full`: placement found no free slot anywhere (a command may evict).
     private func attemptConnect(
-        on adapter: FleetAdapter, device: BlueZDevice, full: Bool, command: Bool
+        on adapter: FleetAdapter, device: BlueZDevice, full: Bool, command: Bool,
+        linkUp: @escaping @Sendable () -> Void
     ) async -> ConnectOutcome {
         guard !Task.isCancelled else { return .failed(.timeout("cancelled")) }
         // A command may have come while the automatic connect was queued.
@@ -281,7 +289,7 @@ actor Board {
         logger[metadataKey: "ble.adapter"] = "\(adapter.name)"
         apply { $0.connectAttemptStarted(now: $1) }
         do {
-            try await context.client.connect(device, timeout: context.configuration.connectTimeout)
+            try await context.client.connect(device, timeout: context.configuration.connectTimeout, linkUp: linkUp)
             return .connected
         } catch {
             return .failed(BlueZError(error))
@@ -425,6 +433,12 @@ actor Board {
     private func reapplyDesiredLED(generation: UInt64) async {
         guard desiredLED != .unknown, let led = ledCharacteristic else { return }
         let on = desiredLED == .on
+        // Work on the board like a call's: its link is not given away in the middle of it.
+        busyCount += 1
+        defer {
+            busyCount -= 1
+            if busyCount == 0 { context.linksChanged.notify() }
+        }
         do {
             try await gattQueue.acquire()
             defer { gattQueue.release() }

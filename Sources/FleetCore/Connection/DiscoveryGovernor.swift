@@ -70,7 +70,8 @@ actor DiscoveryGovernor {
         await reconcile()
     }
 
-    /// Called with the adapter's connect permit held (no connect in progress there): when
+    /// Called with the adapter's connect permit held (no connect procedure in progress
+    /// there; a board before may still be resolving its services): when
     /// discovery has been paused for ``longestPause``, runs it until `heard` says the boards
     /// waiting were heard again, or for ``refreshWindow`` at most.
     func refreshIfPausedLong(heard: @escaping @Sendable (BlueZObjectTree) -> Bool) async {

@@ -57,7 +57,8 @@ final class FleetAdapter: Sendable {
     /// The average rotation time (``assumedRotation`` until one was measured).
     var rotationTime: Duration { state.withLock { $0.rotation } }
 
-    /// A connect that had to wait for a slot took `duration`, from the permit to resolved.
+    /// A connect that had to free a slot held the adapter's connect permit for `duration`
+    /// (the release of a slot, the connect, until the link was up).
     func recordRotation(_ duration: Duration) {
         state.withLock { state in
             state.rotation = state.rotation == Self.assumedRotation ? duration : (state.rotation * 3 + duration) / 4
@@ -110,5 +111,30 @@ final class FleetAdapter: Sendable {
         state.withLock { state in
             if on { state.linking.insert(board) } else { state.linking.remove(board) }
         }
+    }
+}
+
+/// An adapter's connect permit held by one connect, given back once: when the link is up
+/// (the controller is free for the next connect) or when the attempt ends, whichever comes
+/// first. A connect that had to free a slot (`rotation`) and got its link records how long
+/// it held the permit: the serial part of a rotation, which the fleet's deadlines are
+/// planned with.
+final class ConnectPermit: Sendable {
+    private let adapter: FleetAdapter
+    private let rotation: Bool
+    private let acquired = ContinuousClock.now
+    private let held = Mutex(true)
+
+    /// Taken: the caller holds `adapter`'s scheduler permit.
+    init(adapter: FleetAdapter, rotation: Bool) {
+        self.adapter = adapter
+        self.rotation = rotation
+    }
+
+    /// Gives the permit back (`linked`: because the link is up); later calls do nothing.
+    func release(linked: Bool = false) {
+        guard held.withLock({ held in defer { held = false }; return held }) else { return }
+        if rotation && linked { adapter.recordRotation(acquired.duration(to: .now)) }
+        adapter.scheduler.release()
     }
 }

@@ -332,8 +332,9 @@ public actor Fleet {
         return false
     }
 
-    /// One look at `adapter`'s links: true (free, or freed by evicting an idle board),
-    /// false (full, and not a command), nil (every link busy).
+    /// One look at `adapter`'s links: true (free, or freed by releasing idle boards: this
+    /// one's slot and those of the boards queued behind it for a call), false (full, and not
+    /// a command), nil (every link busy).
     private func trySlot(for address: BoardAddress, on adapter: FleetAdapter, command: Bool) async -> Bool? {
         let connected = await client.mirror.tree.devices(onAdapter: adapter.path).filter(\.hasLink)
         var links: [ConnectionSlots.Link] = []
@@ -352,17 +353,32 @@ public actor Fleet {
                 links.append(ConnectionSlots.Link(address: other, lastUsed: .now, isBusy: true))
             }
         }
-        switch ConnectionSlots.decide(for: address, links: links, limit: adapter.limit) {
+        // The boards queued behind this one on the adapter that a call waits for: their
+        // slots are freed in the same batch, so their connects follow back to back.
+        var queued = 0
+        if command, links.count >= adapter.limit {
+            let linked = shown.union(adapter.linkingBoards)
+            for other in adapter.placedBoards where other != address && !linked.contains(other) {
+                if await boards[other]?.isAwaited == true { queued += 1 }
+            }
+        }
+        switch ConnectionSlots.decide(for: address, links: links, limit: adapter.limit, queued: queued) {
         case .available:
             return true
-        case .evict(let victim):
-            guard command, let board = boards[victim] else { return false }
+        case .evict(let victims):
+            guard command else { return false }
             // Routine with more boards than slots: at debug, not once per rotation in the journal.
             logger.debug(
-                "evicting the least recently used idle board to free a connection slot",
-                metadata: ["ble.address": "\(address)", "evicted": "\(victim)", "ble.adapter": "\(adapter.name)"])
-            await board.disconnect(evicted: true)
-            return true
+                "releasing the least recently used idle boards to free connection slots",
+                metadata: ["ble.address": "\(address)", "evicted": "\(victims)", "ble.adapter": "\(adapter.name)"])
+            // At once: each release takes the kernel a few tens of ms, BlueZ's Disconnect 2 s.
+            let candidates = victims.compactMap { boards[$0] }
+            let released = await withTaskGroup(of: Bool.self) { group in
+                for board in candidates { group.addTask { await board.release() } }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            // None was idle any more (a call took them meanwhile): wait for a link to free.
+            return released > 0 ? true : nil
         case .noSlot:
             return nil
         }
