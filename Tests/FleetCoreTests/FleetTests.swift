@@ -217,6 +217,36 @@ struct FleetTests {
         }
     }
 
+    /// A classroom of 30 on one adapter's 7 slots (the default): `led on --all` and `led off
+    /// --all` without a timeout switch all 30, each LED checked on its board. A D-Bus monitor
+    /// of the bus is the referee (it trusts nothing the fleet says): never more than 7 links
+    /// at once, and no `Connect` call made while 7 links were up or asked for.
+    @Test(arguments: Lane.enabled)
+    func thirtyBoardsOnSevenSlotsNeverPastTheLimitByTheBusReferee(lane: Lane) async throws {
+        try await FleetFixture.with(lane: lane, boards: 30) { fixture in
+            try await fixture.waitForFleet(timeout: .seconds(30), "30 boards adopted") { $0.boardCount == 30 }
+            let settled = try await fixture.waitForSnapshots(timeout: .seconds(40), "7 ready, 23 in standby") { boards in
+                boards.filter { $0.phase == .ready }.count == 7 && boards.filter { $0.phase == .standby }.count == 23
+            }
+            #expect(!settled.contains { $0.phase == .backingOff || $0.lastFailure != nil }, "\(settled.map(\.phase))")
+            let referee = try await LinkReferee(watching: fixture.testbed)
+            let fleet = fixture.fleet
+            for on in [true, false] {
+                let result = await fleet.setLED(.all, on: on)
+                #expect(result.outcomes.count == 30)
+                #expect(result.allSucceeded, "failures: \(result.outcomes.compactMap(\.error))")
+                let state = try await fixture.testbed.state()
+                #expect(state.count == 30 && state.allSatisfy { $0.led == (on ? 1 : 0) },
+                        "\(state.filter { $0.led != (on ? 1 : 0) }.map(\.name))")
+            }
+            let report = try await referee.finish()
+            let central = "/org/bluez/hci0"
+            #expect((report.connectCalls[central] ?? 0) >= 23, "\(report)")
+            #expect((report.mostAtConnect[central] ?? 0) <= 7, "a Connect call past the limit: \(report)")
+            #expect((report.mostLinks[central] ?? 0) <= 7, "more than 7 links at once: \(report)")
+        }
+    }
+
     /// More boards than slots, and nobody asks: idle time reads the boards without a link
     /// in turn, so every board's temperature stays younger than `temperature-refresh-s`.
     @Test(arguments: Lane.enabled)

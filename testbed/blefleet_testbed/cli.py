@@ -167,6 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     with_run_dir(adapter.add_parser("plug", help="one more central adapter appears; prints its name"))
     with_run_dir(adapter.add_parser("unplug", help="the plugged-in adapter vanishes"))
 
+    with_run_dir(sub.add_parser(
+        "watch-links", help="referee: watch the bus as a D-Bus monitor; prints `watching`, then at SIGTERM "
+                            "one JSON object: per adapter the Connect calls, the most links at once and the "
+                            "most links and pending connects when a Connect was called"))
+
     vm = sub.add_parser("vm", help="a VM for the --real lane, booted once for many testbeds").add_subparsers(
         dest="action", required=True, parser_class=Parser)
     p = vm.add_parser("start", help="boot a VM and print `export BLEFLEET_TESTBED_VM=...`")
@@ -415,6 +420,9 @@ def main(argv: list[str] | None = None) -> int:
         run = resolve_run_dir(args)
         if args.command == "state":
             print(json.dumps(request(run, {"op": "state"})))
+        elif args.command == "watch-links":
+            from . import referee
+            return referee.run(run.bus_address)
         elif args.command == "board":
             if args.action == "temp":
                 request(run, {"op": "temp", "board": args.name, "celsius": args.celsius})
