@@ -104,9 +104,12 @@ actor Board {
             adapter: adapter.map(Fleet.adapterName))
     }
 
-    /// Whether the board holds a link it is not using right now (eviction candidate).
+    /// Whether the board holds a link it is not using right now (eviction candidate): a link
+    /// still coming up (connecting, resolving: the next connect on its adapter may run
+    /// meanwhile) counts as busy, as does work on a ready one.
     var linkUsage: ConnectionSlots.Link {
-        ConnectionSlots.Link(address: address, lastUsed: lastUsed, isBusy: busyCount > 0 || !waiters.isEmpty)
+        ConnectionSlots.Link(
+            address: address, lastUsed: lastUsed, isBusy: busyCount > 0 || !waiters.isEmpty || !machine.isReady)
     }
 
     /// Whether a call waits for the board to be ready.
@@ -331,6 +334,8 @@ actor Board {
         handlesReady = true
         movingSince = nil
         lastUsed = .now
+        // A link that came up is one a call waiting for a free link may look at again.
+        context.linksChanged.notify()
         if led == nil || temperature == nil {
             logger.notice(
                 "board lacks the Nano sketch's LED or temperature characteristic",
