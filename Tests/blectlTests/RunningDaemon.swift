@@ -92,13 +92,19 @@ final class RunningDaemon: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// A testbed, and a daemon serving it, for the duration of `body`.
+    /// A testbed, and a daemon serving it, for the duration of `body`. On the real lane the
+    /// daemon releases links through the VM kernel's management interface, as it does
+    /// through this machine's kernel when installed (`BLEFLEET_MGMT_SOCKET`).
     static func with<T>(
         lane: Lane = .bluezoo, boards: Int = 5, testbedArguments: [String] = [],
         configuration: String = "socket-group: root\n", environment: [String: String] = [:],
         _ body: (Testbed, RunningDaemon) async throws -> T
     ) async throws -> T {
         try await Testbed.with(lane: lane, boards: boards, extraArguments: testbedArguments) { testbed in
+            var environment = environment
+            if let relay = testbed.managementSocket, environment["BLEFLEET_MGMT_SOCKET"] == nil {
+                environment["BLEFLEET_MGMT_SOCKET"] = relay
+            }
             let daemon = try RunningDaemon(busAddress: testbed.busAddress, configuration: configuration, environment: environment)
             defer { daemon.terminate() }
             try await daemon.waitUntilServing()

@@ -84,15 +84,16 @@ struct SeveralAdaptersTests {
             #expect(on.status == 0 && on.stdout.contains("12/12 boards on"), "\(on)\n\(daemon.log.suffix(20_000))")
             #expect(try await testbed.state().allSatisfy { $0.led == 1 })
 
-            // hci1 off: its boards go to hci0 and hci2, which have no free slot, so the LED
-            // command rotates them through the eight slots left; never more than four each.
+            // hci1 off with every slot in use: its boards go to hci0 and hci2, which have no
+            // free slot, so the LED command, sent at once, rotates them through the eight
+            // slots left, never more than four each, and serves all twelve within 3 s.
             try await testbed.run(["adapter", "off", "hci1"])
+            let off = try await Self.ledAll(false, socket: daemon.socket, deadlineMs: 3_000)
+            #expect(Self.okCount(off) == 12, "\(off)\n\(daemon.log.suffix(20_000))")
             try await Self.waitForStatus(daemon.socket, lane: lane, "hci1 off with no links") {
                 let adapters = Self.adapters($0)
                 return adapters["hci1"]?.powered == false && adapters["hci1"]?.used == 0
             }
-            let off = try await Self.ledAll(false, socket: daemon.socket, deadlineMs: 30_000)
-            #expect(Self.okCount(off) == 12, "\(off)\n\(daemon.log.suffix(20_000))")
             #expect(try await testbed.state().allSatisfy { $0.led == 0 })
             let during = Self.adapters(try await Self.status(daemon.socket))
             #expect((during["hci0"]?.used ?? 99) <= 4 && (during["hci2"]?.used ?? 99) <= 4, "\(during)")
