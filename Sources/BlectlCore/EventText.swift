@@ -30,6 +30,10 @@ public enum EventText {
         switch topic {
         case EventTopic.temperature.rawValue:
             if let celsius = data["celsius"]?.int64Value { return Units.celsius(Int(celsius)) }
+        case EventTopic.sensor.rawValue:
+            if let sensor = data["sensor"]?.stringValue, let value = data["value"]?.doubleValue {
+                return "\(sensor) \(Units.reading(value, unit: data["unit"]?.stringValue))"
+            }
         case EventTopic.led.rawValue:
             if let on = data["on"]?.boolValue { return on ? "LED on" : "LED off" }
         case EventTopic.boards.rawValue:

@@ -3,16 +3,18 @@ public import FleetRPC
 /// The tables blectl prints, built from the daemon's results. Pure: the current time is a
 /// parameter.
 public enum Tables {
-    /// `boards` and `scan`: NAME ADDRESS STATE ADAPTER RSSI LED TEMP SEEN. ADAPTER is the
-    /// one the board is linked through, else the one that hears it best. SEEN is when it
+    /// `boards` and `scan`: NAME ADDRESS STATE ADAPTER RSSI LED TEMP SEEN, and a column
+    /// before SEEN for each other sensor the boards' profiles have (HUMIDITY…). ADAPTER is
+    /// the one the board is linked through, else the one that hears it best. SEEN is when it
     /// last advertised, or `connected` (a connected board stops advertising). LED is what the
     /// board has, with the wish beside it when they differ (``led(_:)``).
     public static func boards(_ boards: [BoardInfo], now: Double) -> TextTable {
-        TextTable(
+        let sensors = Set(boards.flatMap { $0.sensors?.keys.map { $0 } ?? [] }).subtracting(["temperature"]).sorted()
+        return TextTable(
             columns: [
                 .init("NAME"), .init("ADDRESS"), .init("STATE"), .init("ADAPTER"), .init("RSSI", .right), .init("LED"),
-                .init("TEMP", .right), .init("SEEN"),
-            ],
+                .init("TEMP", .right),
+            ] + sensors.map { .init($0.uppercased(), .right) } + [.init("SEEN")],
             rows: boards.map { board in
                 [
                     displayName(name: board.name, alias: board.alias),
@@ -22,8 +24,12 @@ public enum Tables {
                     board.rssi.map(String.init) ?? "-",
                     led(board),
                     board.temperature.map { Units.celsius($0.celsius) } ?? "-",
-                    board.state == .ready || board.state == .resolving ? "connected" : seen(board.lastSeen, now: now),
                 ]
+                    + sensors.map { name in
+                        guard let sensor = board.sensors?[name], let value = sensor.value else { return "-" }
+                        return Units.reading(value, unit: sensor.unit)
+                    }
+                    + [board.state == .ready || board.state == .resolving ? "connected" : seen(board.lastSeen, now: now)]
             })
     }
 
@@ -84,6 +90,22 @@ public enum Tables {
                     return [outcome.name, outcome.address, "-", failure(outcome.error)]
                 }
                 return [outcome.name, outcome.address, Units.celsius(celsius), Units.age(milliseconds: outcome.ageMs ?? 0)]
+            })
+    }
+
+    /// `read SENSOR`: NAME ADDRESS SENSOR AGE (the sensor's name as the value column's
+    /// head), or the error in words in the AGE column.
+    public static func readings(_ results: [SensorOutcome], sensor: String) -> TextTable {
+        TextTable(
+            columns: [.init("NAME"), .init("ADDRESS"), .init(sensor.uppercased(), .right), .init("AGE")],
+            rows: results.map { outcome in
+                guard outcome.ok, let value = outcome.value else {
+                    return [outcome.name, outcome.address, "-", failure(outcome.error)]
+                }
+                return [
+                    outcome.name, outcome.address, Units.reading(value, unit: outcome.unit),
+                    Units.age(milliseconds: outcome.ageMs ?? 0),
+                ]
             })
     }
 

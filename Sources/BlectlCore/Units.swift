@@ -1,3 +1,5 @@
+import FleetRPC
+
 /// Formats of the numbers blectl shows: temperatures, ages, latencies, summaries.
 public enum Units {
     /// Whole degrees Celsius with the sign: `21 °C`, `-5 °C`, `0 °C`. Right-align in a
@@ -7,6 +9,13 @@ public enum Units {
     }
 
     /// How long ago something happened: `0 s ago`, `3 s ago`, `2 min ago`, `5 h ago`, `3 d ago`.
+    /// A sensor value with its unit: `45.67 %`, `21 °C`, `-0.5` (``SensorNumber``).
+    public static func reading(_ value: Double, unit: String?) -> String {
+        let text = SensorNumber.text(value)
+        guard let unit, !unit.isEmpty else { return text }
+        return "\(text) \(unit)"
+    }
+
     public static func age(milliseconds: Int) -> String {
         let seconds = max(milliseconds, 0) / 1000
         if seconds < 60 { return "\(seconds) s ago" }

@@ -169,6 +169,9 @@ extension DaemonConfiguration {
                 return text
             }
         },
+        Setting(key: "profile-dir", allowed: "an absolute path (board profiles, blefleet-profile(5))") { config, node in
+            config.profileDirectory = try absolutePath(node)
+        },
         Setting(key: "connect-timeout-ms", allowed: "a whole number of milliseconds from 1000 to 120000") { config, node in
             config.connectTimeoutMilliseconds = try integer(node, in: 1000...120_000)
         },

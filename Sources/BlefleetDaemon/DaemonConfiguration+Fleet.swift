@@ -11,7 +11,8 @@ extension DaemonConfiguration {
             temperatureMaxAge: .milliseconds(temperatureMaxAgeMilliseconds),
             temperatureRefresh: .seconds(temperatureRefreshSeconds),
             adoption: try adoptionPolicy(),
-            stateDirectory: stateDirectory)
+            stateDirectory: stateDirectory,
+            profiles: try ProfileFiles.load(directory: profileDirectory))
     }
 
     /// The settings a running fleet takes on SIGHUP.
@@ -19,7 +20,8 @@ extension DaemonConfiguration {
         Fleet.Tunables(
             defaultCommandTimeout: .milliseconds(defaultTimeoutMilliseconds),
             temperatureMaxAge: .milliseconds(temperatureMaxAgeMilliseconds),
-            adoption: try adoptionPolicy())
+            adoption: try adoptionPolicy(),
+            profiles: try ProfileFiles.load(directory: profileDirectory))
     }
 
     func adoptionPolicy() throws -> AdoptionPolicy {

@@ -47,6 +47,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var maxQueuedNotifications: Int = 1024
     /// The bridge to an MQTT broker (`mqtt`); nil: off.
     public var mqtt: MQTTSettings? = nil
+    /// Where board profiles are (`blefleet-profile(5)`): every `*.yaml` there.
+    public var profileDirectory: String = "/etc/blefleet/profiles"
 
     public init() {}
 

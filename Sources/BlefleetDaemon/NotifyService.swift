@@ -18,7 +18,7 @@ struct NotifyService: Service {
         // change the summary; only board, adapter and dropped-event deliveries can.
         let events = fleet.events.subscribe(bufferSize: 64) { event in
             switch event {
-            case .temperature, .ledApplied: false
+            case .temperature, .sensor, .ledApplied: false
             default: true
             }
         }

@@ -5,7 +5,8 @@ import Systemd
 import UnixSignals
 
 /// SIGHUP: reads the configuration file again. The settings that can change while running
-/// take effect (`default-timeout-ms`, `temperature-max-age-ms`, `auto-adopt`, `allow`, and
+/// take effect (`default-timeout-ms`, `temperature-max-age-ms`, `auto-adopt`, `allow`, the
+/// board profiles of `profile-dir` (each board takes its new profile at its next connect), and
 /// `log-level` when the loggers follow a ``LogLevelSetting``); any other change is logged
 /// as needing a restart. A bad file changes nothing.
 struct ReloadService: Service {

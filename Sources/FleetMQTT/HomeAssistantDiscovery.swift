@@ -1,7 +1,9 @@
+import FleetCore
 import FleetRPC
 
 /// Home Assistant MQTT discovery configs of one board: a `light` (its LED) and a `sensor`
-/// (its temperature), one `device` per board.
+/// per sensor of its profile (the temperature, and those a profile file adds), one
+/// `device` per board.
 /// <https://www.home-assistant.io/integrations/mqtt/#mqtt-discovery>
 struct HomeAssistantDiscovery: Sendable {
     let discoveryPrefix: String
@@ -35,12 +37,12 @@ struct HomeAssistantDiscovery: Sendable {
     }
 
     struct Sensor: Encodable, Sendable {
-        var name = "Temperature"
+        var name: String
         var unique_id: String
         var object_id: String
         var state_topic: String
-        var device_class = "temperature"
-        var unit_of_measurement = "°C"
+        var device_class: String?
+        var unit_of_measurement: String?
         var state_class = "measurement"
         var expire_after: Int
         var availability_topic: String
@@ -53,8 +55,9 @@ struct HomeAssistantDiscovery: Sendable {
     static func nodeID(_ address: String) -> String { "blefleet_" + FleetTopics.boardID(address) }
 
     func lightTopic(_ address: String) -> String { "\(discoveryPrefix)/light/\(Self.nodeID(address))/led/config" }
-    func sensorTopic(_ address: String) -> String {
-        "\(discoveryPrefix)/sensor/\(Self.nodeID(address))/temperature/config"
+    /// The config topic of a board's sensor (`…/sensor/blefleet_f00d00000001/humidity/config`).
+    func sensorTopic(_ address: String, sensor: String = BoardProfile.temperatureSensor) -> String {
+        "\(discoveryPrefix)/sensor/\(Self.nodeID(address))/\(sensor)/config"
     }
 
     func device(_ address: String, name: String) -> Device {
@@ -69,11 +72,14 @@ struct HomeAssistantDiscovery: Sendable {
             device: device(address, name: name))
     }
 
-    func sensor(_ address: String, name: String) -> Sensor {
+    /// A sensor of the board's profile, with the device class and unit the profile gives.
+    func sensor(_ address: String, name: String, sensor: BoardProfile.Characteristic) -> Sensor {
         let node = Self.nodeID(address)
         return Sensor(
-            unique_id: node + "_temperature", object_id: node + "_temperature",
-            state_topic: topics.temperature(gateway, address), expire_after: expireAfter,
+            name: sensor.name.prefix(1).uppercased() + sensor.name.dropFirst(),
+            unique_id: node + "_" + sensor.name, object_id: node + "_" + sensor.name,
+            state_topic: topics.sensor(gateway, address, sensor.name), device_class: sensor.deviceClass,
+            unit_of_measurement: sensor.unit, expire_after: expireAfter,
             availability_topic: topics.availability(gateway, address), device: device(address, name: name))
     }
 }

@@ -16,6 +16,10 @@ actor MQTTBridgeCore {
         var available: Bool?
         var led: Bool?
         var temperature: Int?
+        /// The other sensors' payloads, by sensor name.
+        var sensors: [String: String] = [:]
+        /// The sensors whose discovery configs were published.
+        var discovered: Set<String> = []
         var state: StateKey?
     }
 
@@ -29,6 +33,8 @@ actor MQTTBridgeCore {
         var desiredLed: Bool?
         var celsius: Int?
         var adapter: String?
+        var profile: String?
+        var sensors: [String: Double] = [:]
     }
 
     let configuration: MQTTBridge.Configuration
@@ -137,6 +143,12 @@ actor MQTTBridgeCore {
                 continue
             }
             put(topics.temperature(gateway, board.address.rawValue), "\(reading.value.degrees)", retain: true, isTemperature: true)
+            for (sensor, reading) in board.readings
+            where sensor != BoardProfile.temperatureSensor && reading.age(at: .now) < configuration.republishInterval * 5 {
+                put(
+                    topics.sensor(gateway, board.address.rawValue, sensor), SensorNumber.text(reading.value), retain: true,
+                    isTemperature: true)
+            }
         }
     }
 
@@ -177,8 +189,10 @@ actor MQTTBridgeCore {
         case .temperature(let address, let celsius) where published[address]?.temperature == celsius.degrees:
             // The same value again (each notification): nothing to publish, no hop to the board.
             return
+        case .sensor(let address, let name, let value, _) where published[address]?.sensors[name] == SensorNumber.text(value):
+            return
         case .boardAdded(let address, _), .boardPhaseChanged(let address, _, _), .temperature(let address, _),
-            .ledApplied(let address, _):
+            .sensor(let address, _, _, _), .ledApplied(let address, _):
             guard let board = await fleet.snapshot(of: address) else { return }
             update(board)
         case .adapterPowered:
@@ -191,10 +205,18 @@ actor MQTTBridgeCore {
         let address = board.address.rawValue
         var last = published[board.address] ?? Published()
         let name = board.alias ?? board.name ?? address
-        if let discovery, last.name != name {
+        let sensors = Set(board.profile.sensors.map(\.name))
+        if let discovery, last.name != name || last.discovered != sensors {
             put(discovery.lightTopic(address), json(discovery.light(address, name: name)), retain: true)
-            put(discovery.sensorTopic(address), json(discovery.sensor(address, name: name)), retain: true)
+            for sensor in board.profile.sensors {
+                put(
+                    discovery.sensorTopic(address, sensor: sensor.name),
+                    json(discovery.sensor(address, name: name, sensor: sensor)), retain: true)
+            }
+            // A sensor the board's profile no longer has: its config goes.
+            for gone in last.discovered.subtracting(sensors) { put(discovery.sensorTopic(address, sensor: gone), "", retain: true) }
             last.name = name
+            last.discovered = sensors
         }
         let available = ![.absent, .waitingForAdapter, .failed].contains(board.phase)
         if last.available != available {
@@ -209,12 +231,20 @@ actor MQTTBridgeCore {
             put(topics.temperature(gateway, address), "\(celsius)", retain: true, isTemperature: true)
             last.temperature = celsius
         }
+        for (sensor, reading) in board.readings where sensor != BoardProfile.temperatureSensor && sensors.contains(sensor) {
+            let payload = SensorNumber.text(reading.value)
+            guard last.sensors[sensor] != payload else { continue }
+            put(topics.sensor(gateway, address, sensor), payload, retain: true, isTemperature: true)
+            last.sensors[sensor] = payload
+        }
         let info = BoardInfo(board)
         let key = StateKey(
             name: info.name, alias: info.alias, state: info.state, led: info.led, desiredLed: info.desiredLed,
-            celsius: info.temperature?.celsius, adapter: info.adapter)
+            celsius: info.temperature?.celsius, adapter: info.adapter, profile: info.profile,
+            sensors: board.readings.mapValues(\.value))
         if last.state != key {
-            put(topics.state(gateway, address), json(info), retain: true, isTemperature: last.state?.celsius != key.celsius)
+            let readingOnly = last.state.map { $0.celsius != key.celsius || $0.sensors != key.sensors } ?? false
+            put(topics.state(gateway, address), json(info), retain: true, isTemperature: readingOnly)
             last.state = key
         }
         published[board.address] = last
@@ -224,11 +254,15 @@ actor MQTTBridgeCore {
     /// retained message deletes one).
     private func forget(_ address: FleetCore.BoardAddress) {
         let text = address.rawValue
+        let last = published[address] ?? Published()
         var cleared = [
             topics.availability(gateway, text), topics.led(gateway, text), topics.temperature(gateway, text),
             topics.state(gateway, text),
-        ]
-        if let discovery { cleared += [discovery.lightTopic(text), discovery.sensorTopic(text)] }
+        ] + last.sensors.keys.map { topics.sensor(gateway, text, $0) }
+        if let discovery {
+            cleared += [discovery.lightTopic(text)]
+                + last.discovered.union([BoardProfile.temperatureSensor]).map { discovery.sensorTopic(text, sensor: $0) }
+        }
         for topic in cleared { put(topic, "", retain: true) }
         published[address] = nil
     }

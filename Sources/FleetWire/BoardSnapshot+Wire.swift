@@ -17,7 +17,16 @@ extension BoardInfo {
             temperature: board.temperature.map {
                 TemperatureReading(celsius: $0.value.degrees, ageMs: Wire.milliseconds($0.age(at: now)))
             },
-            lastSeen: board.lastSeen.map { Wire.wallClock($0, now: now) }, adapter: board.adapter)
+            lastSeen: board.lastSeen.map { Wire.wallClock($0, now: now) }, adapter: board.adapter,
+            profile: board.profile.name,
+            sensors: Dictionary(uniqueKeysWithValues: board.profile.sensors.map { sensor in
+                let reading = board.readings[sensor.name]
+                return (
+                    sensor.name,
+                    SensorInfo(
+                        value: reading?.value, unit: sensor.unit, ageMs: reading.map { Wire.milliseconds($0.age(at: now)) })
+                )
+            }))
     }
 }
 

@@ -365,17 +365,17 @@ struct FleetTests {
             try await fixture.waitUntilReady(2)
             try await fixture.testbed.run(["board", "temp", "all", "-7"])
             let fleet = fixture.fleet
-            let read = await fleet.readCharacteristic(.all, service: NanoProfile.sensorService, characteristic: NanoProfile.temperature)
+            let read = await fleet.readCharacteristic(.all, service: BoardProfile.nano.sensor(named: "temperature")!.service, characteristic: BoardProfile.nano.sensor(named: "temperature")!.uuid)
             #expect(read.allSucceeded && read.outcomes.count == 2)
             #expect(read.outcomes.allSatisfy { $0.value == [0xF9] }, "-7 °C is the byte 0xF9")
 
             let write = await fleet.writeCharacteristic(
-                .all, service: NanoProfile.ledService, characteristic: NanoProfile.ledStatus, value: [0x01])
+                .all, service: BoardProfile.nano.advertisedService, characteristic: BoardProfile.nano.switch(named: "led")!.uuid, value: [0x01])
             #expect(write.allSucceeded)
             #expect(try await fixture.testbed.state().allSatisfy { $0.led == 1 })
 
             let followed = await fleet.notifications(
-                try Selection(parsing: ["nano-01"]), service: NanoProfile.sensorService, characteristic: NanoProfile.temperature)
+                try Selection(parsing: ["nano-01"]), service: BoardProfile.nano.sensor(named: "temperature")!.service, characteristic: BoardProfile.nano.sensor(named: "temperature")!.uuid)
             let values = try #require(followed.outcomes.first?.value)
             var received: [[UInt8]] = []
             for try await value in values {

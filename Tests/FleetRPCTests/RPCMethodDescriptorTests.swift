@@ -66,8 +66,10 @@ import JSONRPC
                 "led.set", "temperature.read", "boards.list", "boards.scan", "boards.connect", "boards.disconnect",
                 "boards.forget", "boards.alias", "gatt.read", "gatt.write", "gatt.notify", "events.subscribe",
                 "events.unsubscribe",
-                "daemon.status",
+                "daemon.status", "switch.set", "sensor.read",
             ])
+        #expect(FleetMethods.SwitchSet.descriptor.access == .write)
+        #expect(FleetMethods.SensorRead.descriptor.access == .read)
         #expect(FleetMethods.LedSet.descriptor.access == .write)
         #expect(FleetMethods.TemperatureRead.descriptor.access == .read)
         #expect(FleetMethods.BoardsList.descriptor.access == .read)

@@ -21,6 +21,7 @@ struct BlefleetdConfReloadTests {
         default-timeout-ms: 1000
         temperature-max-age-ms: 1
         temperature-refresh-s: 30
+        profile-dir: /srv/profiles
         max-frame-bytes: 2048
         max-calls-per-client: 2
         max-queued-notifications: 32

@@ -4,7 +4,7 @@ import TestSupport
 /// One manual page of `man/`, as source (mdoc) and as the text `man` shows.
 struct ManPage: Sendable {
     /// The pages in `man/`, by file name.
-    static let siblings = ["blectl.1", "blefleetd.8", "blefleetd.conf.5", "blefleet-rpc.7", "blefleet-mqtt.7"]
+    static let siblings = ["blectl.1", "blefleetd.8", "blefleetd.conf.5", "blefleet-rpc.7", "blefleet-mqtt.7", "blefleet-profile.5"]
 
     /// Pages of other packages the blefleet pages refer to with `.Xr`. `mandoc -Tlint` reports
     /// them when they are not installed (Debian images leave man pages out) or not indexed yet;

@@ -1,6 +1,6 @@
 import Testing
 
-/// The four pages as a set: they name themselves right and refer to each other.
+/// The pages as a set: they name themselves right and refer to each other.
 @Suite("man/ as a whole")
 struct ManPageSetTests {
     @Test("Each page's .Dt matches its file name", arguments: ManPage.siblings)

@@ -24,9 +24,11 @@ public final class Testbed: @unchecked Sendable {
         public let ledWrites: Int
         public let temperature: Int
         public let notifying: Bool
+        /// Relative humidity, %RH, of the boards of a testbed started with `--humidity`.
+        public let humidity: Double?
 
         enum CodingKeys: String, CodingKey {
-            case name, address, present, led, temperature, notifying
+            case name, address, present, led, temperature, notifying, humidity
             case ledWrites = "led_writes"
         }
     }

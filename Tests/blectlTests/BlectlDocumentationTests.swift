@@ -63,7 +63,9 @@ struct BlectlDocumentationTests {
         try process.run()
         let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        let allowed = ["Xr blefleetd 8", "Xr blefleetd.conf 5", "Xr blefleet-rpc 7", "Xr blefleet-mqtt 7"]
+        let allowed = [
+            "Xr blefleetd 8", "Xr blefleetd.conf 5", "Xr blefleet-rpc 7", "Xr blefleet-mqtt 7", "Xr blefleet-profile 5",
+        ]
         for line in text.split(separator: "\n") {
             #expect(
                 line.contains("STYLE: referenced manual not found") && allowed.contains { line.contains($0) },

@@ -106,6 +106,9 @@ def add_start_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jitter-ms", type=_nonnegative(float), default=0.0, help="± random jitter on that latency")
     p.add_argument("--temperature", type=_pattern, default="21",
                    help="N | constant:N | distinct[:BASE] | ramp[:LO:HI] | random[:LO:HI] (default 21)")
+    p.add_argument("--humidity", action="store_true",
+                   help="the boards run a lab's variant of the sketch that also offers relative humidity "
+                        "(uint16, 0.01 %%RH, read + notify) in the sensor service")
     p.add_argument("--notify-interval", type=_positive(float), default=1.0,
                    help="seconds between sensor refreshes / notifications (default 1)")
     p.add_argument("--owner-pid", type=_nonnegative(int), default=0,
@@ -255,6 +258,8 @@ def start(args) -> int:
         argv.append("--advertise-while-connected")
     if args.stock_bluezoo:
         argv.append("--stock-bluezoo")
+    if args.humidity:
+        argv.append("--humidity")
     if args.real:
         argv.append("--real")
     if args.vm:

@@ -10,6 +10,9 @@ LED_SERVICE_UUID = "cd48409a-f3cc-11ed-a05b-0242ac120003"
 LED_STATUS_UUID = "cd48409b-f3cc-11ed-a05b-0242ac120003"
 SENSOR_SERVICE_UUID = "d888a9c2-f3cc-11ed-a05b-0242ac120003"
 TEMPERATURE_UUID = "d888a9c3-f3cc-11ed-a05b-0242ac120003"
+# Not in the reference sketch: a lab's variant (`start --humidity`) adds the Nano 33 BLE
+# Sense's HTS221 relative humidity to the sensor service, uint16 in hundredths of %RH.
+HUMIDITY_UUID = "d888a9c4-f3cc-11ed-a05b-0242ac120003"
 
 # Fixed attribute handles, as a board's firmware has them: the GATT object paths a
 # central sees (service000a/char000b, ...) stay the same across reboots and reconnects.
@@ -17,6 +20,7 @@ LED_SERVICE_HANDLE = 0x000A
 LED_STATUS_HANDLE = 0x000B
 SENSOR_SERVICE_HANDLE = 0x000D
 TEMPERATURE_HANDLE = 0x000E
+HUMIDITY_HANDLE = 0x0011
 
 CENTRAL_ADDRESS = "00:1A:7D:DA:71:13"
 CENTRAL_NAME = "hci0"
@@ -44,6 +48,16 @@ def central_address(index: int) -> str:
 def board_address(index: int) -> str:
     """A distinct random-static-looking address per board (top bits 11)."""
     return f"CA:FE:00:00:{index >> 8:02X}:{index & 0xFF:02X}"
+
+
+def humidity_hundredths(index: int) -> int:
+    """Board i's relative humidity in hundredths of %RH: 40.25 % + i - 1 (nano-01: 40.25 %)."""
+    return min(10000, 4025 + 100 * (index - 1))
+
+
+def encode_humidity(hundredths: int) -> bytes:
+    """uint16, little-endian."""
+    return hundredths.to_bytes(2, "little")
 
 
 def encode_celsius(celsius: int) -> bytes:

@@ -181,7 +181,7 @@ class Board:
     """One simulated board and what the testbed reports about it."""
 
     def __init__(self, index: int, adapter_index: int, pattern: profile.TemperaturePattern, count: int,
-                 radio: Radio, fixed_handles: bool = True):
+                 radio: Radio, fixed_handles: bool = True, humidity: bool = False):
         self.index = index
         self.name = profile.board_name(index)
         self.address = profile.board_address(index)  # the lane may learn the real one later
@@ -209,6 +209,13 @@ class Board:
             self, profile.TEMPERATURE_UUID, f"{self.app_path}/service1", ["read", "notify"],
             handle(profile.TEMPERATURE_HANDLE))
         self.temperature.value = profile.encode_celsius(self.sensor.celsius)
+        # The lab's variant with humidity (`start --humidity`): read + notify, uint16.
+        self.humidity = None
+        if humidity:
+            self.humidity = GattCharacteristic(
+                self, profile.HUMIDITY_UUID, f"{self.app_path}/service1", ["read", "notify"],
+                handle(profile.HUMIDITY_HANDLE))
+            self.humidity.value = profile.encode_humidity(profile.humidity_hundredths(index))
         self.advertisement = Advertisement(self.name)
 
     def export(self) -> None:
@@ -217,6 +224,8 @@ class Board:
         self.manager.export_with_manager(f"{self.app_path}/service0/char0", self.led_status)
         self.manager.export_with_manager(f"{self.app_path}/service1", self.sensor_service)
         self.manager.export_with_manager(f"{self.app_path}/service1/char0", self.temperature)
+        if self.humidity is not None:
+            self.manager.export_with_manager(f"{self.app_path}/service1/char1", self.humidity)
         self.advertisement.export_to_dbus(f"{self.app_path}/advertisement0")
 
     @property
@@ -232,6 +241,7 @@ class Board:
             "led_writes": self.led_writes,
             "temperature": self.sensor.celsius,
             "notifying": self.notifying,
+            **({"humidity": profile.humidity_hundredths(self.index) / 100} if self.humidity is not None else {}),
         }
 
     # -- what the sketch does -------------------------------------------------------
@@ -246,6 +256,8 @@ class Board:
             raise BluezNotPermittedError("Read not permitted")
         await self.radio.delay()
         self._require_present()
+        if chrc is self.humidity:
+            return profile.encode_humidity(profile.humidity_hundredths(self.index))
         return profile.encode_celsius(self.sensor.celsius)
 
     async def write(self, chrc: GattCharacteristic, value: bytes, options: dict) -> None:
@@ -283,6 +295,12 @@ class Board:
             await self.temperature.Value.set_async(value)
         else:
             self.temperature.value = value
+        if self.humidity is not None:
+            humidity = profile.encode_humidity(profile.humidity_hundredths(self.index))
+            if self.present and self.humidity.notifying:
+                await self.humidity.Value.set_async(humidity)
+            else:
+                self.humidity.value = humidity
 
     async def rebooted(self) -> None:
         """After a power cycle: LED off, no subscription (CCCD is not kept by the sketch)."""
@@ -290,8 +308,9 @@ class Board:
         await self.link_lost()
 
     async def link_lost(self) -> None:
-        if self.temperature.notifying:
-            await self.temperature.Notifying.set_async(False)
+        for chrc in (self.temperature, self.humidity):
+            if chrc is not None and chrc.notifying:
+                await chrc.Notifying.set_async(False)
 
 
 async def call(bus: sdbus.SdBus, path: str, interface: str, member: str,
@@ -327,12 +346,12 @@ class Simulator:
     """All boards of one testbed, provisioned on whatever currently owns org.bluez."""
 
     def __init__(self, bus: sdbus.SdBus, lane, count: int, pattern: profile.TemperaturePattern,
-                 latency_ms: float, jitter_ms: float, notify_interval: float):
+                 latency_ms: float, jitter_ms: float, notify_interval: float, humidity: bool = False):
         self.bus = bus
         self.lane = lane
         self.notify_interval = notify_interval
         self.boards = [Board(i, lane.adapter_index(i), pattern, count, Radio(latency_ms, jitter_ms, seed=i),
-                             fixed_handles=lane.fixed_handles)
+                             fixed_handles=lane.fixed_handles, humidity=humidity)
                        for i in range(1, count + 1)]
         self.by_name = {b.name: b for b in self.boards}
         self.tick_task: asyncio.Task | None = None

@@ -71,26 +71,77 @@ extension Board {
     /// is applied again by itself whenever the board comes back.
     func setLED(_ on: Bool) async throws {
         desiredLED = on ? .on : .off
+        try await setSwitch(BoardProfile.ledSwitch, on: on)
+    }
+
+    /// Switches one of the profile's switches (write with response).
+    func setSwitch(_ name: String, on: Bool) async throws {
         try await whenReady {
-            let led = try await sketchCharacteristic(.led)
-            try await gatt { try await context.client.writeValue([on ? 1 : 0], to: led, type: .request) }
+            let item = try characteristic(name, .switch)
+            guard item.access.contains(.write) else {
+                throw FleetError(.invalidArgument, "The \(name) switch of \(address) cannot be written (its profile \(profile.name) says \(item.accessText)).")
+            }
+            let handle = try await handle(of: item)
+            try await gatt { try await context.client.writeValue(item.encode(on: on), to: handle, type: .request) }
         }
+        guard name == BoardProfile.ledSwitch else { return }
         appliedLED = on
         context.events.publish(.ledApplied(address, on: on))
     }
 
-    /// The temperature: from the notification cache when younger than `maxAge`, else read.
-    func readTemperature(maxAge: Duration) async throws -> TemperatureCache.Entry {
-        if let cached = live.temperature, cached.age(at: .now) <= maxAge { return cached }
+    /// A sensor's value: the latest one when younger than `maxAge`, else read from the board
+    /// (a sensor the board only notifies waits for its next value).
+    func readSensor(_ name: String, maxAge: Duration) async throws -> SensorValue {
+        let sensor = try characteristic(name, .sensor)
+        if let cached = live.reading(name), cached.age(at: .now) <= maxAge {
+            return SensorValue(sensor: sensor, value: cached.value, age: cached.age(at: .now))
+        }
+        guard sensor.access.contains(.read) else {
+            return try await nextNotified(sensor)
+        }
         let bytes = try await whenReady {
-            let characteristic = try await sketchCharacteristic(.temperature)
-            return try await gatt { try await context.client.readValue(characteristic) }
+            let handle = try await handle(of: try characteristic(name, .sensor))
+            return try await gatt { try await context.client.readValue(handle) }
         }
-        record(temperatureBytes: bytes)
-        guard bytes.count == 1, let entry = live.temperature else {
-            throw FleetError(.gattError, "\(address) sent a temperature of \(bytes.count) bytes; expected 1.")
+        guard let reading = record(bytes, of: sensor) else {
+            throw FleetError(
+                .gattError,
+                "\(address) sent its \(name) as \(bytes.count) bytes; its profile \(profile.name) says \(sensor.format.rawValue) (\(sensor.format.size)).")
         }
-        return entry
+        return SensorValue(sensor: sensor, value: reading.value, age: .zero)
+    }
+
+    /// The next notified value of a sensor that cannot be read (the caller's deadline bounds it).
+    private func nextNotified(_ sensor: BoardProfile.Characteristic) async throws -> SensorValue {
+        let before = live.reading(sensor.name)?.receivedAt
+        try await whenReady {}
+        while true {
+            let generation = live.readingArrived.generation
+            if let reading = live.reading(sensor.name), reading.receivedAt != before {
+                return SensorValue(sensor: sensor, value: reading.value, age: reading.age(at: .now))
+            }
+            await live.readingArrived.wait(after: generation)
+            try Task.checkCancellation()
+        }
+    }
+
+    /// The temperature: the built-in sensor `temperature`, in whole degrees.
+    func readTemperature(maxAge: Duration) async throws -> TemperatureCache.Entry {
+        let value = try await readSensor(BoardProfile.temperatureSensor, maxAge: maxAge)
+        return SensorReading(value: value.value, receivedAt: .now - value.age).temperature
+    }
+
+    /// The profile's switch or sensor `name`, or the board's answer that it has none.
+    private func characteristic(_ name: String, _ role: BoardProfile.Role) throws -> BoardProfile.Characteristic {
+        let found = role == .switch ? profile.switch(named: name) : profile.sensor(named: name)
+        guard let found else {
+            let names = (role == .switch ? profile.switches : profile.sensors).map(\.name)
+            throw FleetError(
+                .notFound,
+                "\(address) has no \(role.rawValue) \"\(name)\"; its profile \(profile.name) has "
+                    + (names.isEmpty ? "none." : names.joined(separator: ", ") + "."))
+        }
+        return found
     }
 
     /// Reads any characteristic by service and characteristic UUID.
@@ -123,34 +174,30 @@ extension Board {
         }
     }
 
-    /// The LED or temperature characteristic of the current link: as found when the board
-    /// became ready, else looked up again (a link that went shows as `notConnected`, which
-    /// `whenReady` answers by connecting again).
-    private func sketchCharacteristic(_ which: SketchCharacteristic) async throws -> BlueZCharacteristic {
-        if let known = which == .led ? ledCharacteristic : temperatureCharacteristic { return known }
+    /// A profile characteristic on the current link: as found when the board became ready,
+    /// else looked up again (a link that went shows as `notConnected`, which `whenReady`
+    /// answers by connecting again).
+    private func handle(of item: BoardProfile.Characteristic) async throws -> BlueZCharacteristic {
+        if let known = handles[item.name] { return known }
         guard let device else { throw FleetError(.notConnected, "\(address) is no longer known to BlueZ.") }
-        let (service, characteristic, name) =
-            which == .led
-            ? (NanoProfile.ledService, NanoProfile.ledStatus, "LED")
-            : (NanoProfile.sensorService, NanoProfile.temperature, "temperature")
         do {
             let found = try await context.client.characteristic(
-                device: device, service: service.bluetooth, characteristic: characteristic.bluetooth)
+                device: device, service: item.service.bluetooth, characteristic: item.uuid.bluetooth)
             guard machine.isReady, device.path == self.device?.path else {
-                throw FleetError(.notConnected, "The link of \(address) went while looking up its \(name) characteristic.")
+                throw FleetError(.notConnected, "The link of \(address) went while looking up its \(item.name) characteristic.")
             }
-            if which == .led { ledCharacteristic = found } else { temperatureCharacteristic = found }
+            handles[item.name] = found
             return found
         } catch let error as FleetError {
             throw error
         } catch BlueZError.notConnected(let message), BlueZError.objectVanished(let message) {
             throw FleetError(.notConnected, message.prefix(1).uppercased() + message.dropFirst() + ".")
         } catch {
-            throw FleetError(.gattError, "\(address) has no \(name) characteristic (is it running the Nano sketch?).")
+            throw FleetError(
+                .gattError,
+                "\(address) has no \(item.name) characteristic \(item.uuid) (is it running the sketch of profile \(profile.name)?).")
         }
     }
-
-    enum SketchCharacteristic { case led, temperature }
 
     private func lookUp(service: BluetoothUUID, characteristic: BluetoothUUID) async throws -> BlueZCharacteristic {
         guard let device else { throw FleetError(.notConnected, "\(address) is no longer known to BlueZ.") }

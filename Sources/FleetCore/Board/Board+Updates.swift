@@ -94,6 +94,26 @@ extension Board {
         apply { powered ? $0.adapterPoweredOn(now: $1) : $0.adapterPoweredOff(now: $1) }
     }
 
+    /// The profiles changed (SIGHUP): the board takes the one its device now matches. A
+    /// ready board looks up the new profile's characteristics and follows its sensors at
+    /// once; any other takes it at its next connect.
+    func profilesChanged() async {
+        let tree = await context.client.mirror.tree
+        let offered = devices.values.flatMap { tree.device(at: $0.path)?.uuids ?? $0.uuids }
+        let next = context.profiles.profile(offering: offered) ?? .nano
+        guard next != profile else { return }
+        logger.info("board profile changed", metadata: ["profile": "\(next.name)", "profile.before": "\(profile.name)"])
+        profile = next
+        guard machine.isReady, handlesReady, let device else { return }
+        let generation = linkGeneration
+        let found = await Self.characteristics(of: next, on: device, in: context.client.mirror)
+        guard generation == linkGeneration, profile == next else { return }
+        handles = found
+        for session in notifySessions { session.cancel() }
+        notifySessions = []
+        followSensors(of: next, generation: generation)
+    }
+
     /// The fleet wants the board connected (to receive its temperature notifications).
     func requestAutoConnect() {
         apply { $0.connectRequested(reason: .automatic, now: $1) }

@@ -39,9 +39,12 @@ actor Board {
     /// RSSI, last advertisement and latest temperature, recorded without this actor.
     nonisolated let live = BoardLive()
 
-    /// Looked up by UUID after every connect (paths change across reconnects).
-    var ledCharacteristic: BlueZCharacteristic?
-    var temperatureCharacteristic: BlueZCharacteristic?
+    /// The kind of board (which switches and sensors it has): the profile whose advertised
+    /// service its device offers, looked at again at every connect.
+    var profile: BoardProfile
+    /// The profile's characteristics on the current link, by name: looked up by UUID after
+    /// every connect (paths change across reconnects).
+    var handles: [String: BlueZCharacteristic] = [:]
     /// True once the handles of the current connection are looked up.
     var handlesReady = false
     /// Bumped whenever the link goes away, so work of an older connection can tell it is stale.
@@ -56,8 +59,8 @@ actor Board {
     var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
     var nextWaiterID: UInt64 = 0
     var connectTask: Task<Void, Never>?
-    /// Temperature notifications of the current link (values go straight to `live`).
-    var notifySession: BlueZNotificationSession?
+    /// The sensors' notifications on the current link (values go straight to `live`).
+    var notifySessions: [BlueZNotificationSession] = []
     var busyCount = 0
     var lastUsed: ContinuousClock.Instant
     /// One GATT operation at a time on this board: actor methods interleave at every await,
@@ -72,6 +75,7 @@ actor Board {
         live.setNames(name: record.name, alias: record.alias)
         self.desiredLED = record.desiredLED
         self.devices = Dictionary(devices.map { ($0.adapterPath, $0) }) { first, _ in first }
+        self.profile = context.profiles.profile(offering: devices.flatMap(\.uuids)) ?? .nano
         let now = ContinuousClock.now
         self.lastUsed = now
         let machine = BoardStateMachine(
@@ -101,7 +105,7 @@ actor Board {
             address: address, name: name, alias: alias, phase: machine.phase,
             rssi: live.rssiByAdapter.values.max(), desiredLED: desiredLED, appliedLED: appliedLED,
             temperature: live.temperature, lastFailure: machine.lastFailure, lastSeen: live.lastSeen,
-            adapter: adapter.map(Fleet.adapterName))
+            adapter: adapter.map(Fleet.adapterName), profile: profile, readings: live.readings)
     }
 
     /// Whether the board holds a link it is not using right now (eviction candidate): a link
@@ -185,10 +189,9 @@ actor Board {
         linkAdapter = nil
         logger[metadataKey: "ble.adapter"] = nil
         linkGeneration &+= 1
-        notifySession?.cancel()
-        notifySession = nil
-        ledCharacteristic = nil
-        temperatureCharacteristic = nil
+        for session in notifySessions { session.cancel() }
+        notifySessions = []
+        handles = [:]
         handlesReady = false
     }
 
@@ -315,8 +318,8 @@ actor Board {
         Task { await self.prepareReady(generation: generation) }
     }
 
-    /// The board is connected and resolved: look up its characteristics, resume waiters,
-    /// subscribe to temperature notifications and put the LED back as last asked.
+    /// The board is connected and resolved: look up its profile's characteristics, resume
+    /// waiters, subscribe to its sensors' notifications and put the LED back as last asked.
     private func prepareReady(generation: UInt64) async {
         defer { if preparing == generation { preparing = nil } }
         guard generation == linkGeneration, machine.isReady else { return }
@@ -327,23 +330,25 @@ actor Board {
             apply { $0.disconnected(now: $1) }
             return
         }
-        let (led, temperature) = await Self.sketchCharacteristics(of: device, in: context.client.mirror)
+        let profile = context.profiles.profile(offering: device.uuids) ?? self.profile
+        let found = await Self.characteristics(of: profile, on: device, in: context.client.mirror)
         guard generation == linkGeneration, machine.isReady else { return }
-        ledCharacteristic = led
-        temperatureCharacteristic = temperature
+        self.profile = profile
+        handles = found
         handlesReady = true
         movingSince = nil
         lastUsed = .now
         // A link that came up is one a call waiting for a free link may look at again.
         context.linksChanged.notify()
-        if led == nil || temperature == nil {
+        let missing = profile.characteristics.map(\.name).filter { found[$0] == nil }
+        if !missing.isEmpty {
             logger.notice(
-                "board lacks the Nano sketch's LED or temperature characteristic",
-                metadata: ["ble.device": "\(device.path)", "led": "\(led != nil)", "temperature": "\(temperature != nil)"])
+                "board lacks characteristics of its profile",
+                metadata: ["ble.device": "\(device.path)", "profile": "\(profile.name)", "missing": "\(missing)"])
         }
-        logger.info("board ready")
+        logger.info("board ready", metadata: ["profile": "\(profile.name)"])
         resumeWaiters()
-        if let temperature { subscribeTemperature(temperature, generation: generation) }
+        followSensors(of: profile, generation: generation)
         await reapplyDesiredLED(generation: generation)
     }
 
@@ -365,38 +370,42 @@ actor Board {
     /// How long a resolved board's characteristics may take to show in the mirror.
     static let handlesWait: Duration = .seconds(3)
 
-    /// The LED and temperature characteristics under `device`, once the mirror shows both
-    /// (BlueZ exports them with the resolve, but the mirror may see the resolve first), or
-    /// what it shows after ``handlesWait`` or when the link goes.
-    static func sketchCharacteristics(
-        of device: BlueZDevice, in mirror: BlueZObjectMirror
-    ) async -> (led: BlueZCharacteristic?, temperature: BlueZCharacteristic?) {
+    /// The characteristics of `profile` under `device`, by name, once the mirror shows them
+    /// all (BlueZ exports them with the resolve, but the mirror may see the resolve first),
+    /// or those it shows after ``handlesWait`` or when the link goes.
+    static func characteristics(
+        of profile: BoardProfile, on device: BlueZDevice, in mirror: BlueZObjectMirror
+    ) async -> [String: BlueZCharacteristic] {
         let path = device.path
-        @Sendable func lookUp(_ tree: BlueZObjectTree) -> (BlueZCharacteristic?, BlueZCharacteristic?) {
-            (
-                tree.characteristic(
-                    device: path, service: NanoProfile.ledService.bluetooth, characteristic: NanoProfile.ledStatus.bluetooth),
-                tree.characteristic(
-                    device: path, service: NanoProfile.sensorService.bluetooth,
-                    characteristic: NanoProfile.temperature.bluetooth)
-            )
+        @Sendable func lookUp(_ tree: BlueZObjectTree) -> [String: BlueZCharacteristic] {
+            var found: [String: BlueZCharacteristic] = [:]
+            for wanted in profile.characteristics {
+                found[wanted.name] = tree.characteristic(
+                    device: path, service: wanted.service.bluetooth, characteristic: wanted.uuid.bluetooth)
+            }
+            return found
         }
         _ = try? await mirror.wait(timeout: handlesWait, description: "the characteristics of \(device.address)") {
             snapshot -> MirrorWaitStep<Bool> in
             guard snapshot.tree.device(at: path)?.hasLink == true else { return .done(false) }
-            let (led, temperature) = lookUp(snapshot.tree)
-            return led != nil && temperature != nil ? .done(true) : .pending
+            return lookUp(snapshot.tree).count == profile.characteristics.count ? .done(true) : .pending
         }
         return lookUp(await mirror.tree)
     }
 
-    private func subscribeTemperature(_ characteristic: BlueZCharacteristic, generation: UInt64) {
-        Task { await self.startTemperatureSession(characteristic, generation: generation) }
+    /// Subscribes to every sensor of `profile` that notifies.
+    func followSensors(of profile: BoardProfile, generation: UInt64) {
+        for sensor in profile.sensors where sensor.access.contains(.notify) {
+            guard let handle = handles[sensor.name] else { continue }
+            Task { await self.startNotifications(of: sensor, handle, generation: generation) }
+        }
     }
 
-    /// Subscribes to the temperature: each value is recorded where it arrives, on the
-    /// BlueZ mirror (``record(temperatureBytes:)``), without a hand-off to this actor.
-    private func startTemperatureSession(_ characteristic: BlueZCharacteristic, generation: UInt64) async {
+    /// Subscribes to a sensor: each value is recorded where it arrives, on the BlueZ mirror
+    /// (``record(_:of:into:events:address:logger:)``), without a hand-off to this actor.
+    private func startNotifications(
+        of sensor: BoardProfile.Characteristic, _ characteristic: BlueZCharacteristic, generation: UInt64
+    ) async {
         let live = self.live
         let events = context.events
         let address = self.address
@@ -404,39 +413,53 @@ actor Board {
         do {
             let session = try await context.client.notifications(
                 characteristic,
-                onValue: { Board.record(temperatureBytes: $0, into: live, events: events, address: address, logger: logger) },
-                onEnd: { error in logger.debug("temperature notifications ended", metadata: ["error": "\(error)"]) })
+                onValue: { Board.record($0, of: sensor, into: live, events: events, address: address, logger: logger) },
+                onEnd: { error in
+                    logger.debug("\(sensor.name) notifications ended", metadata: ["error": "\(error)"])
+                })
             guard generation == linkGeneration else {
                 session.cancel()
                 return
             }
-            notifySession?.cancel()
-            notifySession = session
+            notifySessions.append(session)
         } catch {
             guard generation == linkGeneration, !(error is CancellationError) else { return }
-            logger.debug("could not subscribe to temperature notifications", metadata: ["error": "\(error)"])
+            logger.debug("could not subscribe to \(sensor.name) notifications", metadata: ["error": "\(error)"])
         }
     }
 
-    /// Records a temperature value (from a read, or a notification).
-    func record(temperatureBytes bytes: [UInt8]) {
-        Board.record(temperatureBytes: bytes, into: live, events: context.events, address: address, logger: logger)
+    /// Records a sensor's value (from a read, or a notification); nil when the bytes do not
+    /// fit the sensor's format.
+    @discardableResult
+    func record(_ bytes: [UInt8], of sensor: BoardProfile.Characteristic) -> SensorReading? {
+        Board.record(bytes, of: sensor, into: live, events: context.events, address: address, logger: logger)
     }
 
+    @discardableResult
     private nonisolated static func record(
-        temperatureBytes bytes: [UInt8], into live: BoardLive, events: EventBroadcaster<FleetEvent>,
-        address: BoardAddress, logger: Logger
-    ) {
-        guard let celsius = try? Celsius(value: bytes) else {
-            logger.warning("ignored a temperature value that is not one byte", metadata: ["bytes": "\(bytes.count)"])
-            return
+        _ bytes: [UInt8], of sensor: BoardProfile.Characteristic, into live: BoardLive,
+        events: EventBroadcaster<FleetEvent>, address: BoardAddress, logger: Logger
+    ) -> SensorReading? {
+        guard let value = sensor.decode(bytes) else {
+            logger.warning(
+                "ignored a \(sensor.name) value that does not fit its format",
+                metadata: ["bytes": "\(bytes.count)", "format": "\(sensor.format.rawValue)"])
+            return nil
         }
-        live.setTemperature(TemperatureCache.Entry(value: celsius, receivedAt: .now))
-        events.publish(.temperature(address, celsius))
+        let reading = SensorReading(value: value, receivedAt: .now)
+        live.setReading(reading, of: sensor.name)
+        if sensor.name == BoardProfile.temperatureSensor {
+            events.publish(.temperature(address, reading.temperature.value))
+        } else {
+            events.publish(.sensor(address, name: sensor.name, value: value, unit: sensor.unit))
+        }
+        return reading
     }
 
     private func reapplyDesiredLED(generation: UInt64) async {
-        guard desiredLED != .unknown, let led = ledCharacteristic else { return }
+        guard desiredLED != .unknown, let switchLED = profile.switch(named: BoardProfile.ledSwitch),
+            let led = handles[switchLED.name]
+        else { return }
         let on = desiredLED == .on
         // Work on the board like a call's: its link is not given away in the middle of it.
         busyCount += 1
@@ -447,7 +470,7 @@ actor Board {
         do {
             try await gattQueue.acquire()
             defer { gattQueue.release() }
-            try await context.client.writeValue([on ? 1 : 0], to: led, type: .request)
+            try await context.client.writeValue(switchLED.encode(on: on), to: led, type: .request)
             guard generation == linkGeneration else { return }
             appliedLED = on
             logger.info("LED re-applied", metadata: ["led": "\(on ? "on" : "off")"])

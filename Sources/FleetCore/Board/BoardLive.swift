@@ -1,7 +1,7 @@
 import Synchronization
 
 /// What a board learns from its steady radio traffic — advertisements (RSSI) and notified
-/// temperatures — kept outside the ``Board`` actor, so that this traffic is recorded where
+/// sensor values — kept outside the ``Board`` actor, so that this traffic is recorded where
 /// it arrives (on the BlueZ mirror) without waking the board: 20 connected boards send
 /// about 40 such signals a second, and a hand-off per signal would be most of the
 /// daemon's idle CPU.
@@ -14,7 +14,10 @@ final class BoardLive: Sendable {
         /// invalidates RSSI at the end of a discovery: placement still needs it).
         var rssiByAdapter: [String: Int] = [:]
         var lastSeen: ContinuousClock.Instant?
-        var temperature: TemperatureCache.Entry?
+        /// The latest reading of each sensor, by sensor name.
+        var readings: [String: SensorReading] = [:]
+        /// The temperature (the reading of the sensor `temperature`), in whole degrees.
+        var temperature: TemperatureCache.Entry? { readings[BoardProfile.temperatureSensor]?.temperature }
         /// The state machine waits for an advertisement (the board is absent): then an
         /// advertisement must go to the board itself, not only be recorded here.
         var awaitsAdvertisement = false
@@ -29,6 +32,8 @@ final class BoardLive: Sendable {
 
     var temperature: TemperatureCache.Entry? { state.withLock { $0.temperature } }
 
+    func reading(_ sensor: String) -> SensorReading? { state.withLock { $0.readings[sensor] } }
+
     func setNames(name: String?, alias: String?) {
         state.withLock {
             $0.name = name
@@ -36,8 +41,12 @@ final class BoardLive: Sendable {
         }
     }
 
-    func setTemperature(_ entry: TemperatureCache.Entry) {
-        state.withLock { $0.temperature = entry }
+    /// A sensor value arrived (for a call waiting for a sensor the board only notifies).
+    let readingArrived = ChangeSignal()
+
+    func setReading(_ reading: SensorReading, of sensor: String) {
+        state.withLock { $0.readings[sensor] = reading }
+        readingArrived.notify()
     }
 
     /// The adapter no longer knows the board (its device object went).

@@ -16,6 +16,10 @@ public struct BoardSnapshot: Sendable, Hashable {
     public var lastSeen: ContinuousClock.Instant?
     /// The adapter (`hci0`) of its link, else the one that hears it best, if any.
     public var adapter: String? = nil
+    /// The kind of board: its switches and sensors.
+    public var profile: BoardProfile = .nano
+    /// The latest reading of each of its sensors that has one, by sensor name.
+    public var readings: [String: SensorReading] = [:]
 
     public var identity: BoardIdentity { BoardIdentity(address: address, name: name, alias: alias) }
 }

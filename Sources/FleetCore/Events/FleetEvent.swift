@@ -4,6 +4,9 @@ public enum FleetEvent: Sendable, Hashable {
     case boardPhaseChanged(BoardAddress, from: BoardPhase, to: BoardPhase)
     /// A temperature reading arrived (read or notification).
     case temperature(BoardAddress, Celsius)
+    /// A value of a sensor other than the temperature arrived (read or notification),
+    /// scaled as the board's profile says.
+    case sensor(BoardAddress, name: String, value: Double, unit: String?)
     /// The LED was written successfully.
     case ledApplied(BoardAddress, on: Bool)
     /// The adapter was powered on or off (or vanished: `powered == false`).

@@ -105,7 +105,7 @@ extension Fleet {
             } else {
                 let adapter = FleetAdapter(
                     adapter: current, limit: configuration.limit(for: current), client: client,
-                    filter: DiscoveryFilter(serviceUUIDs: [NanoProfile.ledService.bluetooth]), logger: logger)
+                    filter: DiscoveryFilter(serviceUUIDs: context.profiles.advertisedServices.map(\.bluetooth)), logger: logger)
                 adapters[current.path] = adapter
                 logger.info(
                     "adapter present",
@@ -147,7 +147,7 @@ extension Fleet {
             return
         }
         let identity = BoardIdentity(address: address, name: device.name, alias: nil)
-        guard tunables.adoption.shouldAdopt(identity, advertisesLEDService: device.advertises(NanoProfile.ledService.bluetooth))
+        guard tunables.adoption.shouldAdopt(identity, ofKnownKind: context.profiles.recognises(device.uuids))
         else { return }
         await adopt(device, address: address)
     }

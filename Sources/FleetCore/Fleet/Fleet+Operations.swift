@@ -103,6 +103,27 @@ extension Fleet {
         }
     }
 
+    /// Every selected board's value of `sensor` (a sensor of its profile): values younger
+    /// than `maxAge` (default: the configured maximum age) are served without radio traffic.
+    public func readSensor(_ selection: Selection, sensor: String, maxAge: Duration? = nil, timeout: Duration? = nil) async
+        -> FleetResult<SensorValue>
+    {
+        let maxAge = maxAge ?? tunables.temperatureMaxAge
+        return await fanOut(selection, timeout: timeout) { try await $0.readSensor(sensor, maxAge: maxAge) }
+    }
+
+    /// Switches `name` (a switch of each board's profile) on or off on every selected board.
+    /// The LED (`led`) is remembered as with ``setLED(_:on:timeout:)``.
+    public func setSwitch(_ selection: Selection, name: String, on: Bool, timeout: Duration? = nil) async
+        -> FleetResult<Void>
+    {
+        if name == BoardProfile.ledSwitch { return await setLED(selection, on: on, timeout: timeout) }
+        return await fanOut(selection, timeout: timeout) { try await $0.setSwitch(name, on: on) }
+    }
+
+    /// The kinds of board known now.
+    public nonisolated var profiles: ProfileCatalog { context.profiles }
+
     /// Connects the selected boards (they stay connected while slots allow).
     public func connect(_ selection: Selection, timeout: Duration? = nil) async -> FleetResult<Void> {
         await fanOut(selection, timeout: timeout) { try await $0.connect() }

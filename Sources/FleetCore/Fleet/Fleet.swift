@@ -104,7 +104,8 @@ public actor Fleet {
         self.logger = logger
         self.tunables = Tunables(
             defaultCommandTimeout: configuration.defaultCommandTimeout,
-            temperatureMaxAge: configuration.temperatureMaxAge, adoption: configuration.adoption)
+            temperatureMaxAge: configuration.temperatureMaxAge, adoption: configuration.adoption,
+            profiles: configuration.profiles)
         let events = EventBroadcaster<FleetEvent>(defaultBufferSize: configuration.eventBufferSize)
         self.events = events
         let tally = FleetTally(adapterSelection: adapters.description)
@@ -170,11 +171,17 @@ public actor Fleet {
         public var defaultCommandTimeout: Duration
         public var temperatureMaxAge: Duration
         public var adoption: AdoptionPolicy
+        /// The kinds of board (a board takes its new profile at its next connect).
+        public var profiles: ProfileCatalog
 
-        public init(defaultCommandTimeout: Duration, temperatureMaxAge: Duration, adoption: AdoptionPolicy) {
+        public init(
+            defaultCommandTimeout: Duration, temperatureMaxAge: Duration, adoption: AdoptionPolicy,
+            profiles: ProfileCatalog = .builtIn
+        ) {
             self.defaultCommandTimeout = defaultCommandTimeout
             self.temperatureMaxAge = temperatureMaxAge
             self.adoption = adoption
+            self.profiles = profiles
         }
     }
 
@@ -209,6 +216,14 @@ public actor Fleet {
 
     /// Applies new tunables (e.g. after SIGHUP).
     public func reconfigure(_ tunables: Tunables) {
+        if tunables.profiles != self.tunables.profiles {
+            context.setProfiles(tunables.profiles)
+            for board in boards.values { Task { await board.profilesChanged() } }
+            let before = Set(self.tunables.profiles.advertisedServices)
+            if Set(tunables.profiles.advertisedServices) != before {
+                logger.warning("discovery looks for the advertised services of new profiles after a restart")
+            }
+        }
         self.tunables = tunables
     }
 

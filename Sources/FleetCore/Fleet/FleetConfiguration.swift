@@ -28,6 +28,8 @@ public struct FleetConfiguration: Sendable, Hashable {
     public let lastSeenSaveInterval: Duration
     /// Events buffered per subscriber before the oldest are dropped.
     public let eventBufferSize: Int
+    /// The kinds of board: the built-in profile and those of files.
+    public let profiles: ProfileCatalog
 
     public init(
         connectionLimit: Int = 7,
@@ -41,7 +43,8 @@ public struct FleetConfiguration: Sendable, Hashable {
         reconnect: ReconnectPolicy = ReconnectPolicy(),
         stateDirectory: String = "/var/lib/blefleet",
         lastSeenSaveInterval: Duration = .seconds(60),
-        eventBufferSize: Int = 256
+        eventBufferSize: Int = 256,
+        profiles: ProfileCatalog = .builtIn
     ) {
         self.connectionLimit = max(1, connectionLimit)
         self.adapterLimits = adapterLimits.mapValues { max(1, $0) }
@@ -55,6 +58,7 @@ public struct FleetConfiguration: Sendable, Hashable {
         self.stateDirectory = stateDirectory
         self.lastSeenSaveInterval = lastSeenSaveInterval
         self.eventBufferSize = max(1, eventBufferSize)
+        self.profiles = profiles
     }
 
     /// The connection limit of `adapter`: its override, else ``connectionLimit``.

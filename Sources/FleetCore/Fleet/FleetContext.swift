@@ -1,5 +1,6 @@
 import BlueZ
 import Logging
+import Synchronization
 
 /// What every board actor shares: the BlueZ client, the configuration, the event stream,
 /// the counts, and the way back to the fleet for what needs all boards and adapters at once
@@ -14,6 +15,9 @@ final class FleetContext: Sendable {
     /// that found every link busy looks again.
     let linksChanged = ChangeSignal()
     private let fleet: WeakFleetReference
+    private let catalog: Mutex<ProfileCatalog>
+    /// The kinds of board known now (SIGHUP may change them).
+    var profiles: ProfileCatalog { catalog.withLock { $0 } }
 
     init(
         client: BlueZClient, configuration: FleetConfiguration, events: EventBroadcaster<FleetEvent>,
@@ -25,6 +29,11 @@ final class FleetContext: Sendable {
         self.tally = tally
         self.logger = logger
         self.fleet = fleet
+        self.catalog = Mutex(configuration.profiles)
+    }
+
+    func setProfiles(_ profiles: ProfileCatalog) {
+        catalog.withLock { $0 = profiles }
     }
 
     /// The adapter `board` should connect through now (``Placement``), claimed; nil when

@@ -22,8 +22,8 @@ public struct AdoptionPolicy: Sendable, Hashable {
     }
 
     /// Whether a newly discovered board should be adopted.
-    public func shouldAdopt(_ board: BoardIdentity, advertisesLEDService: Bool) -> Bool {
-        guard advertisesLEDService else { return false }
+    public func shouldAdopt(_ board: BoardIdentity, ofKnownKind: Bool) -> Bool {
+        guard ofKnownKind else { return false }
         if allowList.isEmpty { return autoAdopt }
         return allowList.contains { $0.matches(board) }
     }

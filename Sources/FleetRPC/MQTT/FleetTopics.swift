@@ -6,6 +6,7 @@
 ///     <prefix>/<gateway>/<board>/led            ON | OFF (retained)
 ///     <prefix>/<gateway>/<board>/led/set        ON | OFF (command)
 ///     <prefix>/<gateway>/<board>/temperature    whole °C (retained)
+///     <prefix>/<gateway>/<board>/<sensor>       any other sensor of its profile, scaled (retained)
 ///     <prefix>/<gateway>/<board>/state          the board as boards.list gives it (JSON, retained)
 ///     <prefix>/all/led/set                      {"on": true, "request": "<id>", "timeoutMs": 5000}
 ///     <prefix>/<gateway>/all/led/set            the same, for one gateway
@@ -45,6 +46,12 @@ public struct FleetTopics: Sendable, Hashable {
     public func led(_ gateway: String, _ address: String) -> String { board(gateway, address) + "/led" }
     public func ledSet(_ gateway: String, _ address: String) -> String { board(gateway, address) + "/led/set" }
     public func temperature(_ gateway: String, _ address: String) -> String { board(gateway, address) + "/temperature" }
+    /// A sensor of the board's profile: `…/f00d00000001/humidity`.
+    public func sensor(_ gateway: String, _ address: String, _ sensor: String) -> String {
+        board(gateway, address) + "/" + sensor
+    }
+    /// Names a sensor cannot have: the board's other topics.
+    public static let reservedLevels: Set<String> = ["availability", "led", "state", "status", "result", "all"]
     public func state(_ gateway: String, _ address: String) -> String { board(gateway, address) + "/state" }
     /// Fleet-wide LED commands: every gateway (`gateway` nil) or one.
     public func allLEDSet(_ gateway: String? = nil) -> String {

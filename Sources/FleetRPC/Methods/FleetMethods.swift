@@ -7,7 +7,7 @@ public enum FleetMethods {
     /// Every fleet method, in the order `rpc.discover` lists them.
     public static let all: [any RPCMethod.Type] = [
         BoardsList.self, BoardsScan.self, BoardsConnect.self, BoardsDisconnect.self, BoardsForget.self,
-        BoardsAlias.self, LedSet.self, TemperatureRead.self, GattRead.self, GattWrite.self, GattNotify.self,
+        BoardsAlias.self, LedSet.self, TemperatureRead.self, SwitchSet.self, SensorRead.self, GattRead.self, GattWrite.self, GattNotify.self,
         EventsSubscribe.self, EventsUnsubscribe.self, DaemonStatus.self,
     ]
 
@@ -54,9 +54,16 @@ enum Schemas {
             "state": ["type": "string", "enum": .array(BoardState.allCases.map { .string($0.rawValue) })],
             "rssi": ["type": "integer"], "led": ["type": ["boolean", "null"]],
             "desiredLed": ["type": ["boolean", "null"]], "temperature": temperature, "adapter": ["type": "string"],
-            "lastSeen": ["type": "string", "format": "date-time"],
+            "lastSeen": ["type": "string", "format": "date-time"], "profile": ["type": "string"],
+            "sensors": ["type": "object", "additionalProperties": sensorInfo],
         ],
     ]
+    static let sensorInfo: JSONValue = [
+        "type": "object", "properties": ["value": ["type": "number"], "unit": ["type": "string"], "ageMs": ["type": "integer"]],
+    ]
+    static let sensorOutcome: JSONValue = outcome([
+        "sensor": ["type": "string"], "value": ["type": "number"], "unit": ["type": "string"], "ageMs": ["type": "integer"],
+    ])
     static let boardList: JSONValue = [
         "type": "object", "required": ["boards"], "properties": ["boards": ["type": "array", "items": boardInfo]],
     ]

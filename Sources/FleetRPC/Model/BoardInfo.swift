@@ -21,13 +21,19 @@ public struct BoardInfo: Sendable, Hashable, Codable {
     public var lastSeen: String?
     /// The adapter (`hci0`) of its link, else the one that hears it best, if any.
     public var adapter: String?
+    /// The board's profile (`nano` for the built-in one).
+    public var profile: String?
+    /// Each sensor of its profile, by name, with its latest value.
+    public var sensors: [String: SensorInfo]?
 
     public init(
         address: String, name: String, alias: String? = nil, state: BoardState, rssi: Int? = nil,
         led: Bool? = nil, desiredLed: Bool? = nil, temperature: TemperatureReading? = nil, lastSeen: String? = nil,
-        adapter: String? = nil
+        adapter: String? = nil, profile: String? = nil, sensors: [String: SensorInfo]? = nil
     ) {
         self.adapter = adapter
+        self.profile = profile
+        self.sensors = sensors
         self.address = address
         self.name = name
         self.alias = alias
@@ -40,7 +46,7 @@ public struct BoardInfo: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case address, name, alias, state, rssi, led, desiredLed, temperature, lastSeen, adapter
+        case address, name, alias, state, rssi, led, desiredLed, temperature, lastSeen, adapter, profile, sensors
     }
 
     /// `led` and `desiredLed` are always present, `null` when unknown (a script tells
@@ -57,5 +63,7 @@ public struct BoardInfo: Sendable, Hashable, Codable {
         try container.encodeIfPresent(temperature, forKey: .temperature)
         try container.encodeIfPresent(lastSeen, forKey: .lastSeen)
         try container.encodeIfPresent(adapter, forKey: .adapter)
+        try container.encodeIfPresent(profile, forKey: .profile)
+        try container.encodeIfPresent(sensors, forKey: .sensors)
     }
 }

@@ -8,4 +8,7 @@ public enum EventTopic: String, Sendable, Hashable, Codable, CaseIterable {
     case led
     /// The adapter was powered on or off, or BlueZ came or went.
     case adapter
+    /// A board sent a new value of a sensor of its profile other than the temperature
+    /// (which has its own topic).
+    case sensor
 }

@@ -100,6 +100,10 @@ public final class EventSubscriptions: Sendable {
         case .temperature(let address, let celsius):
             return EventNotification(
                 topic: .temperature, address: address.rawValue, time: time, data: ["celsius": .int(Int64(celsius.degrees))])
+        case .sensor(let address, let name, let value, let unit):
+            var data: [String: JSONValue] = ["sensor": .string(name), "value": .double(value)]
+            if let unit { data["unit"] = .string(unit) }
+            return EventNotification(topic: .sensor, address: address.rawValue, time: time, data: .object(data))
         case .ledApplied(let address, let on):
             return EventNotification(topic: .led, address: address.rawValue, time: time, data: ["on": .bool(on)])
         case .adapterPowered(let powered):

@@ -52,6 +52,31 @@ public enum FleetMethodBindings {
             }
             return FleetRPC.FleetResult(results: entries).unmatched(result.unmatched)
         }
+        dispatcher.register(FleetMethods.SensorRead.self) { params, _ in
+            let selection = try coreSelection(params.select)
+            try requireKnown(params.sensor, role: "sensor", "sensor", among: fleet.profiles.sensorNames)
+            let result = await fleet.readSensor(
+                selection, sensor: params.sensor, maxAge: params.maxAgeMs.map { .milliseconds($0) },
+                timeout: params.timeoutMs.map { .milliseconds($0) })
+            try requireMatch(result.outcomes.isEmpty, result.unmatched, params.select)
+            let entries = result.outcomes.map { outcome in
+                SensorOutcome(
+                    address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
+                    sensor: params.sensor, value: outcome.value?.value, unit: outcome.value?.sensor.unit,
+                    ageMs: outcome.value.map { Wire.milliseconds($0.age) },
+                    error: outcome.error.map(BoardError.init), latencyMs: Wire.milliseconds(outcome.latency))
+            }
+            return FleetRPC.FleetResult(results: entries).unmatched(result.unmatched)
+        }
+        dispatcher.register(FleetMethods.SwitchSet.self) { params, _ in
+            let selection = try coreSelection(params.select)
+            try requireKnown(params.switch, role: "switch", "switch", among: fleet.profiles.switchNames)
+            let result = await fleet.setSwitch(
+                selection, name: params.switch, on: params.on, timeout: params.timeoutMs.map { .milliseconds($0) })
+            // The LED of a board that could not be switched now is switched when it is back.
+            let remembered = params.switch == BoardProfile.ledSwitch
+            return try outcomes(result, selection: params.select, pending: { remembered && $0.retryable })
+        }
         dispatcher.register(FleetMethods.BoardsList.self) { params, _ in
             let selection = try params.select.map(coreSelection) ?? .all
             return BoardsListResult(boards: await fleet.snapshots(selection).map { BoardInfo($0) })
@@ -224,6 +249,14 @@ public enum FleetMethodBindings {
             throw RPCError(.invalidParams, "characteristic: \"\(characteristic)\" is not a UUID (like FFE1).")
         }
         return (serviceUUID, characteristicUUID)
+    }
+
+    /// A sensor or switch no profile has is the call's mistake (a typo), not each board's.
+    static func requireKnown(_ name: String, role: String, _ param: String, among known: [String]) throws {
+        guard !known.contains(name) else { return }
+        throw RPCError(
+            .invalidParams,
+            "\(param): no board profile has a \(role) \"\(name)\"; known: \(known.joined(separator: ", ")).")
     }
 
     /// A call whose selection matched no board at all fails as a whole (-32001).

@@ -4,13 +4,6 @@ import FleetRPC
 import JSONRPC
 import FleetRPCClient
 
-/// An event topic as a command line value.
-enum TopicArgument: String, ExpressibleByArgument, CaseIterable {
-    case boards, temperature, led, adapter
-
-    var topic: EventTopic { EventTopic(rawValue: rawValue)! }
-}
-
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the daemon's events as they happen, one line each, until interrupted.")
@@ -19,8 +12,18 @@ struct Watch: AsyncParsableCommand {
 
     @Option(
         name: .customLong("topic"),
-        help: ArgumentHelp("Only events of this topic (boards, temperature, led, adapter); repeatable.", valueName: "topic"))
-    var topics: [TopicArgument] = []
+        help: ArgumentHelp(
+            "Only events of this topic (\(EventTopic.allCases.map(\.rawValue).joined(separator: ", "))); repeatable.",
+            valueName: "topic"),
+        completion: .list(EventTopic.allCases.map(\.rawValue)),
+        transform: { text in
+            guard let topic = EventTopic(rawValue: text) else {
+                throw ValidationError(
+                    "\"\(text)\" is not a topic; one of \(EventTopic.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            return topic
+        })
+    var topics: [EventTopic] = []
 
     func run() async throws {
         let session = try Session(options)
@@ -32,7 +35,7 @@ struct Watch: AsyncParsableCommand {
         }
         let notifications = session.client.notifications()
         _ = try await session.call(
-            FleetMethods.EventsSubscribe.self, EventsSubscribeParams(topics: topics.isEmpty ? nil : topics.map(\.topic)))
+            FleetMethods.EventsSubscribe.self, EventsSubscribeParams(topics: topics.isEmpty ? nil : topics))
         do {
             for try await notification in notifications where notification.method == EventNotification.method {
                 guard let params = notification.params(as: JSONValue.self) else { continue }
