@@ -41,23 +41,34 @@ import Testing
                 == .evict([address(9), address(8), address(7)]))
     }
 
-    @Test func boardsQueuedBehindGetTheirSlotsFreedInTheSameBatch() {
-        // 7 links, 3 more boards queued behind this one: 4 idle boards go at once, oldest first.
+    @Test func aReleaseUnderWayIsWaitedForRatherThanAnotherBoardReleased() {
+        var links = (1...7).map { link($0, usedAt: $0) }
+        links[3].isLeaving = true
+        #expect(ConnectionSlots.decide(for: address(20), links: links, limit: 7) == .noSlot)
+    }
+
+    @Test func queuedBoardsGetTheOldestIdleLinksReleasedAhead() {
+        // 7 links (board 1 busy), 3 boards queued for calls: 3 idle ones go, oldest first.
         let links = (1...7).map { link($0, usedAt: $0, busy: $0 == 1) }
         #expect(
-            ConnectionSlots.decide(for: address(20), links: links, limit: 7, queued: 3)
-                == .evict([address(2), address(3), address(4), address(5)]))
+            ConnectionSlots.releaseAhead(links: links, limit: 7, waiting: 3) == [address(2), address(3), address(4)])
     }
 
-    @Test func aBatchNeverReleasesABusyBoardAndIsBoundedByTheIdleOnes() {
+    @Test func releasesUnderWayAndFreeSlotsCountAgainstTheQueue() {
+        // 6 links on 7 slots, one of them leaving: 2 slots are (about to be) free for 3 boards.
+        var links = (1...6).map { link($0, usedAt: $0) }
+        links[0].isLeaving = true
+        #expect(ConnectionSlots.releaseAhead(links: links, limit: 7, waiting: 3) == [address(2)])
+        #expect(ConnectionSlots.releaseAhead(links: links, limit: 7, waiting: 2) == [])
+    }
+
+    @Test func releasingAheadNeverTakesABusyBoardAndIsBoundedByTheIdleOnes() {
         let links = (1...4).map { link($0, usedAt: $0, busy: $0 <= 2) }
-        #expect(
-            ConnectionSlots.decide(for: address(20), links: links, limit: 4, queued: 10)
-                == .evict([address(3), address(4)]))
+        #expect(ConnectionSlots.releaseAhead(links: links, limit: 4, waiting: 10) == [address(3), address(4)])
     }
 
-    @Test func aFreeSlotReleasesNothingEvenWithBoardsQueued() {
-        let links = (1...3).map { link($0, usedAt: $0) }
-        #expect(ConnectionSlots.decide(for: address(20), links: links, limit: 4, queued: 5) == .available)
+    @Test func nothingIsReleasedAheadWithoutAQueue() {
+        let links = (1...7).map { link($0, usedAt: $0) }
+        #expect(ConnectionSlots.releaseAhead(links: links, limit: 7, waiting: 0) == [])
     }
 }

@@ -217,6 +217,36 @@ struct FleetTests {
         }
     }
 
+    /// A deadline too short for the rotation: the boards still queued for a slot say so, each
+    /// with its adapter and its place in the queue, never "pending" or gone; the boards that
+    /// held a link were served.
+    @Test(arguments: Lane.enabled)
+    func boardsStillQueuedAtTheDeadlineSayWhereTheyAreInTheQueue(lane: Lane) async throws {
+        // BlueZoo connects at once: a radio's pace there, so the rotation outlasts the deadline.
+        let pace = lane == .bluezoo ? ["--latency-ms", "100"] : []
+        try await FleetFixture.with(lane: lane, boards: 15, testbedArguments: pace) { fixture in
+            try await fixture.waitForFleet(timeout: .seconds(20), "15 boards adopted") { $0.boardCount == 15 }
+            let before = try await fixture.waitForSnapshots(timeout: .seconds(30), "7 ready, 8 in standby") { boards in
+                boards.filter { $0.phase == .ready }.count == 7 && boards.filter { $0.phase == .standby }.count == 8
+            }
+            let waiting = Set(before.filter { $0.phase == .standby }.map(\.address))
+            let result = await fixture.fleet.setLED(.all, on: true, timeout: .milliseconds(250))
+            #expect(result.outcomes.count == 15)
+            let queued = result.outcomes.filter { waiting.contains($0.address) }.compactMap(\.error)
+            #expect(queued.allSatisfy { $0.code == .timeout }, "\(queued)")
+            // Each board still in the queue says so, with its own place: 0, 1, 2… ahead of it.
+            let places = queued.compactMap { error -> Int? in
+                guard error.message.hasPrefix("Still waiting for a connection slot on hci0, ") else { return nil }
+                return error.message.split(separator: ",").dropFirst().first
+                    .flatMap { Int($0.split(separator: " ").first ?? "") }
+            }
+            #expect(!places.isEmpty, "\(queued.map(\.message))")
+            #expect(
+                places.sorted() == Array(0..<places.count),
+                "\(result.outcomes.map { "\($0.address) \(waiting.contains($0.address) ? "standby" : "ready"): \($0.error?.message ?? "ok")" })")
+        }
+    }
+
     /// A classroom of 30 on one adapter's 7 slots (the default): `led on --all` and `led off
     /// --all` without a timeout switch all 30, each LED checked on its board. A D-Bus monitor
     /// of the bus is the referee (it trusts nothing the fleet says): never more than 7 links

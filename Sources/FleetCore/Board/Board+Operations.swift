@@ -9,7 +9,7 @@ extension Board {
         defer {
             busyCount -= 1
             lastUsed = .now
-            if busyCount == 0 { context.linksChanged.notify() }
+            if busyCount == 0 { context.slotsChanged.notify() }
         }
         while true {
             try await ensureReady()

@@ -113,7 +113,8 @@ actor Board {
     /// meanwhile) counts as busy, as does work on a ready one.
     var linkUsage: ConnectionSlots.Link {
         ConnectionSlots.Link(
-            address: address, lastUsed: lastUsed, isBusy: busyCount > 0 || !waiters.isEmpty || !machine.isReady)
+            address: address, lastUsed: lastUsed, isBusy: busyCount > 0 || !waiters.isEmpty || !machine.isReady,
+            isLeaving: machine.phase == .disconnecting)
     }
 
     /// Whether a call waits for the board to be ready.
@@ -132,6 +133,8 @@ actor Board {
         if before != after {
             logger.debug("board \(before) → \(after)")
             context.tally.boardChanged(address, board: ObjectIdentifier(self), phase: after, adapter: linkAdapter)
+            // A slot freed (the link is down): a connect waiting for one looks again.
+            if before.holdsSlot && !after.holdsSlot { context.slotsChanged.notify() }
             if (before == .absent) != (after == .absent) { live.setAwaitsAdvertisement(after == .absent) }
             context.events.publish(.boardPhaseChanged(address, from: before, to: after))
         }
@@ -184,7 +187,7 @@ actor Board {
     /// Forgets the handles and notification session of the current link, and what the LED
     /// was: a board that lost its link may have rebooted (LED off) until it is written again.
     private func dropLink() {
-        defer { context.linksChanged.notify() }
+        defer { context.slotsChanged.notify() }
         appliedLED = nil
         linkAdapter = nil
         logger[metadataKey: "ble.adapter"] = nil
@@ -287,8 +290,8 @@ actor Board {
             return .failed(.connectionFailed(
                 .concurrentConnectionLimit, "all \(adapter.limit) connection slots of \(adapter.name) are in use"))
         }
-        adapter.linking(address, true)
-        defer { adapter.linking(address, false) }
+        // Its slot is held from here until its connect is done (``FleetAdapter/unclaim(_:)``).
+        adapter.linking(address)
         // Placement read the device from the mirror; the fleet may not have handed it here yet.
         if devices[adapter.path] == nil { devices[adapter.path] = device }
         linkAdapter = adapter.path
@@ -339,7 +342,7 @@ actor Board {
         movingSince = nil
         lastUsed = .now
         // A link that came up is one a call waiting for a free link may look at again.
-        context.linksChanged.notify()
+        context.slotsChanged.notify()
         let missing = profile.characteristics.map(\.name).filter { found[$0] == nil }
         if !missing.isEmpty {
             logger.notice(
@@ -465,7 +468,7 @@ actor Board {
         busyCount += 1
         defer {
             busyCount -= 1
-            if busyCount == 0 { context.linksChanged.notify() }
+            if busyCount == 0 { context.slotsChanged.notify() }
         }
         do {
             try await gattQueue.acquire()

@@ -16,8 +16,9 @@ final class FleetAdapter: Sendable {
         var adapter: BlueZAdapter
         /// When boards failed to connect through this adapter, per board.
         var failures: [BoardAddress: [ContinuousClock.Instant]] = [:]
-        /// Boards whose connect is placed on this adapter and not finished (queued or running).
-        var placed: Set<BoardAddress> = []
+        /// Boards whose connect is placed on this adapter and not finished (queued or
+        /// running), in the order they were placed: the order of the connect queue.
+        var placed: [BoardAddress] = []
         /// Boards given a slot here whose connect has not finished: they hold the slot
         /// before BlueZ shows their link.
         var linking: Set<BoardAddress> = []
@@ -92,24 +93,46 @@ final class FleetAdapter: Sendable {
     var connectsInProgress: Int { state.withLock { $0.placed.count } }
 
     /// The boards whose connect is placed here: each takes a slot once connected.
-    var placedBoards: Set<BoardAddress> { state.withLock { $0.placed } }
+    var placedBoards: Set<BoardAddress> { state.withLock { Set($0.placed) } }
+
+    /// The boards placed here that are still waiting for a slot (not given one yet), in
+    /// queue order.
+    var queuedBoards: [BoardAddress] {
+        state.withLock { state in state.placed.filter { !state.linking.contains($0) } }
+    }
+
+    /// Where `board` stands in this adapter's queue, if it is in it.
+    func place(of board: BoardAddress) -> SlotQueuePlace? {
+        state.withLock { state in
+            guard state.placed.contains(board) else { return nil }
+            if state.linking.contains(board) { return .connecting(adapter: name) }
+            let ahead = state.placed.prefix { $0 != board }.filter { !state.linking.contains($0) }.count
+            return .queued(adapter: name, ahead: ahead)
+        }
+    }
 
     /// Placement chose this adapter for `board`'s connect; ``unclaim(_:)`` when it is done.
     func claim(_ board: BoardAddress) {
-        state.withLock { _ = $0.placed.insert(board) }
+        state.withLock { state in
+            if !state.placed.contains(board) { state.placed.append(board) }
+        }
     }
 
+    /// `board`'s connect is done (or gave up): it leaves the queue, and the slot it was
+    /// given counts as BlueZ shows its link from now on.
     func unclaim(_ board: BoardAddress) {
-        state.withLock { _ = $0.placed.remove(board) }
+        state.withLock { state in
+            state.placed.removeAll { $0 == board }
+            state.linking.remove(board)
+        }
     }
 
     /// The boards given a slot whose connect is not finished (``linking(_:)``).
     var linkingBoards: Set<BoardAddress> { state.withLock { $0.linking } }
 
-    /// `board` got a slot and connects (`true`), or its connect ended (`false`).
-    func linking(_ board: BoardAddress, _ on: Bool) {
-        state.withLock { state in
-            if on { state.linking.insert(board) } else { state.linking.remove(board) }
-        }
+    /// `board` got a slot here and connects: it holds the slot before BlueZ shows its link,
+    /// until ``unclaim(_:)``.
+    func linking(_ board: BoardAddress) {
+        state.withLock { _ = $0.linking.insert(board) }
     }
 }

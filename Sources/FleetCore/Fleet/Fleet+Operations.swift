@@ -36,7 +36,10 @@ extension Fleet {
         guard !usable.isEmpty else { return .now + tunables.defaultCommandTimeout }
         let status = tally.status
         let free = max(0, usable.map(\.limit).reduce(0, +) - status.connectedCount)
-        let rotations = max(0, tally.withoutLink(boards.map(\.address)) - free)
+        // Boards of other calls already queued for a slot go first.
+        let mine = Set(boards.map(\.address))
+        let ahead = usable.map { $0.queuedBoards.filter { !mine.contains($0) }.count }.reduce(0, +)
+        let rotations = max(0, tally.withoutLink(boards.map(\.address)) + ahead - free)
         let rotation = usable.map(\.rotationTime).max() ?? FleetAdapter.assumedRotation
         let plan = rotation * Double(rotations) / Double(usable.count) * 1.5 + .seconds(2)
         return .now + max(tunables.defaultCommandTimeout, plan)
@@ -60,8 +63,14 @@ extension Fleet {
         activeCommands += 1
         defer { activeCommands -= 1 }
         let tally = self.tally
+        let queues = Array(adapters.values)
         let result = await FanOut.run(
-            targets, deadline: deadline(timeout, for: targets), unfinished: { tally.waitingForSlots($0, deadline: timeout) }
+            targets, deadline: deadline(timeout, for: targets),
+            unfinished: { unfinished in
+                tally.waitingForSlots(unfinished, deadline: timeout) { board in
+                    queues.lazy.compactMap { $0.place(of: board) }.first
+                }
+            }
         ) { identity in
             guard let board = boards[identity.address] else {
                 throw FleetError(.notFound, "\(identity.address) was forgotten.")

@@ -152,6 +152,17 @@ public actor Fleet {
                     try? await self?.registry.flushIfDue()
                 }
             }
+            group.addTask { [weak self, slotsChanged = context.slotsChanged] in
+                // While calls wait for boards beyond the free slots, idle links are given away
+                // as soon as their work is done (the release runs while the connect before
+                // the next one is still under way).
+                var seen = slotsChanged.generation
+                while !Task.isCancelled {
+                    await slotsChanged.wait(after: seen)
+                    seen = slotsChanged.generation
+                    await self?.releaseAhead()
+                }
+            }
             group.addTask { [weak self] in
                 // Each turn reads at most one board, and only while no call runs.
                 while !Task.isCancelled {
@@ -324,6 +335,7 @@ public actor Fleet {
             }
         guard let chosen, let adapter = adapters[chosen.path], let device = devices[chosen.path] else { return nil }
         adapter.claim(board)
+        context.slotsChanged.notify()
         return PlacementChoice(
             adapter: adapter, device: device, full: chosen.full, roomWhereUnheard: roomWhereUnheard,
             freshRoomWhereUnheard: freshRoomWhereUnheard)
@@ -336,10 +348,10 @@ public actor Fleet {
         // Every link busy is a moment, not a failure: a command waits until one is free
         // (its board's work done, or a link gone), until its own deadline cancels it.
         while !Task.isCancelled {
-            let seen = context.linksChanged.generation
+            let seen = context.slotsChanged.generation
             guard let granted = await trySlot(for: address, on: adapter, command: command) else {
                 guard command else { return false }
-                await context.linksChanged.wait(after: seen)
+                await context.slotsChanged.wait(after: seen)
                 continue
             }
             return granted
@@ -347,37 +359,11 @@ public actor Fleet {
         return false
     }
 
-    /// One look at `adapter`'s links: true (free, or freed by releasing idle boards: this
-    /// one's slot and those of the boards queued behind it for a call), false (full, and not
-    /// a command), nil (every link busy).
+    /// One look at `adapter`'s links: true (free, or freed by releasing idle boards), false
+    /// (full, and not a command), nil (every link busy, or a release under way: wait).
     private func trySlot(for address: BoardAddress, on adapter: FleetAdapter, command: Bool) async -> Bool? {
-        let connected = await client.mirror.tree.devices(onAdapter: adapter.path).filter(\.hasLink)
-        var links: [ConnectionSlots.Link] = []
-        // A connect given its slot holds it before BlueZ shows the link (the reply to
-        // Connect may come before Connected=true): it is busy, never evicted.
-        let shown = Set(connected.compactMap { BoardAddress($0.address) })
-        for other in adapter.linkingBoards where other != address && !shown.contains(other) {
-            links.append(ConnectionSlots.Link(address: other, lastUsed: .now, isBusy: true))
-        }
-        for device in connected {
-            guard let other = BoardAddress(device.address), other != address else { continue }
-            if let board = boards[other] {
-                links.append(await board.linkUsage)
-            } else {
-                // Another client's link: never ours to evict.
-                links.append(ConnectionSlots.Link(address: other, lastUsed: .now, isBusy: true))
-            }
-        }
-        // The boards queued behind this one on the adapter that a call waits for: their
-        // slots are freed in the same batch, so their connects follow back to back.
-        var queued = 0
-        if command, links.count >= adapter.limit {
-            let linked = shown.union(adapter.linkingBoards)
-            for other in adapter.placedBoards where other != address && !linked.contains(other) {
-                if await boards[other]?.isAwaited == true { queued += 1 }
-            }
-        }
-        switch ConnectionSlots.decide(for: address, links: links, limit: adapter.limit, queued: queued) {
+        let links = await links(on: adapter, except: address).links
+        switch ConnectionSlots.decide(for: address, links: links, limit: adapter.limit) {
         case .available:
             return true
         case .evict(let victims):
@@ -386,16 +372,64 @@ public actor Fleet {
             logger.debug(
                 "releasing the least recently used idle boards to free connection slots",
                 metadata: ["ble.address": "\(address)", "evicted": "\(victims)", "ble.adapter": "\(adapter.name)"])
-            // At once: each release takes the kernel a few tens of ms, BlueZ's Disconnect 2 s.
-            let candidates = victims.compactMap { boards[$0] }
-            let released = await withTaskGroup(of: Bool.self) { group in
-                for board in candidates { group.addTask { await board.release() } }
-                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
-            }
             // None was idle any more (a call took them meanwhile): wait for a link to free.
-            return released > 0 ? true : nil
+            return await release(victims) > 0 ? true : nil
         case .noSlot:
             return nil
+        }
+    }
+
+    /// Releases, ahead of time, the idle links that the boards queued on the adapters for
+    /// calls will need, so that each connect finds its slot free (``ConnectionSlots/releaseAhead(links:limit:waiting:)``).
+    /// Runs whenever a link is done with its work, comes up or goes down, or a board is queued.
+    func releaseAhead() async {
+        for adapter in adapters.values where adapter.adapter.powered && !adapter.placedBoards.isEmpty {
+            let (links, taken) = await links(on: adapter)
+            var waiting = 0
+            for board in adapter.placedBoards where !taken.contains(board) {
+                if await boards[board]?.isAwaited == true { waiting += 1 }
+            }
+            let victims = ConnectionSlots.releaseAhead(links: links, limit: adapter.limit, waiting: waiting)
+            guard !victims.isEmpty else { continue }
+            logger.debug(
+                "releasing idle boards ahead of the connects queued for calls",
+                metadata: ["released": "\(victims)", "queued": "\(waiting)", "ble.adapter": "\(adapter.name)"])
+            await release(victims)
+        }
+    }
+
+    /// The links of `adapter` (but `board`'s) as the slots see them, and every board holding or
+    /// taking a slot there: links BlueZ shows (ours, and anyone else's, which are never ours
+    /// to release), and connects given a slot that BlueZ does not show yet (the reply to
+    /// Connect may come before Connected=true: busy).
+    private func links(on adapter: FleetAdapter, except board: BoardAddress? = nil) async
+        -> (links: [ConnectionSlots.Link], taken: Set<BoardAddress>)
+    {
+        let connected = await client.mirror.tree.devices(onAdapter: adapter.path).filter(\.hasLink)
+        let shown = Set(connected.compactMap { BoardAddress($0.address) })
+        var links: [ConnectionSlots.Link] = []
+        for other in adapter.linkingBoards where other != board && !shown.contains(other) {
+            links.append(ConnectionSlots.Link(address: other, lastUsed: .now, isBusy: true))
+        }
+        for other in shown where other != board {
+            if let known = boards[other] {
+                links.append(await known.linkUsage)
+            } else {
+                links.append(ConnectionSlots.Link(address: other, lastUsed: .now, isBusy: true))
+            }
+        }
+        return (links, shown.union(adapter.linkingBoards))
+    }
+
+    /// Gives these boards' idle links away, all at once (each takes the kernel a few tens of
+    /// ms, BlueZ's Disconnect 2 s), and returns once they are down: how many were released
+    /// (a board a call took meanwhile is not).
+    @discardableResult
+    private func release(_ victims: [BoardAddress]) async -> Int {
+        let candidates = victims.compactMap { boards[$0] }
+        return await withTaskGroup(of: Bool.self) { group in
+            for board in candidates { group.addTask { await board.release() } }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
     }
 }

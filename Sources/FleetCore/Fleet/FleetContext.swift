@@ -11,9 +11,10 @@ final class FleetContext: Sendable {
     let events: EventBroadcaster<FleetEvent>
     let tally: FleetTally
     let logger: Logger
-    /// A board's link became free to take (its work done, or the link gone): a command
-    /// that found every link busy looks again.
-    let linksChanged = ChangeSignal()
+    /// The connection slots changed: a board's link became free to take (its work done), a
+    /// link came up or went down, a board was queued for a slot. A connect that found every
+    /// link busy looks again, and so does the release of idle links ahead of queued connects.
+    let slotsChanged = ChangeSignal()
     private let fleet: WeakFleetReference
     private let catalog: Mutex<ProfileCatalog>
     /// The kinds of board known now (SIGHUP may change them).

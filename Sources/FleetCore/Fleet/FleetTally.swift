@@ -68,16 +68,25 @@ final class FleetTally: Sendable {
     }
 
     /// Why boards unfinished at a call's deadline did not finish, for those that were still
-    /// waiting for a connection slot (not gone, not failing): they are told so, with how
-    /// many of the call's boards were still waiting, rather than a bare timeout.
-    func waitingForSlots(_ unfinished: [BoardIdentity], deadline: Duration?) -> [BoardAddress: FleetError] {
-        let waiting = unfinished.filter { withoutLink([$0.address]) == 1 }
-        let hint = deadline == nil ? "" : " (a longer timeout, or none, lets the rotation finish)"
-        return Dictionary(uniqueKeysWithValues: waiting.map { board in
-            (board.address, FleetError(
-                .timeout,
-                "Still waiting for a connection slot at the deadline: \(waiting.count) of this call's boards were waiting their turn\(hint)."))
-        })
+    /// waiting for a connection slot (not gone, not failing): each is told so, with the
+    /// adapter it waited on and how many boards were ahead of it in that queue, or that its
+    /// connect was under way (`queue`), rather than a bare timeout.
+    func waitingForSlots(
+        _ unfinished: [BoardIdentity], deadline: Duration?, queue: (BoardAddress) -> SlotQueuePlace?
+    ) -> [BoardAddress: FleetError] {
+        let hint = deadline == nil ? "" : "; a longer timeout, or none, lets the rotation finish"
+        var errors: [BoardAddress: FleetError] = [:]
+        for board in unfinished where withoutLink([board.address]) == 1 {
+            let message =
+                switch queue(board.address) {
+                case .queued(let adapter, let ahead)?:
+                    "Still waiting for a connection slot on \(adapter), \(ahead) ahead of it, at the deadline"
+                case .connecting(let adapter)?: "Its turn had come: it was connecting through \(adapter) at the deadline"
+                case nil: "Still waiting for a connection slot at the deadline"
+                }
+            errors[board.address] = FleetError(.timeout, "\(message) (it is not gone\(hint)).")
+        }
+        return errors
     }
 
     /// Whether the adapter at `path` is powered and has a connection slot free.
@@ -121,4 +130,12 @@ final class FleetTally: Sendable {
                 readyCount: ready, connectedCount: linked, adapterSelection: adapterSelection)
         }
     }
+}
+
+/// Where a board stands in an adapter's queue for a connection slot.
+enum SlotQueuePlace: Sendable, Hashable {
+    /// Waiting, with this many boards ahead of it.
+    case queued(adapter: String, ahead: Int)
+    /// Given its slot: its connect is under way.
+    case connecting(adapter: String)
 }
