@@ -21,6 +21,7 @@ import Testing
         _ = m.connectAttemptStarted(now: at(0))
         _ = m.connectSucceeded(now: at(0.1))
         _ = m.servicesResolved(now: at(0.2))
+        _ = m.characteristicsFound(link: m.link, now: at(0.25))
         return m
     }
 
@@ -43,10 +44,74 @@ import Testing
         #expect(m.attemptStartedAt == at(0.01))
         #expect(m.connectSucceeded(now: at(0.1)) == .none)
         #expect(m.phase == .resolving)
-        #expect(m.servicesResolved(now: at(0.2)) == .becomeReady)
+        // Resolved: the profile's characteristics on this link are looked up; calls wait.
+        #expect(m.servicesResolved(now: at(0.2)) == .lookUpCharacteristics(link: m.link))
+        #expect(m.phase == .resolving)
+        #expect(!m.isReady)
+        #expect(m.holdsLink)
+        #expect(m.characteristicsFound(link: m.link, now: at(0.25)) == .becomeReady)
         #expect(m.phase == .ready)
         #expect(m.isReady)
         #expect(m.holdsLink)
+    }
+
+    @Test func characteristicsOfALinkThatEndedAreIgnored() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.servicesResolved(now: at(0.1))
+        let first = m.link
+        // The link goes while its characteristics are looked up, and a new one comes.
+        #expect(m.disconnected(now: at(0.2)) == .abandonConnection(failWaiters: nil))
+        #expect(m.link != first)
+        _ = m.advertisementSeen(now: at(1))
+        _ = m.connectAttemptStarted(now: at(1))
+        #expect(m.servicesResolved(now: at(1.1)) == .lookUpCharacteristics(link: m.link))
+        // The old lookup's answer comes late: it does not make the new link usable.
+        #expect(m.characteristicsFound(link: first, now: at(1.2)) == .none)
+        #expect(!m.isReady)
+        #expect(m.characteristicsFound(link: m.link, now: at(1.3)) == .becomeReady)
+        #expect(m.isReady)
+    }
+
+    @Test func aLinkMissingWhenItsCharacteristicsAreLookedUpIsALostLink() {
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.servicesResolved(now: at(0.1))
+        #expect(m.linkMissing(link: m.link &+ 1, now: at(0.2)) == .none)
+        #expect(m.linkMissing(link: m.link, now: at(0.2)) == .abandonConnection(failWaiters: nil))
+        #expect(m.phase == .absent)
+        #expect(!m.holdsLink)
+    }
+
+    @Test func workKeepsTheBoardBusyUntilTheLastEnds() {
+        var m = readyMachine()
+        #expect(!m.isBusy)
+        m.workStarted()
+        m.workStarted()
+        #expect(m.isBusy)
+        #expect(m.workEnded() == false)
+        #expect(m.workEnded() == true)
+        #expect(!m.isBusy)
+    }
+
+    @Test func aBoardWhoseAdapterWentIsMovingNotGoneForAWhile() {
+        var m = readyMachine()
+        _ = m.disconnected(now: at(1))
+        #expect(m.phase == .absent)
+        #expect(!m.isMoving(at: at(1)))
+        // Another adapter knows it: it connects there (after the minimum delay).
+        let action = m.linkAdapterWent(heardElsewhere: true, now: at(1))
+        #expect(retryDelay(action) != nil || action == .startConnect)
+        var unheard = readyMachine()
+        _ = unheard.disconnected(now: at(1))
+        #expect(unheard.linkAdapterWent(heardElsewhere: false, now: at(1)) == .none)
+        #expect(unheard.isMoving(at: at(2)))
+        #expect(!unheard.isMoving(at: at(1) + BoardStateMachine.moveGrace))
+        // Heard again: no longer moving.
+        _ = unheard.advertisementSeen(now: at(3))
+        #expect(!unheard.isMoving(at: at(3)))
     }
 
     @Test func aBoardBeyondTheSlotsWaitsInStandbyWithoutRetryOrFailure() {
@@ -114,7 +179,8 @@ import Testing
         var m = machine()
         _ = m.connectRequested(now: at(0))
         _ = m.connectAttemptStarted(now: at(0))
-        #expect(m.servicesResolved(now: at(0.1)) == .becomeReady)
+        #expect(m.servicesResolved(now: at(0.1)) == .lookUpCharacteristics(link: m.link))
+        #expect(m.characteristicsFound(link: m.link, now: at(0.15)) == .becomeReady)
         #expect(m.phase == .ready)
     }
 
@@ -127,6 +193,8 @@ import Testing
         _ = m.connectSucceeded(now: at(0.1))
         #expect(m.connectRequested(now: at(0.11)) == .none)
         _ = m.servicesResolved(now: at(0.2))
+        #expect(m.connectRequested(now: at(0.25)) == .none)
+        _ = m.characteristicsFound(link: m.link, now: at(0.25))
         #expect(m.connectRequested(now: at(0.3)) == .none)
         #expect(m.isReady)
     }
@@ -172,7 +240,7 @@ import Testing
         #expect(m.failedAttempts == 3)
         _ = m.connectAttemptStarted(now: at(10))
         _ = m.connectSucceeded(now: at(10))
-        #expect(m.servicesResolved(now: at(10)) == .becomeReady)
+        #expect(m.servicesResolved(now: at(10)) == .lookUpCharacteristics(link: m.link))
         #expect(m.failedAttempts == 0)
         #expect(m.lastFailure == nil)
     }
@@ -375,7 +443,8 @@ import Testing
         var m = machine()
         #expect(m.connectSucceeded(now: at(0)) == .none)
         #expect(m.phase == .resolving)
-        #expect(m.servicesResolved(now: at(0.1)) == .becomeReady)
+        #expect(m.servicesResolved(now: at(0.1)) == .lookUpCharacteristics(link: m.link))
+        #expect(m.characteristicsFound(link: m.link, now: at(0.15)) == .becomeReady)
         // Nobody asked for it, so a link loss does not trigger reconnects.
         #expect(m.disconnected(now: at(1)) == .abandonConnection(failWaiters: nil))
         #expect(m.phase == .discovered)

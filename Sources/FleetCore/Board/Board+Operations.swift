@@ -5,11 +5,10 @@ extension Board {
     /// waits for the board to be ready again and retries, until the caller's deadline cancels
     /// it (a board that vanished mid-command ends as `absent` or `timeout`, not as a stray error).
     private func whenReady<T: Sendable>(_ operation: () async throws -> T) async throws -> T {
-        busyCount += 1
+        machine.workStarted()
         defer {
-            busyCount -= 1
             lastUsed = .now
-            if busyCount == 0 { context.slotsChanged.notify() }
+            workEnded()
         }
         while true {
             try await ensureReady()
@@ -235,7 +234,7 @@ extension Board {
     /// standby); false, and nothing done, when the board is no longer idle: a call took it
     /// since the fleet looked.
     func release() async -> Bool {
-        guard machine.isReady, busyCount == 0, waiters.isEmpty else { return false }
+        guard machine.isReady, !machine.isBusy, waiters.isEmpty else { return false }
         await disconnect(evicted: true)
         return true
     }

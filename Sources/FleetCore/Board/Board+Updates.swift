@@ -79,9 +79,8 @@ extension Board {
     func adapterLost(_ path: String) {
         guard lastLinkAdapter == path else { return }
         if linkAdapter == path { apply { $0.disconnected(now: $1) } }
-        guard machine.phase == .absent else { return }
-        movingSince = .now
-        if devices.keys.contains(where: { $0 != path }) { apply { $0.advertisementSeen(now: $1) } }
+        let heardElsewhere = devices.keys.contains { $0 != path }
+        apply { $0.linkAdapterWent(heardElsewhere: heardElsewhere, now: $1) }
     }
 
     /// An adapter came (plugged in, powered on) while others were in use.
@@ -104,14 +103,14 @@ extension Board {
         guard next != profile else { return }
         logger.info("board profile changed", metadata: ["profile": "\(next.name)", "profile.before": "\(profile.name)"])
         profile = next
-        guard machine.isReady, handlesReady, let device else { return }
-        let generation = linkGeneration
+        guard machine.isReady, let device else { return }
+        let link = machine.link
         let found = await Self.characteristics(of: next, on: device, in: context.client.mirror)
-        guard generation == linkGeneration, profile == next else { return }
+        guard link == machine.link, profile == next else { return }
         handles = found
         for session in notifySessions { session.cancel() }
         notifySessions = []
-        followSensors(of: next, generation: generation)
+        followSensors(of: next, link: link)
     }
 
     /// The fleet wants the board connected (to receive its temperature notifications).

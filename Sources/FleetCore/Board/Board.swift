@@ -25,12 +25,6 @@ actor Board {
     }
     /// The adapter of the board's last link.
     var lastLinkAdapter: String?
-    /// Set when the board lost its link because the fleet's adapter went (powered off,
-    /// unplugged): the board is not gone, so commands wait for it to be heard through
-    /// another adapter instead of being answered `absent` at once.
-    var movingSince: ContinuousClock.Instant?
-    /// How long a moving board is waited for before it counts as absent.
-    static let moveGrace: Duration = .seconds(10)
     /// The device object the link goes through.
     var device: BlueZDevice? { linkAdapter.flatMap { devices[$0] } }
     /// How long a connect waits for an adapter with room to hear the board when the ones
@@ -45,12 +39,6 @@ actor Board {
     /// The profile's characteristics on the current link, by name: looked up by UUID after
     /// every connect (paths change across reconnects).
     var handles: [String: BlueZCharacteristic] = [:]
-    /// True once the handles of the current connection are looked up.
-    var handlesReady = false
-    /// Bumped whenever the link goes away, so work of an older connection can tell it is stale.
-    var linkGeneration: UInt64 = 0
-    /// The link generation whose ``prepareReady(generation:)`` is running, if any.
-    var preparing: UInt64?
 
     var desiredLED: DesiredLED
     var appliedLED: Bool?
@@ -61,7 +49,6 @@ actor Board {
     var connectTask: Task<Void, Never>?
     /// The sensors' notifications on the current link (values go straight to `live`).
     var notifySessions: [BlueZNotificationSession] = []
-    var busyCount = 0
     var lastUsed: ContinuousClock.Instant
     /// One GATT operation at a time on this board: actor methods interleave at every await,
     /// so the actor alone would let a second write start while the first waits for its answer.
@@ -113,7 +100,7 @@ actor Board {
     /// meanwhile) counts as busy, as does work on a ready one.
     var linkUsage: ConnectionSlots.Link {
         ConnectionSlots.Link(
-            address: address, lastUsed: lastUsed, isBusy: busyCount > 0 || !waiters.isEmpty || !machine.isReady,
+            address: address, lastUsed: lastUsed, isBusy: machine.isBusy || !waiters.isEmpty || !machine.isReady,
             isLeaving: machine.phase == .disconnecting)
     }
 
@@ -174,8 +161,10 @@ actor Board {
             connectTask?.cancel()
             connectTask = nil
             dropLink()
+        case .lookUpCharacteristics(let link):
+            Task { await self.prepare(link: link) }
         case .becomeReady:
-            startPreparing()
+            becameReady()
         case .failWaiters(let code):
             failWaiters(code)
         case .waitForAdvertisement(let code):
@@ -191,11 +180,9 @@ actor Board {
         appliedLED = nil
         linkAdapter = nil
         logger[metadataKey: "ble.adapter"] = nil
-        linkGeneration &+= 1
         for session in notifySessions { session.cancel() }
         notifySessions = []
         handles = [:]
-        handlesReady = false
     }
 
     private func runConnect(command: Bool) async {
@@ -313,46 +300,41 @@ actor Board {
         case failed(BlueZError)
     }
 
-    /// Runs ``prepareReady(generation:)`` for the current link, unless it already runs.
-    func startPreparing() {
-        guard preparing != linkGeneration else { return }
-        let generation = linkGeneration
-        preparing = generation
-        Task { await self.prepareReady(generation: generation) }
-    }
-
-    /// The board is connected and resolved: look up its profile's characteristics, resume
-    /// waiters, subscribe to its sensors' notifications and put the LED back as last asked.
-    private func prepareReady(generation: UInt64) async {
-        defer { if preparing == generation { preparing = nil } }
-        guard generation == linkGeneration, machine.isReady else { return }
+    /// Services are resolved on `link`: looks up the profile's characteristics there (the
+    /// profile the device offers now), and tells the machine.
+    private func prepare(link: UInt64) async {
+        guard link == machine.link else { return }
         guard let device = await linkedDevice() else {
-            // Ready, yet no device of ours holds the link (it went while this was queued):
-            // the machine must learn it, or commands would wait for handles forever.
-            logger.debug("ready without a link BlueZ shows; treating the link as lost")
-            apply { $0.disconnected(now: $1) }
+            // Resolved, yet no device of ours holds the link (it went meanwhile): the machine
+            // must learn it, or calls would wait for it forever.
+            logger.debug("resolved without a link BlueZ shows; treating the link as lost")
+            apply { $0.linkMissing(link: link, now: $1) }
             return
         }
         let profile = context.profiles.profile(offering: device.uuids) ?? self.profile
         let found = await Self.characteristics(of: profile, on: device, in: context.client.mirror)
-        guard generation == linkGeneration, machine.isReady else { return }
+        guard link == machine.link else { return }
         self.profile = profile
         handles = found
-        handlesReady = true
-        movingSince = nil
-        lastUsed = .now
-        // A link that came up is one a call waiting for a free link may look at again.
-        context.slotsChanged.notify()
         let missing = profile.characteristics.map(\.name).filter { found[$0] == nil }
         if !missing.isEmpty {
             logger.notice(
                 "board lacks characteristics of its profile",
                 metadata: ["ble.device": "\(device.path)", "profile": "\(profile.name)", "missing": "\(missing)"])
         }
+        apply { $0.characteristicsFound(link: link, now: $1) }
+    }
+
+    /// The board is usable: waiters go on, its sensors are followed, its LED put back.
+    private func becameReady() {
+        lastUsed = .now
+        // A link that came up is one a call waiting for a free link may look at again.
+        context.slotsChanged.notify()
         logger.info("board ready", metadata: ["profile": "\(profile.name)"])
         resumeWaiters()
-        followSensors(of: profile, generation: generation)
-        await reapplyDesiredLED(generation: generation)
+        let link = machine.link
+        followSensors(of: profile, link: link)
+        putDesiredLEDBack(link: link)
     }
 
     /// The device of the board's link: the one on ``linkAdapter`` when BlueZ shows a link
@@ -397,17 +379,17 @@ actor Board {
     }
 
     /// Subscribes to every sensor of `profile` that notifies.
-    func followSensors(of profile: BoardProfile, generation: UInt64) {
+    func followSensors(of profile: BoardProfile, link: UInt64) {
         for sensor in profile.sensors where sensor.access.contains(.notify) {
             guard let handle = handles[sensor.name] else { continue }
-            Task { await self.startNotifications(of: sensor, handle, generation: generation) }
+            Task { await self.startNotifications(of: sensor, handle, link: link) }
         }
     }
 
     /// Subscribes to a sensor: each value is recorded where it arrives, on the BlueZ mirror
     /// (``record(_:of:into:events:address:logger:)``), without a hand-off to this actor.
     private func startNotifications(
-        of sensor: BoardProfile.Characteristic, _ characteristic: BlueZCharacteristic, generation: UInt64
+        of sensor: BoardProfile.Characteristic, _ characteristic: BlueZCharacteristic, link: UInt64
     ) async {
         let live = self.live
         let events = context.events
@@ -420,13 +402,13 @@ actor Board {
                 onEnd: { error in
                     logger.debug("\(sensor.name) notifications ended", metadata: ["error": "\(error)"])
                 })
-            guard generation == linkGeneration else {
+            guard link == machine.link else {
                 session.cancel()
                 return
             }
             notifySessions.append(session)
         } catch {
-            guard generation == linkGeneration, !(error is CancellationError) else { return }
+            guard link == machine.link, !(error is CancellationError) else { return }
             logger.debug("could not subscribe to \(sensor.name) notifications", metadata: ["error": "\(error)"])
         }
     }
@@ -459,22 +441,24 @@ actor Board {
         return reading
     }
 
-    private func reapplyDesiredLED(generation: UInt64) async {
+    /// Writes the LED state last asked for (the board may have rebooted, LED off) on a link
+    /// that just became ready.
+    private func putDesiredLEDBack(link: UInt64) {
         guard desiredLED != .unknown, let switchLED = profile.switch(named: BoardProfile.ledSwitch),
             let led = handles[switchLED.name]
         else { return }
-        let on = desiredLED == .on
-        // Work on the board like a call's: its link is not given away in the middle of it.
-        busyCount += 1
-        defer {
-            busyCount -= 1
-            if busyCount == 0 { context.slotsChanged.notify() }
-        }
+        // Work on the board like a call's, from now: its link is not given away before it is done.
+        machine.workStarted()
+        Task { await self.write(desiredLED == .on, to: led, of: switchLED, link: link) }
+    }
+
+    private func write(_ on: Bool, to led: BlueZCharacteristic, of switchLED: BoardProfile.Characteristic, link: UInt64) async {
+        defer { workEnded() }
         do {
             try await gattQueue.acquire()
             defer { gattQueue.release() }
             try await context.client.writeValue(switchLED.encode(on: on), to: led, type: .request)
-            guard generation == linkGeneration else { return }
+            guard link == machine.link else { return }
             appliedLED = on
             logger.info("LED re-applied", metadata: ["led": "\(on ? "on" : "off")"])
             context.events.publish(.ledApplied(address, on: on))
@@ -483,17 +467,20 @@ actor Board {
         }
     }
 
+    /// Work on the board ended: once none is left, its link may be given to another board.
+    func workEnded() {
+        if machine.workEnded() { context.slotsChanged.notify() }
+    }
+
     // MARK: Waiters
 
     /// Returns once the board is ready (connecting it if needed); throws the `FleetError` that
     /// keeps it from being ready, or `CancellationError` when the caller gives up.
     func ensureReady() async throws {
-        if machine.isReady && handlesReady { return }
-        // Ready without handles and nothing preparing them: prepare now (never wait forever).
-        if machine.isReady { startPreparing() }
+        if machine.isReady { return }
         nextWaiterID &+= 1
         let id = nextWaiterID
-        let moving = machine.phase == .absent && (movingSince.map { $0.duration(to: .now) < Self.moveGrace } ?? false)
+        let moving = machine.isMoving(at: .now)
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 waiters[id] = continuation

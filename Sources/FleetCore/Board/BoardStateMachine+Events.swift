@@ -27,7 +27,7 @@ extension BoardStateMachine {
             // Someone waits: try now (a command may free a slot) rather than at the timer.
             wanted = true
             return beginConnect()
-        case .connecting, .resolving, .ready, .backingOff:
+        case .connecting, .resolving, .preparing, .ready, .backingOff:
             wanted = true
             return .none
         case .disconnecting(let then):
@@ -58,23 +58,38 @@ extension BoardStateMachine {
             // From idle/standby/backingOff/absent: someone else connected it; adopt the link.
             state = .resolving
             return .none
-        case .resolving, .ready, .disconnecting, .waitingForAdapter, .failed, .forgotten:
+        case .resolving, .preparing, .ready, .disconnecting, .waitingForAdapter, .failed, .forgotten:
             return .none
         }
     }
 
-    /// `ServicesResolved` became true.
+    /// `ServicesResolved` became true: the connect succeeded; the profile's characteristics
+    /// on this link are looked up next (``characteristicsFound(link:now:)``).
     public mutating func servicesResolved(now: ContinuousClock.Instant) -> Action {
         switch state {
         case .connecting, .resolving:
-            state = .ready
+            state = .preparing
             backoff.reset()
             lastFailure = nil
             attemptStartedAt = nil
-            return .becomeReady
+            return .lookUpCharacteristics(link: link)
         default:
             return .none
         }
+    }
+
+    /// The profile's characteristics on link `link` were looked up: the board is usable.
+    /// The answer of a link that has since ended is ignored.
+    public mutating func characteristicsFound(link found: UInt64, now: ContinuousClock.Instant) -> Action {
+        guard state == .preparing, found == link else { return .none }
+        state = .ready
+        return .becomeReady
+    }
+
+    /// The link `link` was to be prepared on is not there (BlueZ shows no link): it is lost.
+    public mutating func linkMissing(link missing: UInt64, now: ContinuousClock.Instant) -> Action {
+        guard state == .preparing || state == .ready, missing == link else { return .none }
+        return disconnected(now: now)
     }
 
     /// A connect attempt (or the resolve after it) failed or timed out.
@@ -89,7 +104,7 @@ extension BoardStateMachine {
             // The link is up but unusable: tear it down, then handle the failure.
             state = .disconnecting(then: .failure(errorClass))
             lastFailure = errorClass
-            return .disconnect(failWaiters: errorClass == .permanent ? .failed : nil)
+            return endLink(.disconnect(failWaiters: errorClass == .permanent ? .failed : nil))
         case .disconnecting(let then):
             // Our Disconnect cancelled the connect: the disconnect is complete.
             return finishDisconnect(then, now: now)
@@ -111,16 +126,16 @@ extension BoardStateMachine {
     /// `Connected` became false, or the actor's `Device1.Disconnect` call returned.
     public mutating func disconnected(now: ContinuousClock.Instant) -> Action {
         switch state {
-        case .resolving, .ready:
+        case .resolving, .preparing, .ready:
             guard wanted else {
                 state = .idle
-                return .abandonConnection(failWaiters: nil)
+                return endLink(.abandonConnection(failWaiters: nil))
             }
             // Link lost: reconnect once the board is seen advertising again (a board that
             // lost its link because it was switched off or left would only tie up the
             // adapter's connect queue; one that is still there advertises again at once).
-            state = .absent(since: now)
-            return .abandonConnection(failWaiters: nil)
+            state = .absent(since: now, moving: false)
+            return endLink(.abandonConnection(failWaiters: nil))
         case .disconnecting(let then):
             return finishDisconnect(then, now: now)
         default:
@@ -130,7 +145,7 @@ extension BoardStateMachine {
 
     /// The board advertised (device added, or RSSI/ManufacturerData changed).
     public mutating func advertisementSeen(now: ContinuousClock.Instant) -> Action {
-        guard case .absent(let since) = state else { return .none }
+        guard case .absent(let since, _) = state else { return .none }
         backoff.reset()
         guard wanted else {
             state = .idle
@@ -148,16 +163,16 @@ extension BoardStateMachine {
     public mutating func deviceVanished(now: ContinuousClock.Instant) -> Action {
         switch state {
         case .idle, .standby, .backingOff:
-            state = .absent(since: now)
+            state = .absent(since: now, moving: false)
             return .none
-        case .connecting, .resolving, .ready:
-            state = .absent(since: now)
+        case .connecting, .resolving, .preparing, .ready:
+            state = .absent(since: now, moving: false)
             attemptStartedAt = nil
-            return .abandonConnection(failWaiters: .absent)
+            return endLink(.abandonConnection(failWaiters: .absent))
         case .disconnecting(let then):
-            state = .absent(since: now)
+            state = .absent(since: now, moving: false)
             if then == .reconnect { wanted = true }
-            return .abandonConnection(failWaiters: .absent)
+            return endLink(.abandonConnection(failWaiters: .absent))
         case .waitingForAdapter:
             state = .waitingForAdapter(present: false)
             return .none
@@ -171,10 +186,10 @@ extension BoardStateMachine {
         switch state {
         case .forgotten, .failed, .waitingForAdapter:
             return .none
-        case .connecting, .resolving, .ready, .disconnecting:
+        case .connecting, .resolving, .preparing, .ready, .disconnecting:
             state = .waitingForAdapter(present: true)
             attemptStartedAt = nil
-            return .abandonConnection(failWaiters: .adapterOff)
+            return endLink(.abandonConnection(failWaiters: .adapterOff))
         case .idle, .standby, .backingOff:
             state = .waitingForAdapter(present: true)
             return .none
@@ -189,7 +204,7 @@ extension BoardStateMachine {
         guard case .waitingForAdapter(let present) = state else { return .none }
         backoff.reset()
         guard present else {
-            state = .absent(since: now)
+            state = .absent(since: now, moving: false)
             return .none
         }
         guard wanted else {
@@ -197,6 +212,16 @@ extension BoardStateMachine {
             return .none
         }
         return beginConnect()
+    }
+
+    /// The adapter of the board's last link went (powered off, unplugged; its link, if any,
+    /// is reported lost first): the board did not go, it moves to another adapter. One that
+    /// already knows it (`heardElsewhere`) connects it; until one hears it, a call waits for
+    /// it (``isMoving(at:)``) rather than be answered `absent`.
+    public mutating func linkAdapterWent(heardElsewhere: Bool, now: ContinuousClock.Instant) -> Action {
+        guard case .absent = state else { return .none }
+        state = .absent(since: now, moving: true)
+        return heardElsewhere ? advertisementSeen(now: now) : .none
     }
 
     /// An adapter came (plugged in, powered on): a board waiting to retry, or waiting for a
@@ -225,20 +250,20 @@ extension BoardStateMachine {
         if evicted, state == .ready {
             // Still wanted: it takes a slot again when one is free.
             state = .disconnecting(then: .standby)
-            return .disconnect(failWaiters: nil)
+            return endLink(.disconnect(failWaiters: nil))
         }
         wanted = false
         switch state {
         case .connecting(inFlight: false):
             state = .idle
-            return .abandonConnection(failWaiters: .cancelled)
+            return endLink(.abandonConnection(failWaiters: .cancelled))
         case .connecting(inFlight: true), .resolving:
             state = .disconnecting(then: .idle)
             attemptStartedAt = nil
-            return .disconnect(failWaiters: .cancelled)
-        case .ready:
+            return endLink(.disconnect(failWaiters: .cancelled))
+        case .preparing, .ready:
             state = .disconnecting(then: .idle)
-            return .disconnect(failWaiters: nil)
+            return endLink(.disconnect(failWaiters: nil))
         case .disconnecting(let then):
             if then == .reconnect { state = .disconnecting(then: .idle) }
             return .failWaiters(.cancelled)
@@ -261,16 +286,35 @@ extension BoardStateMachine {
         switch previous {
         case .forgotten:
             return .none
-        case .connecting(inFlight: true), .resolving, .ready, .disconnecting:
-            return .disconnect(failWaiters: .notFound)
+        case .connecting(inFlight: true), .resolving, .preparing, .ready, .disconnecting:
+            return endLink(.disconnect(failWaiters: .notFound))
         case .connecting(inFlight: false):
-            return .abandonConnection(failWaiters: .notFound)
+            return endLink(.abandonConnection(failWaiters: .notFound))
         case .idle, .standby, .backingOff, .absent, .waitingForAdapter, .failed:
             return .failWaiters(.notFound)
         }
     }
 
+    // MARK: - Work on the link
+
+    /// A call's operation, or the LED put back, starts on the board: its link is not given away.
+    public mutating func workStarted() {
+        work += 1
+    }
+
+    /// That work ended; true when the board has no work left (its link may be given away).
+    public mutating func workEnded() -> Bool {
+        work = max(0, work - 1)
+        return work == 0
+    }
+
     // MARK: - Helpers
+
+    /// The link (or the connect) ends with `action`: work of this link is stale from now on.
+    private mutating func endLink(_ action: Action) -> Action {
+        link &+= 1
+        return action
+    }
 
     private mutating func beginConnect() -> Action {
         state = .connecting(inFlight: false)
@@ -295,7 +339,7 @@ extension BoardStateMachine {
             state = .backingOff(token: token)
             return .scheduleRetry(after: delay, token: token)
         case .waitForAdvertisement:
-            state = .absent(since: now)
+            state = .absent(since: now, moving: false)
             return .waitForAdvertisement(failWaiters: .absent)
         case .giveUp:
             state = .failed

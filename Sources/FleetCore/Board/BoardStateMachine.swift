@@ -23,14 +23,18 @@ public struct BoardStateMachine: Sendable {
         case connecting(inFlight: Bool)
         /// Connected=true, waiting for ServicesResolved.
         case resolving
-        /// Usable.
+        /// Services resolved: the profile's characteristics on this link (``link``) are being
+        /// looked up; calls wait for them.
+        case preparing
+        /// Usable: the characteristics of this link are known.
         case ready
         /// Disconnect sent; `then` says what follows once it completes.
         case disconnecting(then: AfterDisconnect)
         /// Waiting for retry timer `token`.
         case backingOff(token: UInt64)
-        /// Not advertising since `since`.
-        case absent(since: ContinuousClock.Instant)
+        /// Not advertising since `since`; `moving`: its link went with its adapter (powered
+        /// off, unplugged), and another adapter is about to hear it.
+        case absent(since: ContinuousClock.Instant, moving: Bool)
         /// Adapter off; `present` remembers whether the device object still exists.
         case waitingForAdapter(present: Bool)
         /// Gave up after a permanent error.
@@ -67,8 +71,12 @@ public struct BoardStateMachine: Sendable {
         /// Cancel any queued or running connect and drop GATT handles without calling BlueZ
         /// (the link is gone or never came up). Fail waiters when `failWaiters` is set.
         case abandonConnection(failWaiters: FleetErrorCode?)
-        /// The board is usable: look up characteristics by UUID, subscribe to temperature
-        /// notifications, re-apply the desired LED, then resume waiters.
+        /// Services are resolved on link `link`: look up the profile's characteristics by UUID
+        /// (paths change across links), then report ``BoardStateMachine/characteristicsFound(link:now:)``,
+        /// or ``BoardStateMachine/linkMissing(link:now:)`` when BlueZ shows no link.
+        case lookUpCharacteristics(link: UInt64)
+        /// The board is usable: resume waiters, subscribe to its sensors' notifications,
+        /// re-apply the desired LED.
         case becomeReady
         /// Fail everyone waiting for the board to become ready.
         case failWaiters(FleetErrorCode)
@@ -93,6 +101,14 @@ public struct BoardStateMachine: Sendable {
     public internal(set) var attemptStartedAt: ContinuousClock.Instant?
     var backoff: ReconnectBackoff
     var nextToken: UInt64 = 0
+    /// The current link's number, bumped whenever a link (or a connect) ends: work that
+    /// belongs to an older link can tell it is stale.
+    public internal(set) var link: UInt64 = 0
+    /// Work running on the board (a call's operation, the LED put back): a busy board's
+    /// link is never given away.
+    public internal(set) var work = 0
+    /// How long a board whose adapter went counts as moving, not gone.
+    public static let moveGrace: Duration = .seconds(10)
 
     /// A board found by discovery (present) or loaded from the registry (not yet seen:
     /// `present == false`, it starts absent).
@@ -107,7 +123,7 @@ public struct BoardStateMachine: Sendable {
         if !adapterPowered {
             state = .waitingForAdapter(present: present)
         } else {
-            state = present ? .idle : .absent(since: now)
+            state = present ? .idle : .absent(since: now, moving: false)
         }
     }
 
@@ -117,7 +133,7 @@ public struct BoardStateMachine: Sendable {
         case .idle: .discovered
         case .standby: .standby
         case .connecting: .connecting
-        case .resolving: .resolving
+        case .resolving, .preparing: .resolving
         case .ready: .ready
         case .disconnecting: .disconnecting
         case .backingOff: .backingOff
@@ -130,10 +146,20 @@ public struct BoardStateMachine: Sendable {
     /// Whether commands can run now.
     public var isReady: Bool { state == .ready }
 
+    /// Whether work runs on the board.
+    public var isBusy: Bool { work > 0 }
+
+    /// Whether the board lost its link with its adapter lately and is about to be heard
+    /// through another (``linkAdapterWent(heardElsewhere:now:)``): a call waits for it.
+    public func isMoving(at now: ContinuousClock.Instant) -> Bool {
+        guard case .absent(let since, true) = state else { return false }
+        return since.duration(to: now) < Self.moveGrace
+    }
+
     /// Whether the board holds (or is about to hold) a controller connection slot.
     public var holdsLink: Bool {
         switch state {
-        case .connecting, .resolving, .ready, .disconnecting: true
+        case .connecting, .resolving, .preparing, .ready, .disconnecting: true
         default: false
         }
     }

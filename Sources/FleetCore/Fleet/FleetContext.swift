@@ -43,14 +43,14 @@ final class FleetContext: Sendable {
         await fleet.fleet?.placement(for: board, link: link, rssi: rssi)
     }
 
-    /// Returns once BlueZ shows `board` on one (`all`: every one) of `adapters` (paths), or
-    /// after `limit`.
     /// Restarts discovery on these adapters (those not connecting), so they report the
     /// boards in range at once.
     func kickDiscovery(on adapters: [String]) async {
         await fleet.fleet?.kickDiscovery(on: adapters)
     }
 
+    /// Returns once BlueZ shows `board` on one (`all`: every one) of `adapters` (paths), or
+    /// after `limit`.
     func waitUntilHeard(_ board: BoardAddress, on adapters: [String], all: Bool, within limit: Duration) async {
         let paths = adapters.map { "\($0)/dev_\(board.rawValue.replacingOccurrences(of: ":", with: "_"))" }
         _ = try? await client.mirror.wait(timeout: limit, description: "\(board) heard by other adapters") { snapshot in
