@@ -8,9 +8,11 @@
 // Layers (dependencies point one way):
 //   blectl → FleetRPCClient → FleetRPC (the fleet API) → JSONRPC (JSON-RPC 2.0, JSON)
 //   blefleetd → FleetRPCServer → FleetCore → BlueZ → DBus → CDBus (libdbus-1)
+//   FleetModel: the fleet's vocabulary (a board's address, a selection, an outcome, an
+//   error code, a phase), defined once under both FleetCore and FleetRPC
 //             → Systemd → CSystemd (libsystemd)
 //             → FleetMQTT (the MQTT bridge) → MQTT → CMosquitto (libmosquitto)
-//   blectl --broker → MQTT; FleetWire: the fleet's values as the wire gives them
+//   blectl --broker → MQTT; FleetWire: a board of the core (a snapshot) as the wire describes it
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -85,9 +87,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "FleetModel",
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "FleetCore",
             dependencies: [
-                "BlueZ",
+                "FleetModel", "BlueZ",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -98,7 +104,7 @@ let package = Package(
         ),
         .target(
             name: "FleetRPC",
-            dependencies: ["JSONRPC"],
+            dependencies: ["FleetModel", "JSONRPC"],
             swiftSettings: swiftSettings
         ),
         .target(

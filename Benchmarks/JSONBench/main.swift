@@ -34,16 +34,17 @@ let status = DaemonStatus(
             slotsLimit: 20, boards: (1...20).map { String(format: "AA:BB:CC:DD:EE:%02X", $0) })
     ],
     boards: .init(known: 20, connected: 20, ready: 20), clients: 1)
-let outcomes = FleetResult(results: (1...20).map {
-    BoardOutcome(address: String(format: "AA:BB:CC:DD:EE:%02X", $0), name: "nano-\($0)", ok: true, latencyMs: 12)
+let outcomes = FleetResult(outcomes: (1...20).map {
+    BoardOutcome<Done>(
+        address: BoardAddress(String(format: "AA:BB:CC:DD:EE:%02X", $0))!, name: "nano-\($0)", result: .success(Done()),
+        latency: .milliseconds(12))
 })
 
 measure("read daemon.status request (RPCIncoming)") { _ = RPCIncoming(parsing: statusRequest) }
 measure("read led.set request (RPCIncoming)") { _ = RPCIncoming(parsing: ledRequest) }
 try measure("read led.set params (descriptor + Params)") {
     guard case .single(.request(let request)) = RPCIncoming(parsing: ledRequest) else { fatalError() }
-    let checked = try FleetMethods.LedSet.descriptor.validate(request.params)
-    _ = try FleetMethods.LedSet.Params(checked: RPCCheckedParams(checked))
+    _ = try FleetMethods.LedSet.Params(checked: try FleetMethods.LedSet.descriptor.validate(request.params))
 }
 try measure("write daemon.status reply") { _ = try JSONCodec.encode(RPCReply(id: .int(1), outcome: .result(status))) }
 try measure("write led.set reply, 20 boards") { _ = try JSONCodec.encode(RPCReply(id: .int(7), outcome: .result(outcomes))) }

@@ -14,7 +14,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case noPermission = 77
 
     /// The status of a fleet-wide result: failed when any board failed.
-    public static func of(_ totals: FleetTotals) -> ExitStatus {
-        totals.failed > 0 ? .failed : .ok
+    public static func of<Value>(_ result: FleetResult<Value>) -> ExitStatus {
+        result.failedCount > 0 ? .failed : .ok
     }
 }

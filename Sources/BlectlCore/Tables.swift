@@ -16,20 +16,21 @@ public enum Tables {
                 .init("TEMP", .right),
             ] + sensors.map { .init($0.uppercased(), .right) } + [.init("SEEN")],
             rows: boards.map { board in
-                [
+                let fixed: [String] = [
                     displayName(name: board.name, alias: board.alias),
-                    board.address,
+                    board.address.rawValue,
                     board.state.rawValue,
                     board.adapter ?? "-",
                     board.rssi.map(String.init) ?? "-",
                     led(board),
-                    board.temperature.map { Units.celsius($0.celsius) } ?? "-",
+                    board.temperature.map { Units.celsius($0.value.degrees) } ?? "-",
                 ]
-                    + sensors.map { name in
-                        guard let sensor = board.sensors?[name], let value = sensor.value else { return "-" }
-                        return Units.reading(value, unit: sensor.unit)
-                    }
-                    + [board.state == .ready || board.state == .resolving ? "connected" : seen(board.lastSeen, now: now)]
+                let readings: [String] = sensors.map { name in
+                    guard let sensor = board.sensors?[name], let value = sensor.value else { return "-" }
+                    return Units.reading(value, unit: sensor.unit)
+                }
+                let linked = board.state == .ready || board.state == .resolving
+                return fixed + readings + [linked ? "connected" : seen(board.lastSeen, now: now)]
             })
     }
 
@@ -49,20 +50,20 @@ public enum Tables {
     /// `led`, `connect`, `disconnect`, `forget`: NAME ADDRESS RESULT TIME, the result being
     /// `verb`, the error in words, or for a change kept for later (`pending`) the error and
     /// that it is applied when the board is back.
-    public static func outcomes(_ results: [BoardOutcome], verb: String) -> TextTable {
+    public static func outcomes(_ results: [BoardOutcome<Done>], verb: String) -> TextTable {
         TextTable(
             columns: [.init("NAME"), .init("ADDRESS"), .init("TIME", .right), .init("RESULT")],
             rows: results.map { outcome in
                 let result =
-                    if outcome.ok { verb } else if outcome.pending == true {
+                    if outcome.succeeded { verb } else if outcome.pending == true {
                         "pending: \(outcome.error?.message ?? "not reachable now.") Switched \(verb) when it is back."
                     } else { failure(outcome.error) }
-                return [outcome.name, outcome.address, Units.latency(milliseconds: outcome.latencyMs), result]
+                return [outcome.name ?? "", outcome.address.rawValue, Units.latency(outcome.latency), result]
             })
     }
 
     /// `led --broker`: GATEWAY NAME ADDRESS TIME RESULT.
-    public static func outcomes(byGateway results: [(gateway: String, outcome: BoardOutcome)], verb: String) -> TextTable {
+    public static func outcomes(byGateway results: [(gateway: String, outcome: BoardOutcome<Done>)], verb: String) -> TextTable {
         let plain = outcomes(results.map(\.outcome), verb: verb)
         return TextTable(
             columns: [.init("GATEWAY")] + plain.columns,
@@ -75,47 +76,59 @@ public enum Tables {
             columns: [.init("GATEWAY"), .init("NAME"), .init("ADDRESS"), .init("STATE"), .init("TEMP", .right)],
             rows: boards.map { gateway, board in
                 [
-                    gateway, displayName(name: board.name, alias: board.alias), board.address, board.state.rawValue,
-                    board.temperature.map { Units.celsius($0.celsius) } ?? "-",
+                    gateway, displayName(name: board.name, alias: board.alias), board.address.rawValue, board.state.rawValue,
+                    board.temperature.map { Units.celsius($0.value.degrees) } ?? "-",
                 ]
             })
     }
 
     /// `temp`: NAME ADDRESS TEMP AGE, or the error in words in the AGE column.
-    public static func temperatures(_ results: [TemperatureOutcome]) -> TextTable {
+    public static func temperatures(_ results: [BoardOutcome<TemperatureReading>]) -> TextTable {
         TextTable(
             columns: [.init("NAME"), .init("ADDRESS"), .init("TEMP", .right), .init("AGE")],
             rows: results.map { outcome in
-                guard outcome.ok, let celsius = outcome.celsius else {
-                    return [outcome.name, outcome.address, "-", failure(outcome.error)]
+                guard let reading = outcome.value else {
+                    return [outcome.name ?? "", outcome.address.rawValue, "-", failure(outcome.error)]
                 }
-                return [outcome.name, outcome.address, Units.celsius(celsius), Units.age(milliseconds: outcome.ageMs ?? 0)]
+                return [
+                    outcome.name ?? "", outcome.address.rawValue, Units.celsius(reading.value.degrees),
+                    Units.age(milliseconds: reading.age.wholeMilliseconds),
+                ]
             })
     }
 
     /// `read SENSOR`: NAME ADDRESS SENSOR AGE (the sensor's name as the value column's
     /// head), or the error in words in the AGE column.
-    public static func readings(_ results: [SensorOutcome], sensor: String) -> TextTable {
+    public static func readings(_ results: [BoardOutcome<SensorValue>], sensor: String) -> TextTable {
         TextTable(
             columns: [.init("NAME"), .init("ADDRESS"), .init(sensor.uppercased(), .right), .init("AGE")],
             rows: results.map { outcome in
-                guard outcome.ok, let value = outcome.value else {
-                    return [outcome.name, outcome.address, "-", failure(outcome.error)]
+                guard let reading = outcome.value else {
+                    return [outcome.name ?? "", outcome.address.rawValue, "-", failure(outcome.error)]
                 }
                 return [
-                    outcome.name, outcome.address, Units.reading(value, unit: outcome.unit),
-                    Units.age(milliseconds: outcome.ageMs ?? 0),
+                    outcome.name ?? "", outcome.address.rawValue, Units.reading(reading.value, unit: reading.unit),
+                    Units.age(milliseconds: reading.age.wholeMilliseconds),
                 ]
             })
     }
 
     /// `gatt read` and `gatt write`: NAME ADDRESS TIME VALUE/RESULT.
-    public static func gatt(_ results: [GattOutcome], verb: String?) -> TextTable {
+    public static func gatt(_ results: [BoardOutcome<GattBytes>]) -> TextTable {
+        gatt(results, head: "VALUE") { HexBytes.encode($0.bytes) }
+    }
+
+    /// `gatt write`: NAME ADDRESS TIME RESULT.
+    public static func gatt(_ results: [BoardOutcome<Done>], verb: String) -> TextTable {
+        gatt(results, head: "RESULT") { _ in verb }
+    }
+
+    private static func gatt<Value>(_ results: [BoardOutcome<Value>], head: String, _ text: (Value) -> String) -> TextTable {
         TextTable(
-            columns: [.init("NAME"), .init("ADDRESS"), .init("TIME", .right), .init(verb == nil ? "VALUE" : "RESULT")],
+            columns: [.init("NAME"), .init("ADDRESS"), .init("TIME", .right), .init(head)],
             rows: results.map { outcome in
-                let result = outcome.ok ? (verb ?? outcome.value ?? "") : failure(outcome.error)
-                return [outcome.name, outcome.address, Units.latency(milliseconds: outcome.latencyMs), result]
+                let result = outcome.value.map(text) ?? failure(outcome.error)
+                return [outcome.name ?? "", outcome.address.rawValue, Units.latency(outcome.latency), result]
             })
     }
 
@@ -167,7 +180,7 @@ public enum Tables {
     }
 
     /// A board's error in words: `failed: <message>`.
-    public static func failure(_ error: BoardError?) -> String {
+    public static func failure(_ error: FleetError?) -> String {
         guard let error else { return "failed" }
         return "failed: \(error.message)"
     }

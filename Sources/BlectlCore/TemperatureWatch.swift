@@ -19,15 +19,16 @@ public struct TemperatureWatch: Sendable, Hashable {
     public let acceptsNewBoards: Bool
 
     /// Starts from a `temperature.read` result received at `now`.
-    public init(initial: [TemperatureOutcome], now: Double, acceptsNewBoards: Bool) {
+    public init(initial: [BoardOutcome<TemperatureReading>], now: Double, acceptsNewBoards: Bool) {
         self.acceptsNewBoards = acceptsNewBoards
         rows = initial.map { outcome in
-            if outcome.ok, let celsius = outcome.celsius {
-                return Row(
-                    name: outcome.name, address: outcome.address, celsius: celsius,
-                    readAt: now - Double(outcome.ageMs ?? 0) / 1000, error: nil)
+            let (name, address) = (outcome.name ?? "", outcome.address.rawValue)
+            guard let reading = outcome.value else {
+                return Row(name: name, address: address, error: Tables.failure(outcome.error))
             }
-            return Row(name: outcome.name, address: outcome.address, error: Tables.failure(outcome.error))
+            return Row(
+                name: name, address: address, celsius: reading.value.degrees,
+                readAt: now - Double(reading.age.wholeMilliseconds) / 1000, error: nil)
         }
     }
 

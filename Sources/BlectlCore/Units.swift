@@ -25,6 +25,10 @@ public enum Units {
     }
 
     /// A duration in milliseconds: `83 ms`, `1.2 s`.
+    public static func latency(_ duration: Duration) -> String {
+        latency(milliseconds: duration.wholeMilliseconds)
+    }
+
     public static func latency(milliseconds: Int) -> String {
         if milliseconds < 1000 { return "\(milliseconds) ms" }
         let tenths = (milliseconds + 50) / 100

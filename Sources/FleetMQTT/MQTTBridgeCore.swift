@@ -28,7 +28,7 @@ actor MQTTBridgeCore {
     struct StateKey: Sendable, Hashable {
         var name: String
         var alias: String?
-        var state: BoardState
+        var state: BoardPhase
         var led: Bool?
         var desiredLed: Bool?
         var celsius: Int?
@@ -240,7 +240,7 @@ actor MQTTBridgeCore {
         let info = BoardInfo(board)
         let key = StateKey(
             name: info.name, alias: info.alias, state: info.state, led: info.led, desiredLed: info.desiredLed,
-            celsius: info.temperature?.celsius, adapter: info.adapter, profile: info.profile,
+            celsius: info.temperature?.value.degrees, adapter: info.adapter, profile: info.profile,
             sensors: board.readings.mapValues(\.value))
         if last.state != key {
             let readingOnly = last.state.map { $0.celsius != key.celsius || $0.sensors != key.sensors } ?? false
@@ -322,16 +322,15 @@ actor MQTTBridgeCore {
             await fleet.setLED(.all, on: command.on, timeout: timeout)
         } then: { [topics, gateway] result in
             guard let result else { return nil }
-            let wire = FleetRPC.FleetResult(result, pending: { $0.retryable })
-            return (topics.result(gateway, command.request), wire)
+            return (topics.result(gateway, command.request), result)
         }
     }
 
     /// Runs a command from the broker in its own task (at most ``MQTTBridge/concurrentCommands``
     /// at once) and publishes what `then` makes of its result.
     private func run(
-        _ what: String, _ command: @escaping @Sendable (Fleet) async -> FleetCore.FleetResult<Void>?,
-        then reply: @escaping @Sendable (FleetCore.FleetResult<Void>?) -> (String, FleetRPC.FleetResult<FleetRPC.BoardOutcome>)?
+        _ what: String, _ command: @escaping @Sendable (Fleet) async -> FleetResult<Done>?,
+        then reply: @escaping @Sendable (FleetResult<Done>?) -> (String, FleetResult<Done>)?
     ) {
         guard runningCommands < MQTTBridge.concurrentCommands else {
             logger.warning("ignored an MQTT command: too many running", metadata: ["command": "\(what)"])
@@ -346,7 +345,7 @@ actor MQTTBridgeCore {
         }
     }
 
-    private func finished(_ reply: (String, FleetRPC.FleetResult<FleetRPC.BoardOutcome>)?) {
+    private func finished(_ reply: (String, FleetResult<Done>)?) {
         runningCommands -= 1
         if let (topic, result) = reply { put(topic, json(result), retain: false) }
     }

@@ -21,7 +21,7 @@ enum BoardCompletion {
         for board in list.boards {
             if let alias = board.alias, !alias.isEmpty { candidates.append(alias) }
             if !board.name.isEmpty { candidates.append(board.name) }
-            candidates.append(board.address)
+            candidates.append(board.address.rawValue)
         }
         var seen = Set<String>()
         return candidates.filter { $0.hasPrefix(prefix) && seen.insert($0).inserted }

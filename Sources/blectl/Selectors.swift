@@ -16,8 +16,11 @@ enum Selectors {
         if let empty = patterns.first(where: { $0.isEmpty }) {
             throw ValidationError("An empty selector \(JSONValue.string(empty)) selects no board.")
         }
-        if patterns.contains("all") { return .all }
-        return .patterns(patterns)
+        do {
+            return try Selection(parsing: patterns)
+        } catch {
+            throw ValidationError(error.message)
+        }
     }
 
     /// Like ``selection(_:all:)`` but requires a selector; `what` completes the hint.

@@ -67,8 +67,8 @@ struct Session {
     }
 
     /// The exit status of a fleet-wide result (1 when any board failed).
-    static func finish(_ totals: FleetTotals) throws {
-        let status = ExitStatus.of(totals)
+    static func finish<Value>(_ result: FleetResult<Value>) throws {
+        let status = ExitStatus.of(result)
         if status != .ok { throw ExitCode(status.rawValue) }
     }
 }

@@ -41,7 +41,10 @@ import Testing
 
     @Test("Fleet results exit 1 when any board failed")
     func fleetStatus() {
-        #expect(ExitStatus.of(FleetTotals(ok: 12, failed: 0)) == .ok)
-        #expect(ExitStatus.of(FleetTotals(ok: 11, failed: 1)) == .failed)
+        let board = BoardAddress("AA:BB:CC:DD:EE:01")!
+        let ok = BoardOutcome(address: board, name: nil, result: .success(Done()), latency: .zero)
+        let failed = BoardOutcome<Done>(address: board, name: nil, result: .failure(FleetError(.timeout, "t")), latency: .zero)
+        #expect(ExitStatus.of(FleetResult(outcomes: Array(repeating: ok, count: 12))) == .ok)
+        #expect(ExitStatus.of(FleetResult(outcomes: Array(repeating: ok, count: 11) + [failed])) == .failed)
     }
 }

@@ -8,15 +8,15 @@ import Testing
     @Test("boards: NAME ADDRESS STATE ADAPTER RSSI LED TEMP SEEN, alias before name, dashes for unknowns, connected boards say so")
     func boards() {
         var first = BoardInfo(
-            address: "AA:BB:CC:DD:EE:01", name: "nano-01", state: .ready, rssi: -61, led: true,
-            temperature: TemperatureReading(celsius: 21, ageMs: 3000), lastSeen: "2024-05-01T12:00:07Z")
+            address: BoardAddress("AA:BB:CC:DD:EE:01")!, name: "nano-01", state: .ready, rssi: -61, led: true,
+            temperature: TemperatureReading(value: Celsius(degrees: 21), age: .milliseconds(3000)), lastSeen: "2024-05-01T12:00:07Z")
         first.adapter = "hci1"
         let boards = [
             first,
             BoardInfo(
-                address: "AA:BB:CC:DD:EE:02", name: "nano-02", alias: "freezer", state: .absent,
-                temperature: TemperatureReading(celsius: -5, ageMs: 0), lastSeen: "2024-05-01T11:58:10Z"),
-            BoardInfo(address: "AA:BB:CC:DD:EE:03", name: "", state: .discovered, led: false),
+                address: BoardAddress("AA:BB:CC:DD:EE:02")!, name: "nano-02", alias: "freezer", state: .absent,
+                temperature: TemperatureReading(value: Celsius(degrees: -5), age: .milliseconds(0)), lastSeen: "2024-05-01T11:58:10Z"),
+            BoardInfo(address: BoardAddress("AA:BB:CC:DD:EE:03")!, name: "", state: .discovered, led: false),
         ]
         #expect(Tables.boards(boards, now: now).render() == [
             "NAME     ADDRESS            STATE       ADAPTER  RSSI  LED   TEMP  SEEN",
@@ -29,7 +29,7 @@ import Testing
     @Test("boards: the LED column tells what the board has, with the wish beside it when they differ")
     func ledTruthAndWish() {
         func row(_ led: Bool?, _ desired: Bool?) -> String {
-            Tables.led(BoardInfo(address: "AA:BB:CC:DD:EE:01", name: "nano-01", state: .ready, led: led, desiredLed: desired))
+            Tables.led(BoardInfo(address: BoardAddress("AA:BB:CC:DD:EE:01")!, name: "nano-01", state: .ready, led: led, desiredLed: desired))
         }
         #expect(row(true, true) == "on")
         #expect(row(false, false) == "off")
@@ -43,10 +43,10 @@ import Testing
     @Test("Fleet outcomes: one row per board, the error in words")
     func outcomes() {
         let results = [
-            BoardOutcome(address: "AA:BB:CC:DD:EE:01", name: "nano-01", ok: true, latencyMs: 83),
+            BoardOutcome(address: BoardAddress("AA:BB:CC:DD:EE:01")!, name: "nano-01", result: .success(Done()), latency: .milliseconds(83)),
             BoardOutcome(
-                address: "AA:BB:CC:DD:EE:02", name: "nano-02", ok: false,
-                error: BoardError(code: .absent, message: "The board is not in range.", retryable: true), latencyMs: 1500),
+                address: BoardAddress("AA:BB:CC:DD:EE:02")!, name: "nano-02",
+                result: .failure(FleetError(.absent, "The board is not in range.")), latency: .milliseconds(1500)),
         ]
         #expect(Tables.outcomes(results, verb: "on").render() == [
             "NAME     ADDRESS             TIME  RESULT",
@@ -57,13 +57,16 @@ import Testing
 
     @Test("Temperatures: signed, aligned, with the age of each reading")
     func temperatures() {
+        func reading(_ n: Int, _ celsius: Int, ageMs: Int) -> BoardOutcome<TemperatureReading> {
+            BoardOutcome(
+                address: BoardAddress("AA:BB:CC:DD:EE:0\(n)")!, name: "nano-0\(n)",
+                result: .success(TemperatureReading(value: Celsius(degrees: celsius), age: .milliseconds(ageMs))), latency: .zero)
+        }
         let results = [
-            TemperatureOutcome(address: "AA:BB:CC:DD:EE:01", name: "nano-01", ok: true, celsius: 21, ageMs: 3000, latencyMs: 0),
-            TemperatureOutcome(address: "AA:BB:CC:DD:EE:02", name: "nano-02", ok: true, celsius: -5, ageMs: 0, latencyMs: 40),
-            TemperatureOutcome(address: "AA:BB:CC:DD:EE:03", name: "nano-03", ok: true, celsius: -15, ageMs: 125_000, latencyMs: 0),
-            TemperatureOutcome(
-                address: "AA:BB:CC:DD:EE:04", name: "nano-04", ok: false,
-                error: BoardError(code: .timeout, message: "The board did not answer within 5 s.", retryable: true), latencyMs: 5000),
+            reading(1, 21, ageMs: 3000), reading(2, -5, ageMs: 0), reading(3, -15, ageMs: 125_000),
+            BoardOutcome(
+                address: BoardAddress("AA:BB:CC:DD:EE:04")!, name: "nano-04",
+                result: .failure(FleetError(.timeout, "The board did not answer within 5 s.")), latency: .seconds(5)),
         ]
         #expect(Tables.temperatures(results).render() == [
             "NAME     ADDRESS              TEMP  AGE",
@@ -76,9 +79,13 @@ import Testing
 
     @Test("GATT reads show the value as hex; writes say written")
     func gatt() {
-        let results = [GattOutcome(address: "AA:BB:CC:DD:EE:01", name: "nano-01", ok: true, value: "fb", latencyMs: 20)]
-        #expect(Tables.gatt(results, verb: nil).render(legend: false) == ["nano-01  AA:BB:CC:DD:EE:01  20 ms  fb"])
-        #expect(Tables.gatt(results, verb: "written").render()[0].hasSuffix("RESULT"))
+        let board = BoardAddress("AA:BB:CC:DD:EE:01")!
+        let read = [BoardOutcome(address: board, name: "nano-01", result: .success(GattBytes([0xfb])), latency: .milliseconds(20))]
+        #expect(Tables.gatt(read).render(legend: false) == ["nano-01  AA:BB:CC:DD:EE:01  20 ms  fb"])
+        let written = [BoardOutcome(address: board, name: "nano-01", result: .success(Done()), latency: .milliseconds(20))]
+        #expect(Tables.gatt(written, verb: "written").render() == [
+            "NAME     ADDRESS             TIME  RESULT", "nano-01  AA:BB:CC:DD:EE:01  20 ms  written",
+        ])
     }
 
     @Test("status prints aligned key: value lines")

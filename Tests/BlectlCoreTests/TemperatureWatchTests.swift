@@ -6,12 +6,14 @@ import Testing
 @Suite struct TemperatureWatchTests {
     let start = Timestamp.parse("2024-05-01T12:00:00Z")!
 
-    func initial() -> [TemperatureOutcome] {
+    func initial() -> [BoardOutcome<TemperatureReading>] {
         [
-            TemperatureOutcome(address: "AA:BB:CC:DD:EE:01", name: "nano-01", ok: true, celsius: 21, ageMs: 3000, latencyMs: 0),
-            TemperatureOutcome(
-                address: "AA:BB:CC:DD:EE:02", name: "nano-02", ok: false,
-                error: BoardError(code: .absent, message: "The board is not in range.", retryable: true), latencyMs: 0),
+            BoardOutcome(
+                address: BoardAddress("AA:BB:CC:DD:EE:01")!, name: "nano-01",
+                result: .success(TemperatureReading(value: Celsius(degrees: 21), age: .seconds(3))), latency: .zero),
+            BoardOutcome(
+                address: BoardAddress("AA:BB:CC:DD:EE:02")!, name: "nano-02",
+                result: .failure(FleetError(.absent, "The board is not in range.")), latency: .zero),
         ]
     }
 

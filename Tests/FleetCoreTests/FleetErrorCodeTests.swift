@@ -5,15 +5,18 @@ import Testing
 
 @Suite struct FleetErrorCodeTests {
     @Test func wireNamesAreStable() {
+        // blefleet-rpc(7)'s table, in its order; not-supported, connect-failed and internal
+        // are reserved (no daemon of this version says them, a later one may).
         #expect(FleetErrorCode.allCases.map(\.rawValue) == [
-            "absent", "timeout", "not-connected", "gatt-error", "adapter-off", "bluez-unavailable",
-            "not-found", "busy", "cancelled", "invalid-argument", "failed",
+            "absent", "timeout", "not-connected", "gatt-error", "adapter-off", "bluez-unavailable", "busy",
+            "not-supported", "connect-failed", "internal", "not-found", "cancelled", "invalid-argument", "failed",
         ])
     }
 
     @Test func retryableCodes() {
         let retryable = FleetErrorCode.allCases.filter(\.retryable)
-        #expect(retryable == [.absent, .timeout, .notConnected, .gattError, .adapterOff, .bluezUnavailable, .busy])
+        #expect(
+            retryable == [.absent, .timeout, .notConnected, .gattError, .adapterOff, .bluezUnavailable, .busy, .connectFailed])
         #expect(FleetError(.failed, "Not permitted.").retryable == false)
         #expect(FleetError(.timeout, "Too slow.").description == "timeout: Too slow.")
     }

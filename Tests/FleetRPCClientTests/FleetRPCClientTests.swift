@@ -190,8 +190,14 @@ struct FleetRPCClientTests {
         }) { server in
             let client = try FleetRPCClient(socketPath: server.path)
             let result = try await client.call(
-                FleetMethods.LedSet.self, .init(select: .patterns(["lab-*", "AA:BB:CC:DD:EE:FF"]), on: false))
-            #expect(result == FleetResult(results: [BoardOutcome(address: "AA:BB:CC:DD:EE:FF", name: "nano-01", ok: true, latencyMs: 12)]))
+                FleetMethods.LedSet.self, .init(select: try Selection(parsing: ["lab-*", "AA:BB:CC:DD:EE:FF"]), on: false))
+            #expect(
+                result
+                    == FleetResult(outcomes: [
+                        BoardOutcome(
+                            address: BoardAddress("AA:BB:CC:DD:EE:FF")!, name: "nano-01", result: .success(Done()),
+                            latency: .milliseconds(12))
+                    ]))
         }
     }
 

@@ -59,7 +59,7 @@ enum TestCatalogue {
     enum Typed: RPCMethod {
         static let descriptor = typed
         typealias Params = FleetMethods.LedSet.Params
-        typealias Result = FleetResult<BoardOutcome>
+        typealias Result = FleetResult<Done>
     }
 
     struct SecretFailure: Error, CustomStringConvertible {
@@ -87,7 +87,11 @@ enum TestCatalogue {
         dispatcher.registerJSON(failRPC) { _, _ in throw RPCError(.timeout, "The board did not answer within 5 s.") }
         dispatcher.registerJSON(failConvertible) { _, _ in throw MissingBoard() }
         dispatcher.register(Typed.self) { params, _ in
-            FleetResult(results: [BoardOutcome(address: "\(params.select)", name: "n", ok: params.on, latencyMs: 1)])
+            FleetResult(outcomes: [
+                BoardOutcome(
+                    address: BoardAddress("AA:BB:CC:DD:EE:01")!, name: "\(params.select)",
+                    result: params.on ? .success(Done()) : .failure(FleetError(.failed, "off")), latency: .milliseconds(1))
+            ])
         }
         return dispatcher
     }

@@ -29,10 +29,41 @@ import Testing
         }
     }
 
-    @Test("FleetRPC, the fleet's wire API, stands on JSONRPC alone")
+    @Test("FleetRPC, the fleet's wire API, stands on JSONRPC and the fleet's vocabulary alone")
     func fleetRPCStandsOnJSONRPC() throws {
         for (file, _, module) in try Self.imports(of: "FleetRPC") {
-            #expect(["JSONRPC", "Foundation", "FoundationEssentials"].contains(module), "\(file) imports \(module)")
+            #expect(["FleetModel", "JSONRPC", "Foundation", "FoundationEssentials"].contains(module), "\(file) imports \(module)")
+        }
+    }
+
+    @Test("FleetModel, the fleet's vocabulary under the core and the wire, stands on nothing of ours")
+    func fleetModelStandsAlone() throws {
+        for (file, _, module) in try Self.imports(of: "FleetModel") {
+            #expect(["Glibc", "FoundationEssentials"].contains(module), "\(file) imports \(module)")
+        }
+    }
+
+    @Test("Each word of the fleet's vocabulary is defined once, in FleetModel")
+    func vocabularyIsDefinedOnce() throws {
+        let words = [
+            "BoardAddress", "Selection", "BoardPhase", "FleetErrorCode", "FleetError", "BoardOutcome", "FleetResult",
+            "TemperatureReading", "SensorValue", "Celsius",
+        ]
+        let modules = try FileManager.default.contentsOfDirectory(atPath: Self.sources.path)
+        for module in modules {
+            let directory = Self.sources.appendingPathComponent(module)
+            let files = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)?
+                .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
+            for file in files {
+                let text = try String(contentsOf: file, encoding: .utf8)
+                for word in words {
+                    for kind in ["struct", "enum", "class", "typealias"] where text.contains("\(kind) \(word)") {
+                        #expect(
+                            module == "FleetModel" && text.contains("public \(kind) \(word)"),
+                            "\(module)/\(file.lastPathComponent) defines \(kind) \(word)")
+                    }
+                }
+            }
         }
     }
 

@@ -11,7 +11,7 @@ import JSONRPC
         case .array(let elements)??: parsed = .byPosition(elements)
         default: parsed = nil
         }
-        return try descriptor.validate(parsed)
+        return try descriptor.validate(parsed).values
     }
 
     private func refusal(_ descriptor: RPCMethodDescriptor, _ params: String?) -> String? {

@@ -77,7 +77,7 @@ struct BlefleetRPCManPageTests {
             guard line.hasPrefix(".It "), cells.count == 3, ["yes", "no"].contains(cells[1]) else { return nil }
             return cells[0]
         }
-        #expect(codes == BoardErrorCode.allCases.map(\.rawValue))
+        #expect(codes == FleetErrorCode.allCases.map(\.rawValue))
     }
 
     @Test("Every event topic and the notification method are described")
@@ -105,7 +105,7 @@ struct BlefleetRPCManPageTests {
                 let words = line.split(separator: " ")
                 return words.count == 3 && words[0] == ".It" && words[1] == "Li" ? String(words[2]) : nil
             }
-        #expect(states == BoardState.allCases.map(\.rawValue))
+        #expect(states == BoardPhase.allCases.map(\.rawValue))
     }
 
     @Test("The framing states the real limits: frame size, nesting depth, calls in flight")

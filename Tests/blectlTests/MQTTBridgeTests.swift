@@ -133,8 +133,8 @@ struct MQTTBridgeTests {
                 for (gateway, count) in [("room-1", 2), ("room-2", 3)] {
                     let line = try #require(lines.first { $0.hasPrefix("blefleet/\(gateway)/result/r1 ") }, "\(lines)")
                     let payload = String(line.dropFirst("blefleet/\(gateway)/result/r1 ".count))
-                    let result = try JSONDecoder().decode(FleetResult<BoardOutcome>.self, from: Data(payload.utf8))
-                    #expect(result.totals.ok == count && result.totals.failed == 0, "\(gateway): \(payload)")
+                    let result = try JSONDecoder().decode(FleetResult<Done>.self, from: Data(payload.utf8))
+                    #expect(result.succeededCount == count && result.failedCount == 0, "\(gateway): \(payload)")
                 }
                 #expect(try await first.state().allSatisfy { $0.led == 1 })
                 #expect(try await second.state().allSatisfy { $0.led == 1 })

@@ -93,7 +93,7 @@ extension Board {
     func readSensor(_ name: String, maxAge: Duration) async throws -> SensorValue {
         let sensor = try characteristic(name, .sensor)
         if let cached = live.reading(name), cached.age(at: .now) <= maxAge {
-            return SensorValue(sensor: sensor, value: cached.value, age: cached.age(at: .now))
+            return SensorValue(sensor: name, value: cached.value, unit: sensor.unit, age: cached.age(at: .now))
         }
         guard sensor.access.contains(.read) else {
             return try await nextNotified(sensor)
@@ -107,7 +107,7 @@ extension Board {
                 .gattError,
                 "\(address) sent its \(name) as \(bytes.count) bytes; its profile \(profile.name) says \(sensor.format.rawValue) (\(sensor.format.size)).")
         }
-        return SensorValue(sensor: sensor, value: reading.value, age: .zero)
+        return SensorValue(sensor: name, value: reading.value, unit: sensor.unit, age: .zero)
     }
 
     /// The next notified value of a sensor that cannot be read (the caller's deadline bounds it).
@@ -117,7 +117,7 @@ extension Board {
         while true {
             let generation = live.readingArrived.generation
             if let reading = live.reading(sensor.name), reading.receivedAt != before {
-                return SensorValue(sensor: sensor, value: reading.value, age: reading.age(at: .now))
+                return SensorValue(sensor: sensor.name, value: reading.value, unit: sensor.unit, age: reading.age(at: .now))
             }
             await live.readingArrived.wait(after: generation)
             try Task.checkCancellation()

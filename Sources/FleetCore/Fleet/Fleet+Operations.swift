@@ -81,8 +81,9 @@ extension Fleet {
     }
 
     /// Switches the LED of every selected board at once; one result per board. The state is
-    /// remembered (and saved) per board and applied again whenever a board comes back.
-    public func setLED(_ selection: Selection, on: Bool, timeout: Duration? = nil) async -> FleetResult<Void> {
+    /// remembered (and saved) per board and applied again whenever a board comes back: a
+    /// board that could not be switched now (a failure worth retrying) is `pending`.
+    public func setLED(_ selection: Selection, on: Bool, timeout: Duration? = nil) async -> FleetResult<Done> {
         let resolved = resolve(selection)
         // Saved in one registry update while the boards are switched, not before.
         let registry = self.registry
@@ -95,9 +96,9 @@ extension Fleet {
                 logger.error("could not save the desired LED state: \(error)")
             }
         }()
-        let result = await fanOut(resolved, timeout: timeout) { try await $0.setLED(on) }
+        let result = await fanOut(resolved, timeout: timeout) { try await $0.setLED(on); return Done() }
         await saved
-        return result
+        return FleetResult(outcomes: result.outcomes.map { $0.pending(when: \.retryable) }, unmatched: result.unmatched)
     }
 
     /// Every selected board's temperature: cached values younger than `maxAge` (default: the
@@ -124,23 +125,23 @@ extension Fleet {
     /// Switches `name` (a switch of each board's profile) on or off on every selected board.
     /// The LED (`led`) is remembered as with ``setLED(_:on:timeout:)``.
     public func setSwitch(_ selection: Selection, name: String, on: Bool, timeout: Duration? = nil) async
-        -> FleetResult<Void>
+        -> FleetResult<Done>
     {
         if name == BoardProfile.ledSwitch { return await setLED(selection, on: on, timeout: timeout) }
-        return await fanOut(selection, timeout: timeout) { try await $0.setSwitch(name, on: on) }
+        return await fanOut(selection, timeout: timeout) { try await $0.setSwitch(name, on: on); return Done() }
     }
 
     /// The kinds of board known now.
     public nonisolated var profiles: ProfileCatalog { context.profiles }
 
     /// Connects the selected boards (they stay connected while slots allow).
-    public func connect(_ selection: Selection, timeout: Duration? = nil) async -> FleetResult<Void> {
-        await fanOut(selection, timeout: timeout) { try await $0.connect() }
+    public func connect(_ selection: Selection, timeout: Duration? = nil) async -> FleetResult<Done> {
+        await fanOut(selection, timeout: timeout) { try await $0.connect(); return Done() }
     }
 
     /// Disconnects the selected boards; they stay disconnected until a command needs them.
-    public func disconnect(_ selection: Selection, timeout: Duration? = nil) async -> FleetResult<Void> {
-        await fanOut(selection, timeout: timeout) { await $0.disconnect() }
+    public func disconnect(_ selection: Selection, timeout: Duration? = nil) async -> FleetResult<Done> {
+        await fanOut(selection, timeout: timeout) { await $0.disconnect(); return Done() }
     }
 
     /// Reads any characteristic of the selected boards.
@@ -156,11 +157,12 @@ extension Fleet {
     public func writeCharacteristic(
         _ selection: Selection, service: GattUUID, characteristic: GattUUID, value: [UInt8],
         withResponse: Bool = true, timeout: Duration? = nil
-    ) async -> FleetResult<Void> {
+    ) async -> FleetResult<Done> {
         await fanOut(selection, timeout: timeout) {
             try await $0.writeCharacteristic(
                 service: service.bluetooth, characteristic: characteristic.bluetooth, value: value,
                 withResponse: withResponse)
+            return Done()
         }
     }
 
@@ -191,16 +193,16 @@ extension Fleet {
 
     /// Removes the selected boards from the fleet and from BlueZ. A forgotten board that
     /// advertises again is adopted again (subject to the adoption policy).
-    public func forget(_ selection: Selection) async -> FleetResult<Void> {
+    public func forget(_ selection: Selection) async -> FleetResult<Done> {
         let (targets, unmatched) = resolve(selection)
-        var outcomes: [BoardOutcome<Void>] = []
+        var outcomes: [BoardOutcome<Done>] = []
         for target in targets {
             let start = ContinuousClock.now
             guard let board = boards.removeValue(forKey: target.address) else { continue }
             tally.remove(target.address)
             lastNotedSeen[target.address] = nil
             let devices = await board.forget()
-            var result: Result<Void, FleetError> = .success(())
+            var result: Result<Done, FleetError> = .success(Done())
             do {
                 try await registry.forget(target.address)
             } catch {

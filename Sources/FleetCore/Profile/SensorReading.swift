@@ -16,17 +16,3 @@ public struct SensorReading: Sendable, Hashable {
         TemperatureCache.Entry(value: Celsius(degrees: Int(value.rounded(.down))), receivedAt: receivedAt)
     }
 }
-
-/// A sensor's reading as a fleet-wide read returns it: the sensor (its unit), the value,
-/// and how old it was when that board answered.
-public struct SensorValue: Sendable, Hashable {
-    public let sensor: BoardProfile.Characteristic
-    public let value: Double
-    public let age: Duration
-
-    public init(sensor: BoardProfile.Characteristic, value: Double, age: Duration) {
-        self.sensor = sensor
-        self.value = value
-        self.age = age
-    }
-}

@@ -16,17 +16,20 @@ extension FleetMethods {
 
         public struct Params: RPCMethodParams, Hashable {
             /// The board's Bluetooth address.
-            public var address: String
+            public var address: BoardAddress
             /// The new alias; an empty string removes it.
             public var alias: String
 
-            public init(address: String, alias: String) {
+            public init(address: BoardAddress, alias: String) {
                 self.address = address
                 self.alias = alias
             }
 
             public init(checked params: RPCCheckedParams) throws(RPCError) {
-                self.init(address: try params.string("address"), alias: try params.string("alias"))
+                guard let address = try params.typed("address", as: BoardAddress.self) else {
+                    throw .invalidParams("missing required parameter \"address\"")
+                }
+                self.init(address: address, alias: try params.string("alias"))
             }
         }
         public typealias Result = BoardInfo

@@ -12,6 +12,6 @@ extension FleetMethods {
             errors: boardErrors)
 
         public typealias Params = BoardSelectParams
-        public typealias Result = FleetResult<BoardOutcome>
+        public typealias Result = FleetResult<Done>
     }
 }

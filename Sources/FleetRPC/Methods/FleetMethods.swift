@@ -34,12 +34,14 @@ public enum FleetMethods {
     }
 }
 
-/// JSON Schemas of the result types, for the OpenRPC document.
+/// JSON Schemas of the result types, for the OpenRPC document. Each is held to its type by
+/// `ResultSchemaTests`: what the type writes is valid here, and what is declared here the
+/// type writes.
 enum Schemas {
     static let boardError: JSONValue = [
         "type": "object", "required": ["code", "message", "retryable"],
         "properties": [
-            "code": ["type": "string", "enum": .array(BoardErrorCode.allCases.map { .string($0.rawValue) })],
+            "code": ["type": "string", "enum": .array(FleetErrorCode.allCases.map { .string($0.rawValue) })],
             "message": ["type": "string"], "retryable": ["type": "boolean"],
         ],
     ]
@@ -51,7 +53,7 @@ enum Schemas {
         "type": "object", "required": ["address", "name", "state"],
         "properties": [
             "address": ["type": "string"], "name": ["type": "string"], "alias": ["type": "string"],
-            "state": ["type": "string", "enum": .array(BoardState.allCases.map { .string($0.rawValue) })],
+            "state": ["type": "string", "enum": .array(BoardPhase.allCases.map { .string($0.rawValue) })],
             "rssi": ["type": "integer"], "led": ["type": ["boolean", "null"]],
             "desiredLed": ["type": ["boolean", "null"]], "temperature": temperature, "adapter": ["type": "string"],
             "lastSeen": ["type": "string", "format": "date-time"], "profile": ["type": "string"],
@@ -131,6 +133,7 @@ enum Schemas {
                     "type": "object", "required": ["ok", "failed"],
                     "properties": ["ok": ["type": "integer"], "failed": ["type": "integer"]],
                 ],
+                "unmatched": ["type": "array", "items": ["type": "string"]],
             ],
         ]
     }

@@ -6,13 +6,13 @@ public struct GattCharacteristicParams: RPCMethodParams, Hashable {
     /// The boards.
     public var select: Selection?
     /// One board's address.
-    public var address: String?
+    public var address: BoardAddress?
     /// Service UUID.
     public var service: String
     /// Characteristic UUID.
     public var characteristic: String
 
-    public init(select: Selection? = nil, address: String? = nil, service: String, characteristic: String) {
+    public init(select: Selection? = nil, address: BoardAddress? = nil, service: String, characteristic: String) {
         self.select = select
         self.address = address
         self.service = service
@@ -21,9 +21,13 @@ public struct GattCharacteristicParams: RPCMethodParams, Hashable {
 
     public init(checked params: RPCCheckedParams) throws(RPCError) {
         self.init(
-            select: try params.optionalSelection("select"), address: try params.optionalString("address"),
+            select: try params.optionalSelection("select"), address: try params.typed("address", as: BoardAddress.self),
             service: try params.string("service"), characteristic: try params.string("characteristic"))
     }
+
+    /// The boards: the selection, or the one board of `address` (the descriptor asks for
+    /// exactly one of them).
+    public var boards: Selection { Selection.boards(select, address) }
 
     /// The descriptors of these parameters; `select` is described as `selectDescription`.
     static func descriptors(select selectDescription: String) -> [RPCParamDescriptor] {

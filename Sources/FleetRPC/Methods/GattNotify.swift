@@ -12,11 +12,11 @@ extension FleetMethods {
             exactlyOneOf: [["select", "address"]],
             result: RPCResultDescriptor(
                 "outcome", "One entry per board (ok when subscribed), and totals.",
-                schema: Schemas.fleetResult(Schemas.gattOutcome)),
+                schema: Schemas.fleetResult(Schemas.boardOutcome)),
             access: .read,
             errors: boardErrors)
 
         public typealias Params = GattCharacteristicParams
-        public typealias Result = FleetResult<GattOutcome>
+        public typealias Result = FleetResult<Done>
     }
 }

@@ -14,6 +14,6 @@ extension FleetMethods {
             errors: boardErrors)
 
         public typealias Params = GattCharacteristicParams
-        public typealias Result = FleetResult<GattOutcome>
+        public typealias Result = FleetResult<GattBytes>
     }
 }

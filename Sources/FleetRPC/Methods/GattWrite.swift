@@ -12,7 +12,7 @@ extension FleetMethods {
             ],
             exactlyOneOf: [["select", "address"]],
             result: RPCResultDescriptor(
-                "outcome", "One entry per board, and totals.", schema: Schemas.fleetResult(Schemas.gattOutcome)),
+                "outcome", "One entry per board, and totals.", schema: Schemas.fleetResult(Schemas.boardOutcome)),
             access: .write,
             errors: boardErrors)
 
@@ -20,18 +20,18 @@ extension FleetMethods {
             /// The boards to write to.
             public var select: Selection?
             /// One board's address.
-            public var address: String?
+            public var address: BoardAddress?
             /// Service UUID.
             public var service: String
             /// Characteristic UUID.
             public var characteristic: String
-            /// The bytes to write, as hex.
-            public var value: String
+            /// The bytes to write (hex on the wire).
+            public var value: [UInt8]
             /// Write with response (default true).
             public var withResponse: Bool?
 
             public init(
-                select: Selection? = nil, address: String? = nil, service: String, characteristic: String, value: String,
+                select: Selection? = nil, address: BoardAddress? = nil, service: String, characteristic: String, value: [UInt8],
                 withResponse: Bool? = nil
             ) {
                 self.select = select
@@ -44,11 +44,26 @@ extension FleetMethods {
 
             public init(checked params: RPCCheckedParams) throws(RPCError) {
                 self.init(
-                    select: try params.optionalSelection("select"), address: try params.optionalString("address"),
+                    select: try params.optionalSelection("select"), address: try params.typed("address", as: BoardAddress.self),
                     service: try params.string("service"), characteristic: try params.string("characteristic"),
-                    value: try params.string("value"), withResponse: try params.optionalBool("withResponse"))
+                    value: try params.typed("value", as: [UInt8].self) ?? [], withResponse: try params.optionalBool("withResponse"))
+            }
+
+            /// The boards: the selection, or the one board of `address`.
+            public var boards: Selection { Selection.boards(select, address) }
+
+            enum CodingKeys: String, CodingKey { case select, address, service, characteristic, value, withResponse }
+
+            public func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encodeIfPresent(select, forKey: .select)
+                try container.encodeIfPresent(address, forKey: .address)
+                try container.encode(service, forKey: .service)
+                try container.encode(characteristic, forKey: .characteristic)
+                try container.encode(HexBytes.encode(value), forKey: .value)
+                try container.encodeIfPresent(withResponse, forKey: .withResponse)
             }
         }
-        public typealias Result = FleetResult<GattOutcome>
+        public typealias Result = FleetResult<Done>
     }
 }

@@ -35,6 +35,6 @@ extension FleetMethods {
                     timeoutMs: try params.optionalInt("timeoutMs"))
             }
         }
-        public typealias Result = FleetResult<BoardOutcome>
+        public typealias Result = FleetResult<Done>
     }
 }

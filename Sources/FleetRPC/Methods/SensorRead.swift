@@ -40,7 +40,7 @@ extension FleetMethods {
                     maxAgeMs: try params.optionalInt("maxAgeMs"), timeoutMs: try params.optionalInt("timeoutMs"))
             }
         }
-        public typealias Result = FleetResult<SensorOutcome>
+        public typealias Result = FleetResult<SensorValue>
     }
 
     /// `switch.set`: any switch of the boards' profiles (`led.set` is this for the built-in
@@ -78,6 +78,6 @@ extension FleetMethods {
                     timeoutMs: try params.optionalInt("timeoutMs"))
             }
         }
-        public typealias Result = FleetResult<BoardOutcome>
+        public typealias Result = FleetResult<Done>
     }
 }

@@ -39,6 +39,6 @@ extension FleetMethods {
                     timeoutMs: try params.optionalInt("timeoutMs"))
             }
         }
-        public typealias Result = FleetResult<TemperatureOutcome>
+        public typealias Result = FleetResult<TemperatureReading>
     }
 }

@@ -1,13 +1,13 @@
 /// One board in `boards.list` and `boards.scan` results.
 public struct BoardInfo: Sendable, Hashable, Codable {
     /// Bluetooth address, the board's identity (`AA:BB:CC:DD:EE:FF`).
-    public var address: String
+    public var address: BoardAddress
     /// Advertised name (not unique).
     public var name: String
     /// The alias set with `boards.alias`, if any.
     public var alias: String?
     /// `ready` when the board can be used now.
-    public var state: BoardState
+    public var state: BoardPhase
     /// Last received signal strength in dBm, if known.
     public var rssi: Int?
     /// The LED as last written successfully to the board since it last connected; nil when
@@ -27,7 +27,7 @@ public struct BoardInfo: Sendable, Hashable, Codable {
     public var sensors: [String: SensorInfo]?
 
     public init(
-        address: String, name: String, alias: String? = nil, state: BoardState, rssi: Int? = nil,
+        address: BoardAddress, name: String, alias: String? = nil, state: BoardPhase, rssi: Int? = nil,
         led: Bool? = nil, desiredLed: Bool? = nil, temperature: TemperatureReading? = nil, lastSeen: String? = nil,
         adapter: String? = nil, profile: String? = nil, sensors: [String: SensorInfo]? = nil
     ) {
@@ -65,5 +65,20 @@ public struct BoardInfo: Sendable, Hashable, Codable {
         try container.encodeIfPresent(adapter, forKey: .adapter)
         try container.encodeIfPresent(profile, forKey: .profile)
         try container.encodeIfPresent(sensors, forKey: .sensors)
+    }
+}
+
+/// One sensor of a board in `boards.list`: its latest value, if any.
+public struct SensorInfo: Sendable, Hashable, Codable {
+    /// The latest value, scaled; absent before the first.
+    public var value: Double?
+    public var unit: String?
+    /// Age of the latest value in milliseconds; absent before the first.
+    public var ageMs: Int?
+
+    public init(value: Double? = nil, unit: String? = nil, ageMs: Int? = nil) {
+        self.value = value
+        self.unit = unit
+        self.ageMs = ageMs
     }
 }

@@ -1,7 +1,8 @@
 public import JSONRPC
 
 /// The parameter types of blefleet's methods that are strings (or lists) of a shape of
-/// their own; the dispatcher checks them before a handler runs.
+/// their own. The dispatcher reads each once, into the fleet's own type (a ``Selection``,
+/// a ``BoardAddress``, bytes), before a handler runs; nothing reads them again.
 extension RPCValueType {
     /// A board selection: "all", an address, a name or alias, a glob, or a list of those.
     public static let selection = RPCValueType.custom(
@@ -14,21 +15,17 @@ extension RPCValueType {
                     ["type": "array", "items": ["type": "string", "minLength": 1], "minItems": 1],
                 ]
             ],
-            problem: { value in
-                do throws(SelectionError) {
-                    _ = try Selection(validating: value)
-                    return nil
-                } catch {
-                    return error.description
-                }
-            }))
+            parse: { value throws(RPCCustomType.Problem) in try Selection(json: value) }))
 
     /// A Bluetooth address, `AA:BB:CC:DD:EE:FF`.
     public static let address = RPCValueType.custom(
         RPCCustomType(
             name: "address", expectation: "a Bluetooth address like \"AA:BB:CC:DD:EE:FF\"",
             jsonSchema: ["type": "string", "pattern": "^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$"],
-            problem: { value in value.stringValue.map(BoardAddress.isValid) == true ? nil : "" }))
+            parse: { value throws(RPCCustomType.Problem) in
+                guard let address = value.stringValue.flatMap(BoardAddress.init) else { throw RPCCustomType.Problem() }
+                return address
+            }))
 
     /// A UUID, 128-bit form (`0000180f-0000-1000-8000-00805f9b34fb`) or 16-bit (`180f`).
     public static let uuid = RPCValueType.custom(
@@ -39,14 +36,20 @@ extension RPCValueType {
                 "type": "string",
                 "pattern": "^([0-9A-Fa-f]{4}|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})$",
             ],
-            problem: { value in value.stringValue.map(isUUID) == true ? nil : "" }))
+            parse: { value throws(RPCCustomType.Problem) in
+                guard let text = value.stringValue, isUUID(text) else { throw RPCCustomType.Problem() }
+                return text
+            }))
 
     /// Bytes as an even number of hexadecimal digits (`"01"`, `"0a1b"`).
     public static let hex = RPCValueType.custom(
         RPCCustomType(
             name: "hex", expectation: "a hexadecimal byte string like \"01\" (an even number of hex digits)",
             jsonSchema: ["type": "string", "pattern": "^([0-9A-Fa-f]{2})*$"],
-            problem: { value in value.stringValue.flatMap(HexBytes.decode) != nil ? nil : "" }))
+            parse: { value throws(RPCCustomType.Problem) in
+                guard let bytes = value.stringValue.flatMap(HexBytes.decode) else { throw RPCCustomType.Problem() }
+                return bytes
+            }))
 
     static func isUUID(_ string: String) -> Bool {
         let bytes = Array(string.utf8)
@@ -61,5 +64,56 @@ extension RPCValueType {
             }
         }
         return true
+    }
+}
+
+extension Selection {
+    /// A selection as JSON gives it: one string or a non-empty list of strings, each a
+    /// selector; says clearly what is wrong with any other shape.
+    init(json value: JSONValue) throws(RPCCustomType.Problem) {
+        let texts: [String]
+        switch value {
+        case .string(let text):
+            texts = [text]
+        case .array(let elements):
+            guard !elements.isEmpty else { throw RPCCustomType.Problem("an empty list selects no board") }
+            var strings: [String] = []
+            for element in elements {
+                guard case .string(let text) = element else {
+                    throw RPCCustomType.Problem(
+                        "every element of the list must be a string, found \(element.kindDescription)")
+                }
+                strings.append(text)
+            }
+            texts = strings
+        default:
+            throw RPCCustomType.Problem(
+                "a selection is \"all\", a board address, name, alias or glob, or a list of those; found \(value.kindDescription)")
+        }
+        do {
+            try self.init(parsing: texts)
+        } catch {
+            throw RPCCustomType.Problem(error.message)
+        }
+    }
+}
+
+extension RPCCheckedParams {
+    /// The selection named `name` (read once, as `.selection`, by the descriptor).
+    public func selection(_ name: String) throws(RPCError) -> Selection {
+        guard let selection = try optionalSelection(name) else { throw .invalidParams("missing required parameter \"\(name)\"") }
+        return selection
+    }
+
+    /// The selection named `name`, if given.
+    public func optionalSelection(_ name: String) throws(RPCError) -> Selection? {
+        try typed(name, as: Selection.self)
+    }
+}
+
+extension Selection {
+    /// The boards of a call that takes a selection or one address (exactly one of them).
+    static func boards(_ select: Selection?, _ address: BoardAddress?) -> Selection {
+        select ?? Selection(address.map { [.address($0)] } ?? [])
     }
 }

@@ -142,7 +142,7 @@ public struct JSONRPCDispatcher: Sendable {
         }
         let params: RPCCheckedParams
         do {
-            params = RPCCheckedParams(try descriptor.validate(request.params))
+            params = try descriptor.validate(request.params)
         } catch {
             return .error(error)
         }

@@ -90,7 +90,7 @@ public final class EventSubscriptions: Sendable {
         case .boardPhaseChanged(let address, let from, let to):
             return EventNotification(
                 topic: .boards, address: address.rawValue, time: time,
-                data: ["event": "state", "from": .string(BoardState(from).rawValue), "state": .string(BoardState(to).rawValue)])
+                data: ["event": "state", "from": .string(from.rawValue), "state": .string(to.rawValue)])
         case .boardAdded(let address, let name):
             return EventNotification(
                 topic: .boards, address: address.rawValue, time: time,

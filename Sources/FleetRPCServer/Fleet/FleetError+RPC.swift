@@ -7,6 +7,7 @@ extension FleetError: RPCErrorConvertible {
     public var rpcError: RPCError {
         switch code {
         case .notFound: RPCError(.boardNotFound, message)
+        case .notSupported: RPCError(.characteristicNotFound, message)
         case .adapterOff: RPCError(.adapterUnavailable, message)
         case .bluezUnavailable: RPCError(.bluezUnavailable, message)
         case .timeout: RPCError(.timeout, message)
@@ -15,7 +16,7 @@ extension FleetError: RPCErrorConvertible {
         case .gattError: RPCError(.gattError, message)
         case .invalidArgument: RPCError(.invalidParams, message)
         case .cancelled: RPCError(.shuttingDown, message)
-        case .absent, .failed: RPCError(.internalError, message)
+        case .absent, .failed, .connectFailed, .internalError: RPCError(.internalError, message)
         }
     }
 }

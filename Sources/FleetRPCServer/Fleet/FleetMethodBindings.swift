@@ -32,105 +32,66 @@ public enum FleetMethodBindings {
         on dispatcher: inout JSONRPCDispatcher, fleet: Fleet, events: EventSubscriptions, environment: Environment
     ) {
         dispatcher.register(FleetMethods.LedSet.self) { params, _ in
-            let selection = try coreSelection(params.select)
-            let result = await fleet.setLED(selection, on: params.on, timeout: params.timeoutMs.map { .milliseconds($0) })
-            // A board that could not be switched now gets the LED when it is back.
-            return try outcomes(result, selection: params.select, pending: { $0.retryable })
+            try matched(await fleet.setLED(params.select, on: params.on, timeout: params.timeoutMs.map { .milliseconds($0) }))
         }
         dispatcher.register(FleetMethods.TemperatureRead.self) { params, _ in
-            let selection = try coreSelection(params.select)
-            let result = await fleet.readTemperature(
-                selection, maxAge: params.maxAgeMs.map { .milliseconds($0) },
-                timeout: params.timeoutMs.map { .milliseconds($0) })
-            try requireMatch(result.outcomes.isEmpty, result.unmatched, params.select)
-            let entries = result.outcomes.map { outcome in
-                TemperatureOutcome(
-                    address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
-                    celsius: outcome.value?.value.degrees,
-                    ageMs: outcome.value.map { Wire.milliseconds($0.age) },
-                    error: outcome.error.map(BoardError.init), latencyMs: Wire.milliseconds(outcome.latency))
-            }
-            return FleetRPC.FleetResult(results: entries).unmatched(result.unmatched)
+            try matched(
+                await fleet.readTemperature(
+                    params.select, maxAge: params.maxAgeMs.map { .milliseconds($0) },
+                    timeout: params.timeoutMs.map { .milliseconds($0) }))
         }
         dispatcher.register(FleetMethods.SensorRead.self) { params, _ in
-            let selection = try coreSelection(params.select)
             try requireKnown(params.sensor, role: "sensor", "sensor", among: fleet.profiles.sensorNames)
-            let result = await fleet.readSensor(
-                selection, sensor: params.sensor, maxAge: params.maxAgeMs.map { .milliseconds($0) },
-                timeout: params.timeoutMs.map { .milliseconds($0) })
-            try requireMatch(result.outcomes.isEmpty, result.unmatched, params.select)
-            let entries = result.outcomes.map { outcome in
-                SensorOutcome(
-                    address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
-                    sensor: params.sensor, value: outcome.value?.value, unit: outcome.value?.sensor.unit,
-                    ageMs: outcome.value.map { Wire.milliseconds($0.age) },
-                    error: outcome.error.map(BoardError.init), latencyMs: Wire.milliseconds(outcome.latency))
-            }
-            return FleetRPC.FleetResult(results: entries).unmatched(result.unmatched)
+            return try matched(
+                await fleet.readSensor(
+                    params.select, sensor: params.sensor, maxAge: params.maxAgeMs.map { .milliseconds($0) },
+                    timeout: params.timeoutMs.map { .milliseconds($0) }))
         }
         dispatcher.register(FleetMethods.SwitchSet.self) { params, _ in
-            let selection = try coreSelection(params.select)
             try requireKnown(params.switch, role: "switch", "switch", among: fleet.profiles.switchNames)
-            let result = await fleet.setSwitch(
-                selection, name: params.switch, on: params.on, timeout: params.timeoutMs.map { .milliseconds($0) })
-            // The LED of a board that could not be switched now is switched when it is back.
-            let remembered = params.switch == BoardProfile.ledSwitch
-            return try outcomes(result, selection: params.select, pending: { remembered && $0.retryable })
+            return try matched(
+                await fleet.setSwitch(
+                    params.select, name: params.switch, on: params.on, timeout: params.timeoutMs.map { .milliseconds($0) }))
         }
         dispatcher.register(FleetMethods.BoardsList.self) { params, _ in
-            let selection = try params.select.map(coreSelection) ?? .all
-            return BoardsListResult(boards: await fleet.snapshots(selection).map { BoardInfo($0) })
+            BoardsListResult(boards: await fleet.snapshots(params.select ?? .all).map { BoardInfo($0) })
         }
         dispatcher.register(FleetMethods.BoardsScan.self) { params, _ in
             let seen = try await fleet.scan(for: .milliseconds(Int(params.seconds * 1000)))
             return BoardsListResult(boards: seen.map { BoardInfo($0) })
         }
         dispatcher.register(FleetMethods.BoardsConnect.self) { params, _ in
-            let selection = try coreSelection(params.select)
-            return try outcomes(await fleet.connect(selection), selection: params.select)
+            try matched(await fleet.connect(params.select))
         }
         dispatcher.register(FleetMethods.BoardsDisconnect.self) { params, _ in
-            let selection = try coreSelection(params.select)
-            return try outcomes(await fleet.disconnect(selection), selection: params.select)
+            try matched(await fleet.disconnect(params.select))
         }
         dispatcher.register(FleetMethods.BoardsForget.self) { params, _ in
-            let selection = try coreSelection(params.select)
-            return try outcomes(await fleet.forget(selection), selection: params.select)
+            try matched(await fleet.forget(params.select))
         }
         dispatcher.register(FleetMethods.BoardsAlias.self) { params, _ in
-            guard let address = FleetCore.BoardAddress(params.address) else {
-                throw RPCError(.invalidParams, "\"\(params.address)\" is not a Bluetooth address like AA:BB:CC:DD:EE:FF.")
-            }
-            try await fleet.setAlias(params.alias.isEmpty ? nil : params.alias, for: address)
-            guard let board = await fleet.snapshots(FleetCore.Selection([.address(address)])).first else {
-                throw RPCError(.boardNotFound, "\(address) was forgotten meanwhile.")
+            try await fleet.setAlias(params.alias.isEmpty ? nil : params.alias, for: params.address)
+            guard let board = await fleet.snapshots(Selection([.address(params.address)])).first else {
+                throw RPCError(.boardNotFound, "\(params.address) was forgotten meanwhile.")
             }
             return BoardInfo(board)
         }
         dispatcher.register(FleetMethods.GattRead.self) { params, _ in
-            let (selection, wire) = try gattSelection(params.select, params.address)
             let (service, characteristic) = try uuids(params.service, params.characteristic)
-            let result = await fleet.readCharacteristic(selection, service: service, characteristic: characteristic)
-            try requireMatch(result.outcomes.isEmpty, result.unmatched, wire)
-            return gattOutcomes(result, value: HexBytes.encode)
+            let result = await fleet.readCharacteristic(params.boards, service: service, characteristic: characteristic)
+            return try matched(result.map(GattBytes.init))
         }
         dispatcher.register(FleetMethods.GattWrite.self) { params, _ in
-            let (selection, wire) = try gattSelection(params.select, params.address)
             let (service, characteristic) = try uuids(params.service, params.characteristic)
-            guard let value = HexBytes.decode(params.value) else {
-                throw RPCError(.invalidParams, "value: \"\(params.value)\" is not hex bytes like \"01\" or \"0a ff\".")
-            }
-            let result = await fleet.writeCharacteristic(
-                selection, service: service, characteristic: characteristic, value: value,
-                withResponse: params.withResponse ?? true)
-            try requireMatch(result.outcomes.isEmpty, result.unmatched, wire)
-            return gattOutcomes(result)
+            return try matched(
+                await fleet.writeCharacteristic(
+                    params.boards, service: service, characteristic: characteristic, value: params.value,
+                    withResponse: params.withResponse ?? true))
         }
         dispatcher.register(FleetMethods.GattNotify.self) { params, context in
-            let (selection, wire) = try gattSelection(params.select, params.address)
             let (service, characteristic) = try uuids(params.service, params.characteristic)
-            let result = await fleet.notifications(selection, service: service, characteristic: characteristic)
-            try requireMatch(result.outcomes.isEmpty, result.unmatched, wire)
+            let result = try matched(
+                await fleet.notifications(params.boards, service: service, characteristic: characteristic))
             let connection = context.connection
             for outcome in result.outcomes {
                 guard let values = outcome.value else { continue }
@@ -149,7 +110,7 @@ public enum FleetMethodBindings {
                 }
                 connection.onClose { forwarding.cancel() }
             }
-            return gattOutcomes(result)
+            return result.map { _ in Done() }
         }
         dispatcher.register(FleetMethods.EventsSubscribe.self) { params, context in
             EventsSubscriptionResult(topics: events.subscribe(context.connection, to: Set(params.topics ?? EventTopic.allCases)))
@@ -161,7 +122,7 @@ public enum FleetMethodBindings {
             let status = fleet.status
             return FleetRPC.DaemonStatus(
                 version: environment.version,
-                uptimeSeconds: Double(Wire.milliseconds(environment.startedAt.duration(to: .now))) / 1000,
+                uptimeSeconds: Double(environment.startedAt.duration(to: .now).wholeMilliseconds) / 1000,
                 bluez: status.bluezAvailable,
                 adapter: status.adapters.first(where: \.present).map { "\($0.name) (\($0.address ?? "?"))" },
                 powered: status.adapterPowered, discovering: status.discovering,
@@ -181,7 +142,7 @@ public enum FleetMethodBindings {
     /// drops (the stream ends), subscribes again each time the board is ready again, so a
     /// `gatt.notify` subscription survives reconnects as the daemon's own temperature one does.
     static func follow(
-        _ first: NotificationStream, of address: FleetCore.BoardAddress, service: GattUUID,
+        _ first: NotificationStream, of address: BoardAddress, service: GattUUID,
         characteristic: GattUUID, fleet: Fleet, send: @escaping @Sendable ([UInt8]) -> Bool
     ) async {
         // Subscribed before the first stream can end, so no return to ready is missed.
@@ -200,46 +161,13 @@ public enum FleetMethodBindings {
             }
             guard await readyIterator.next() != nil, !Task.isCancelled else { return }
             let again = await fleet.notifications(
-                FleetCore.Selection([.address(address)]), service: service, characteristic: characteristic,
+                Selection([.address(address)]), service: service, characteristic: characteristic,
                 timeout: .seconds(10))
             current = again.outcomes.first?.value
         }
     }
 
-    // MARK: Conversions
-
-    /// A gatt.* fleet result on the wire; `value` gives an entry's hex value (reads only).
-    static func gattOutcomes<Value>(
-        _ result: FleetCore.FleetResult<Value>, value: (Value) -> String? = { _ in nil }
-    ) -> FleetRPC.FleetResult<GattOutcome> {
-        FleetRPC.FleetResult(results: result.outcomes.map { outcome in
-            GattOutcome(
-                address: outcome.address.rawValue, name: outcome.name ?? "", ok: outcome.succeeded,
-                value: outcome.value.flatMap(value), error: outcome.error.map(BoardError.init),
-                latencyMs: Wire.milliseconds(outcome.latency))
-        }).unmatched(result.unmatched)
-    }
-
-    static func coreSelection(_ selection: FleetRPC.Selection) throws -> FleetCore.Selection {
-        switch selection {
-        case .all:
-            return .all
-        case .patterns(let patterns):
-            do {
-                return try FleetCore.Selection(parsing: patterns)
-            } catch {
-                throw RPCError(.invalidParams, "select: \(error.message)")
-            }
-        }
-    }
-
-    static func gattSelection(_ select: FleetRPC.Selection?, _ address: String?) throws
-        -> (FleetCore.Selection, FleetRPC.Selection)
-    {
-        if let select { return (try coreSelection(select), select) }
-        let wire = FleetRPC.Selection(address ?? "")
-        return (try coreSelection(wire), wire)
-    }
+    // MARK: Checks
 
     static func uuids(_ service: String, _ characteristic: String) throws -> (GattUUID, GattUUID) {
         guard let serviceUUID = GattUUID(service) else {
@@ -259,29 +187,11 @@ public enum FleetMethodBindings {
             "\(param): no board profile has a \(role) \"\(name)\"; known: \(known.joined(separator: ", ")).")
     }
 
-    /// A call whose selection matched no board at all fails as a whole (-32001).
-    static func requireMatch(
-        _ noBoards: Bool, _ unmatched: [FleetCore.Selection.Selector], _ selection: FleetRPC.Selection
-    ) throws {
-        guard noBoards else { return }
-        let named = unmatched.isEmpty ? "\(selection)" : unmatched.map { "\"\($0)\"" }.joined(separator: ", ")
+    /// A call whose selection matched no board at all fails as a whole (-32001); else its
+    /// result, as it goes on the wire.
+    static func matched<Value>(_ result: FleetResult<Value>) throws -> FleetResult<Value> {
+        guard result.outcomes.isEmpty else { return result }
+        let named = result.unmatched.isEmpty ? "all" : result.unmatched.map { "\"\($0)\"" }.joined(separator: ", ")
         throw RPCError(.boardNotFound, "No board matches \(named); `blectl boards` lists the known boards.")
-    }
-
-    /// `pending` tells which failures leave the change to be applied when the board is back.
-    static func outcomes(
-        _ result: FleetCore.FleetResult<Void>, selection: FleetRPC.Selection,
-        pending: (FleetError) -> Bool = { _ in false }
-    ) throws -> FleetRPC.FleetResult<FleetRPC.BoardOutcome> {
-        try requireMatch(result.outcomes.isEmpty, result.unmatched, selection)
-        return FleetRPC.FleetResult(result, pending: pending)
-    }
-}
-
-extension FleetRPC.FleetResult {
-    func unmatched(_ selectors: [FleetCore.Selection.Selector]) -> Self {
-        var copy = self
-        copy.unmatched = selectors.isEmpty ? nil : selectors.map(\.description)
-        return copy
     }
 }

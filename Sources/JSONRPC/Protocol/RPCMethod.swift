@@ -29,13 +29,26 @@ public struct RPCNoParams: RPCMethodParams, Hashable {
 }
 
 /// Params by name after ``RPCMethodDescriptor/validate(_:)``: every value has the type its
-/// descriptor says, absent and null optional ones are left out. Reading one the descriptor
-/// did not promise is a programming error answered with `-32602`.
-public struct RPCCheckedParams: Sendable, Hashable {
+/// descriptor says, absent and null optional ones are left out, and each of a custom type
+/// is also held read into its own type. Reading one the descriptor did not promise is a
+/// programming error answered with `-32602`.
+public struct RPCCheckedParams: Sendable {
     public let values: [String: JSONValue]
+    /// The custom-typed ones, as their type read them (``RPCCustomType/parse``).
+    let parsed: [String: any Sendable]
 
-    public init(_ values: [String: JSONValue]) {
+    public init(_ values: [String: JSONValue], typed: [String: any Sendable] = [:]) {
         self.values = values
+        self.parsed = typed
+    }
+
+    /// The custom-typed parameter `name` as its type read it; nil when absent.
+    public func typed<Value: Sendable>(_ name: String, as type: Value.Type) throws(RPCError) -> Value? {
+        guard values[name] != nil else { return nil }
+        guard let value = parsed[name] as? Value else {
+            throw .invalidParams("\"\(name)\" was not read as \(Value.self)")
+        }
+        return value
     }
 
     public subscript(name: String) -> JSONValue? { values[name] }

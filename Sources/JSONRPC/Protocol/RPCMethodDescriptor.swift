@@ -28,9 +28,10 @@ public struct RPCMethodDescriptor: Sendable, Hashable {
     }
 
     /// Checks `params` against this descriptor and returns them by name, absent optional
-    /// ones (and ones given as null) left out. Throws `-32602` naming the parameter and what
-    /// it expects: unknown, missing, extra positional and mistyped parameters are refused.
-    public func validate(_ params: RPCParams?) throws(RPCError) -> [String: JSONValue] {
+    /// ones (and ones given as null) left out, each of a custom type read into its own type
+    /// (once). Throws `-32602` naming the parameter and what it expects: unknown, missing,
+    /// extra positional and mistyped parameters are refused.
+    public func validate(_ params: RPCParams?) throws(RPCError) -> RPCCheckedParams {
         var named: [String: JSONValue] = [:]
         switch params {
         case nil:
@@ -55,6 +56,7 @@ public struct RPCMethodDescriptor: Sendable, Hashable {
             named = members
         }
         var checked: [String: JSONValue] = [:]
+        var typed: [String: any Sendable] = [:]
         for param in self.params {
             let value = named[param.name]
             guard let value, value != .null else {
@@ -63,10 +65,16 @@ public struct RPCMethodDescriptor: Sendable, Hashable {
                 }
                 continue
             }
-            guard param.type.accepts(value) else {
-                if case .custom(let custom) = param.type, let reason = custom.problem(value), !reason.isEmpty {
-                    throw .invalidParams("\"\(param.name)\": \(reason)")
+            if case .custom(let custom) = param.type {
+                do {
+                    typed[param.name] = try custom.parse(value)
+                } catch {
+                    throw .invalidParams(
+                        error.reason.isEmpty
+                            ? "\"\(param.name)\" must be \(param.type.expectation), got \(Self.describe(value))"
+                            : "\"\(param.name)\": \(error.reason)")
                 }
+            } else if !param.type.accepts(value) {
                 throw .invalidParams(
                     "\"\(param.name)\" must be \(param.type.expectation), got \(Self.describe(value))")
             }
@@ -79,7 +87,7 @@ public struct RPCMethodDescriptor: Sendable, Hashable {
                 throw .invalidParams(given.isEmpty ? "give \(list)" : "give only one of \(list), not both")
             }
         }
-        return checked
+        return RPCCheckedParams(checked, typed: typed)
     }
 
     private static func describe(_ value: JSONValue) -> String {

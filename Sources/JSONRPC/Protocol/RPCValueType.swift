@@ -63,7 +63,7 @@ public indirect enum RPCValueType: Sendable, Hashable {
             guard let number = value.doubleValue else { return false }
             return number >= (minimum ?? -.infinity) && number <= (maximum ?? .infinity)
         case (.boolean, .bool): return true
-        case (.custom(let custom), _): return custom.problem(value) == nil
+        case (.custom(let custom), _): return (try? custom.parse(value)) != nil
         case (.array(let element), .array(let elements)): return elements.allSatisfy(element.accepts)
         case (.any, _): return true
         default: return false
@@ -93,7 +93,9 @@ public indirect enum RPCValueType: Sendable, Hashable {
     }
 }
 
-/// A parameter type of an API's own: what it expects, its JSON Schema, and its rule.
+/// A parameter type of an API's own: what it expects, its JSON Schema, and how a value is
+/// read into the API's own type. The dispatcher reads each such parameter once, before the
+/// handler runs, and hands the typed value on (``RPCCheckedParams/typed(_:as:)``).
 public struct RPCCustomType: Sendable, Hashable {
     /// A name, unique among the API's types (equality and hashing go by it).
     public let name: String
@@ -101,16 +103,24 @@ public struct RPCCustomType: Sendable, Hashable {
     public let expectation: String
     /// JSON Schema of the type, for OpenRPC.
     public let jsonSchema: JSONValue
-    /// Why `value` is not acceptable (`""` when the expectation says it all), `nil` when it is.
-    public let problem: @Sendable (JSONValue) -> String?
+    /// The value read into the API's type; throws why it is not acceptable (an empty
+    /// reason when the expectation says it all).
+    public let parse: @Sendable (JSONValue) throws(Problem) -> any Sendable
+
+    /// Why a value is not of the type.
+    public struct Problem: Error, Sendable {
+        public let reason: String
+        public init(_ reason: String = "") { self.reason = reason }
+    }
 
     public init(
-        name: String, expectation: String, jsonSchema: JSONValue, problem: @escaping @Sendable (JSONValue) -> String?
+        name: String, expectation: String, jsonSchema: JSONValue,
+        parse: @escaping @Sendable (JSONValue) throws(Problem) -> any Sendable
     ) {
         self.name = name
         self.expectation = expectation
         self.jsonSchema = jsonSchema
-        self.problem = problem
+        self.parse = parse
     }
 
     public static func == (lhs: RPCCustomType, rhs: RPCCustomType) -> Bool { lhs.name == rhs.name }

@@ -11,17 +11,21 @@ enum BrokerCommands {
         try await session.connect()
         let verb = on ? "on" : "off"
         let (answers, silent) = try await session.setLEDs(on: on, timeoutMs: nil)
-        let rows = answers.flatMap { answer in answer.result.results.map { (gateway: answer.gateway, outcome: $0) } }
-        let ok = rows.count(where: \.outcome.ok)
+        let rows = answers.flatMap { answer in answer.result.outcomes.map { (gateway: answer.gateway, outcome: $0) } }
+        let ok = rows.count(where: \.outcome.succeeded)
         let pending = rows.count(where: { $0.outcome.pending == true })
         if options.json {
+            struct Totals: Encodable {
+                var ok: Int
+                var failed: Int
+            }
             struct Answer: Encodable {
-                var gateways: [String: FleetResult<BoardOutcome>]
+                var gateways: [String: FleetResult<Done>]
                 var silent: [String]
-                var totals: FleetTotals
+                var totals: Totals
             }
             let gateways = Dictionary(answers.map { ($0.gateway, $0.result) }, uniquingKeysWith: { _, last in last })
-            Output.line(try JSONText.pretty(Answer(gateways: gateways, silent: silent, totals: FleetTotals(ok: ok, failed: rows.count - ok))))
+            Output.line(try JSONText.pretty(Answer(gateways: gateways, silent: silent, totals: Totals(ok: ok, failed: rows.count - ok))))
         } else {
             let style = Output.style
             let table = Tables.outcomes(byGateway: rows, verb: verb).render(legend: !options.noLegend) { row, column, cell in

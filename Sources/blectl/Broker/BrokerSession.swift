@@ -182,7 +182,7 @@ final class BrokerSession: Sendable {
     /// Sends a fleet-wide LED command to every gateway and collects their answers until every
     /// gateway that is online has answered or the deadline passes.
     func setLEDs(on: Bool, timeoutMs: Int?) async throws -> (
-        results: [(gateway: String, result: FleetResult<BoardOutcome>)], silent: [String]
+        results: [(gateway: String, result: FleetResult<Done>)], silent: [String]
     ) {
         let request = "blectl-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try await subscribeAndSync([topics.prefix + "/+/status", topics.result("+", request)])
@@ -198,12 +198,12 @@ final class BrokerSession: Sendable {
             Output.error("blectl: could not send the command to the MQTT broker at \(url): \(error)")
             throw ExitCode(ExitStatus.unavailable.rawValue)
         }
-        func answers() -> [String: FleetResult<BoardOutcome>] {
-            var found: [String: FleetResult<BoardOutcome>] = [:]
+        func answers() -> [String: FleetResult<Done>] {
+            var found: [String: FleetResult<Done>] = [:]
             for message in collected.inbox.withLock({ $0 }) {
                 let levels = message.topic.split(separator: "/").map(String.init)
                 guard message.topic.hasSuffix("/result/\(request)"), levels.count >= 3,
-                    let result = try? JSONCodec.decode(FleetResult<BoardOutcome>.self, from: message.payload)
+                    let result = try? JSONCodec.decode(FleetResult<Done>.self, from: message.payload)
                 else { continue }
                 found[levels[levels.count - 3]] = result
             }

@@ -10,21 +10,20 @@ struct Alias: AsyncParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Argument(help: "The board's Bluetooth address (AA:BB:CC:DD:EE:FF).")
-    var address: String
+    @Argument(help: "The board's Bluetooth address (AA:BB:CC:DD:EE:FF).", transform: { text in
+        guard let address = BoardAddress(text) else {
+            throw ValidationError("\(JSONValue.string(text)) is not a Bluetooth address; write it as AA:BB:CC:DD:EE:FF.")
+        }
+        return address
+    })
+    var address: BoardAddress
 
     @Argument(help: "The alias, or \"\" to remove it.")
     var name: String
 
-    func validate() throws {
-        guard BoardAddress.isValid(address) else {
-            throw ValidationError("\(JSONValue.string(address)) is not a Bluetooth address; write it as AA:BB:CC:DD:EE:FF.")
-        }
-    }
-
     func run() async throws {
         let session = try Session(options)
-        let reply = try await session.call(FleetMethods.BoardsAlias.self, .init(address: address.uppercased(), alias: name))
+        let reply = try await session.call(FleetMethods.BoardsAlias.self, .init(address: address, alias: name))
         if options.json {
             Output.line(JSONText.pretty(try session.json(reply)))
             return

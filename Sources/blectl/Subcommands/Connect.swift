@@ -29,7 +29,7 @@ struct Connect: AsyncParsableCommand {
 enum SelectCommand {
     static func run<Method: RPCMethod>(
         _ method: Method.Type, selectors: [String], all: Bool, options: GlobalOptions, verb: String
-    ) async throws where Method.Params == BoardSelectParams, Method.Result == FleetResult<BoardOutcome> {
+    ) async throws where Method.Params == BoardSelectParams, Method.Result == FleetResult<Done> {
         let session = try Session(options)
         let selection = try Selectors.required(selectors, all: all, example: "")
         let reply = try await session.call(method, BoardSelectParams(select: selection))

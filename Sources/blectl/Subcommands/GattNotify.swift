@@ -27,10 +27,10 @@ struct GattNotify: AsyncParsableCommand {
             service: target.service, characteristic: target.characteristic)
         let notifications = session.client.notifications()
         let result = try session.result(try await session.call(FleetMethods.GattNotify.self, params))
-        for outcome in result.results where !outcome.ok {
-            Output.error("blectl: \(outcome.name) (\(outcome.address)): \(Tables.failure(outcome.error))")
+        for outcome in result.outcomes where !outcome.succeeded {
+            Output.error("blectl: \(outcome.name ?? "") (\(outcome.address)): \(Tables.failure(outcome.error))")
         }
-        guard result.totals.ok > 0 else { throw ExitCode(ExitStatus.failed.rawValue) }
+        guard result.succeededCount > 0 else { throw ExitCode(ExitStatus.failed.rawValue) }
         var received = 0
         do {
             for try await notification in notifications where notification.method == GattValueNotification.method {
@@ -44,7 +44,7 @@ struct GattNotify: AsyncParsableCommand {
                 Output.flush()
                 received += 1
                 if let count, received >= count {
-                    try Session.finish(result.totals)
+                    try Session.finish(result)
                     return
                 }
             }

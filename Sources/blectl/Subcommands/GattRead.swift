@@ -16,7 +16,7 @@ struct GattRead: AsyncParsableCommand {
             service: target.service, characteristic: target.characteristic)
         let reply = try await session.call(FleetMethods.GattRead.self, params)
         try FleetOutput.print(reply, session: session, verb: "read") {
-            Tables.gatt($0, verb: nil)
+            Tables.gatt($0)
         }
     }
 }

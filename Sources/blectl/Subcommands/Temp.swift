@@ -42,7 +42,7 @@ struct Temp: AsyncParsableCommand {
             let notifications = session.client.notifications()
             _ = try await session.call(FleetMethods.EventsSubscribe.self, EventsSubscribeParams(topics: [.temperature]))
             let result = try session.result(try await session.call(FleetMethods.TemperatureRead.self, params))
-            var state = TemperatureWatch(initial: result.results, now: Timestamp.now(), acceptsNewBoards: selection == .all)
+            var state = TemperatureWatch(initial: result.outcomes, now: Timestamp.now(), acceptsNewBoards: selection == .all)
             try await TemperatureWatcher(session: session).run(&state, notifications: notifications)
             return
         }

@@ -30,7 +30,7 @@ struct Watch: AsyncParsableCommand {
         var names: [String: String] = [:]
         if !options.json {
             for board in try session.result(try await session.call(FleetMethods.BoardsList.self, .init())).boards {
-                names[board.address] = Tables.displayName(name: board.name, alias: board.alias)
+                names[board.address.rawValue] = Tables.displayName(name: board.name, alias: board.alias)
             }
         }
         let notifications = session.client.notifications()

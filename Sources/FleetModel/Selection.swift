@@ -101,10 +101,38 @@ public struct Selection: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension String {
-    func trimmingWhitespace() -> String {
+    /// The string without leading and trailing white space (selectors, aliases).
+    public func trimmingWhitespace() -> String {
         var slice = Substring(self)
         while let first = slice.first, first.isWhitespace { slice.removeFirst() }
         while let last = slice.last, last.isWhitespace { slice.removeLast() }
         return String(slice)
+    }
+}
+
+extension Selection: Codable {
+    /// On the wire a selection is one string (`"all"`, `"lab-*"`) or a list of them.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let texts: [String]
+        if let one = try? container.decode(String.self) {
+            texts = [one]
+        } else {
+            texts = try container.decode([String].self)
+        }
+        do {
+            try self.init(parsing: texts)
+        } catch {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.message)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if selectors.count == 1 {
+            try container.encode(selectors[0].description)
+        } else {
+            try container.encode(selectors.map(\.description))
+        }
     }
 }

@@ -1,7 +1,7 @@
 /// The phase of a board as the outside world sees it (RPC, CLI, events).
 ///
 /// Raw values are stable wire names; only ``ready`` means commands can run now.
-public enum BoardPhase: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+public enum BoardPhase: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     /// Known and present, not connected, nothing pending.
     case discovered
     /// Known and heard, not connected: every connection slot of its adapter is taken, so
@@ -26,11 +26,4 @@ public enum BoardPhase: String, Sendable, Hashable, CaseIterable, CustomStringCo
 
     public var description: String { rawValue }
 
-    /// Whether a board in this phase holds (or is taking) a connection slot: from the
-    /// connect that got its slot until its link is down.
-    var holdsSlot: Bool { [.connecting, .resolving, .ready, .disconnecting].contains(self) }
-
-    /// Whether a board in this phase has no usable link yet could be given one: it needs a
-    /// slot before a call reaches it.
-    var needsSlot: Bool { [.discovered, .standby, .connecting, .backingOff, .disconnecting].contains(self) }
 }

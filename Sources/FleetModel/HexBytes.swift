@@ -26,7 +26,7 @@ public enum HexBytes {
         return String(decoding: output, as: UTF8.self)
     }
 
-    static func nibble(_ digit: UInt8) -> UInt8? {
+    public static func nibble(_ digit: UInt8) -> UInt8? {
         switch digit {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
