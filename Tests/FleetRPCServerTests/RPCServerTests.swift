@@ -311,6 +311,43 @@ extension SocketTests {
             #expect(!FileManager.default.fileExists(atPath: path))
         }
 
+        @Test func aSecondRunIsRefusedWhileTheFirstServes() async throws {
+            try await withServer(dispatcher: TestCatalogue.makeDispatcher()) { path, server in
+                @Sendable func call() throws -> String? {
+                    let client = try UnixSocketClient(path: path)
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.get_data","id":1}"# + "\n")
+                    return try client.readLine()
+                }
+                // Answered: the first run() serves.
+                let first = try await offPool(call)
+                #expect(try parse(first)["result"] == ["hello", 5])
+                await #expect {
+                    try await server.run()
+                } throws: { error in
+                    "\(error)" == "The server's socket is already being served by another run()."
+                }
+                // The first run() still serves.
+                let second = try await offPool(call)
+                #expect(try parse(second)["result"] == ["hello", 5])
+            }
+        }
+
+        @Test func aBoundServerShutDownBeforeItRunsRemovesItsSocketAndRunReturns() async throws {
+            let directory = try makeTemporaryDirectory(prefix: "blefleet-rpc")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("rpc.sock").path
+            let server = RPCServer(
+                configuration: RPCServerConfiguration(listener: .path(path), socketGroup: nil),
+                dispatcher: TestCatalogue.makeDispatcher(), logger: .silent)
+            try await server.bind()
+            #expect(FileManager.default.fileExists(atPath: path))
+            server.triggerGracefulShutdown()
+            #expect(!FileManager.default.fileExists(atPath: path))
+            // A service told to stop before it started: run() returns at once, without error.
+            try await server.run()
+            #expect((try? UnixSocketClient(path: path)) == nil)
+        }
+
         @Test func servesAnAlreadyListeningDescriptor() async throws {
             let directory = try makeTemporaryDirectory(prefix: "blefleet-rpc")
             defer { try? FileManager.default.removeItem(at: directory) }

@@ -12,10 +12,3 @@ public struct PeerCredentials: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "pid \(pid), uid \(uid), gid \(gid)" }
 }
-
-/// Laid out like Linux's `struct ucred` (Glibc hides it): pid_t, uid_t, gid_t.
-struct UCred: Sendable {
-    var pid: Int32 = 0
-    var uid: UInt32 = 0
-    var gid: UInt32 = 0
-}

@@ -1,0 +1,179 @@
+import Testing
+
+@testable import FleetRPCServer
+
+/// The server's life without a socket: `Socket` is a name, `Waiter` a number.
+@Suite struct RPCServerStateMachineTests {
+    typealias Machine = RPCServer.StateMachine<String, Int>
+
+    /// A server whose socket "s" is bound.
+    func bound() -> Machine {
+        var machine = Machine()
+        #expect(machine.bind() == .create)
+        #expect(machine.socketCreated("s") == .keep)
+        return machine
+    }
+
+    /// A server serving on socket "s".
+    func serving() -> Machine {
+        var machine = bound()
+        #expect(machine.run() == .serve("s"))
+        return machine
+    }
+
+    @Test func bindingTwiceIsANoOp() {
+        var machine = Machine()
+        #expect(machine.bind() == .create)
+        // A second bind while the first is still creating the socket does not create another.
+        #expect(machine.bind() == .none)
+        #expect(machine.socketCreated("s") == .keep)
+        #expect(machine.bind() == .none)
+        #expect(machine.run() == .serve("s"))
+        #expect(machine.bind() == .none)
+    }
+
+    @Test func aFailedBindCanBeRetried() {
+        var machine = Machine()
+        #expect(machine.bind() == .create)
+        machine.bindFailed()
+        #expect(machine.bind() == .create)
+        #expect(machine.socketCreated("s") == .keep)
+        #expect(machine.run() == .serve("s"))
+    }
+
+    @Test func runTwiceIsRefusedWithAClearError() {
+        var machine = serving()
+        guard case .refuse(let error) = machine.run() else {
+            Issue.record("a second run() was not refused")
+            return
+        }
+        #expect(error.description == "The server's socket is already being served by another run().")
+        // Still refused while the first run drains.
+        _ = machine.triggerGracefulShutdown()
+        #expect(machine.run() == .refuse(.alreadyServing))
+    }
+
+    @Test func runWhileBindIsStillCreatingTheSocketIsRefused() {
+        var machine = Machine()
+        #expect(machine.bind() == .create)
+        guard case .refuse(let error) = machine.run() else {
+            Issue.record("run() during bind() was not refused")
+            return
+        }
+        #expect(error.description.contains("still being created by bind()"))
+        // The bind goes on and the server then runs.
+        #expect(machine.socketCreated("s") == .keep)
+        #expect(machine.run() == .serve("s"))
+    }
+
+    @Test func aServerRunsOnce() {
+        var machine = serving()
+        #expect(machine.triggerGracefulShutdown() == .quiesce("s"))
+        #expect(machine.waitForDrain(1) == .resume)
+        machine.runEnded()
+        guard case .stopped = machine.state else {
+            Issue.record("not stopped: \(machine.state)")
+            return
+        }
+        guard case .refuse(let error) = machine.run() else {
+            Issue.record("run() after the server stopped was not refused")
+            return
+        }
+        #expect(error.description.contains("a server runs once"))
+        #expect(machine.bind() == .refuse(.stopped))
+    }
+
+    @Test func connectionsGetDistinctIdsAndAreCounted() {
+        var machine = serving()
+        #expect(machine.connectionCount == 0)
+        #expect(machine.connectionAccepted() == .serve(connectionID: 1))
+        #expect(machine.connectionAccepted() == .serve(connectionID: 2))
+        #expect(machine.connectionCount == 2)
+        #expect(machine.connectionClosed() == .none)
+        #expect(machine.connectionCount == 1)
+        // Ids are not reused after a connection closes.
+        #expect(machine.connectionAccepted() == .serve(connectionID: 3))
+        #expect(machine.connectionCount == 2)
+    }
+
+    @Test func aConnectionAcceptedWhileDrainingIsClosedUnserved() {
+        var machine = serving()
+        #expect(machine.connectionAccepted() == .serve(connectionID: 1))
+        #expect(machine.triggerGracefulShutdown() == .quiesce("s"))
+        #expect(machine.connectionAccepted() == .close)
+        // Not counted: the drain does not wait for it.
+        #expect(machine.connectionCount == 1)
+    }
+
+    @Test func theDrainWaitsForEveryConnectionWithCallsInFlightThenEnds() {
+        var machine = serving()
+        _ = machine.connectionAccepted()
+        _ = machine.connectionAccepted()
+        #expect(machine.triggerGracefulShutdown() == .quiesce("s"))
+        #expect(machine.waitForDrain(7) == .wait)
+        // One connection's calls answered: the other still has calls in flight.
+        #expect(machine.connectionClosed() == .none)
+        #expect(machine.connectionCount == 1)
+        // The last one: the waiter is woken, once.
+        #expect(machine.connectionClosed() == .resume([7]))
+        #expect(machine.connectionCount == 0)
+        machine.runEnded()
+        guard case .stopped = machine.state else {
+            Issue.record("not stopped: \(machine.state)")
+            return
+        }
+    }
+
+    @Test func aDrainWithNothingOpenEndsAtOnce() {
+        var machine = serving()
+        _ = machine.connectionAccepted()
+        #expect(machine.connectionClosed() == .none)
+        #expect(machine.triggerGracefulShutdown() == .quiesce("s"))
+        #expect(machine.waitForDrain(1) == .resume)
+    }
+
+    @Test func afterTheGracePeriodNobodyWaitsForCallsBeingCancelled() {
+        var machine = serving()
+        _ = machine.connectionAccepted()
+        #expect(machine.triggerGracefulShutdown() == .quiesce("s"))
+        #expect(machine.waitForDrain(1) == .wait)
+        #expect(machine.gracePeriodEnded() == [1])
+        // A waiter that comes only now is not parked for calls being cancelled.
+        #expect(machine.waitForDrain(2) == .resume)
+        // The connection still counts until its cancelled calls are gone, and wakes nobody.
+        #expect(machine.connectionCount == 1)
+        #expect(machine.connectionClosed() == .none)
+        #expect(machine.connectionCount == 0)
+        machine.runEnded()
+        #expect(machine.run() == .refuse(.stopped))
+    }
+
+    @Test func shutdownTwiceIsANoOp() {
+        var machine = serving()
+        #expect(machine.triggerGracefulShutdown() == .quiesce("s"))
+        #expect(machine.triggerGracefulShutdown() == .none)
+    }
+
+    @Test func shutdownOfABoundServerClosesItsSocketAndRunReturnsAtOnce() {
+        var machine = bound()
+        #expect(machine.triggerGracefulShutdown() == .close("s"))
+        #expect(machine.run() == .returnAtOnce)
+        #expect(machine.bind() == .none)
+        #expect(machine.connectionAccepted() == .close)
+    }
+
+    @Test func shutdownWhileBindingClosesTheSocketOnceItIsMade() {
+        var machine = Machine()
+        #expect(machine.bind() == .create)
+        #expect(machine.triggerGracefulShutdown() == .none)
+        #expect(machine.socketCreated("s") == .close("s"))
+        #expect(machine.run() == .returnAtOnce)
+    }
+
+    @Test func shutdownBeforeBindingLeavesNothingToBindOrServe() {
+        var machine = Machine()
+        #expect(machine.triggerGracefulShutdown() == .none)
+        #expect(machine.bind() == .none)
+        #expect(machine.run() == .returnAtOnce)
+    }
+}
