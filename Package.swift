@@ -45,10 +45,12 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        // Headers only (libmosquitto-dev): the MQTT module opens libmosquitto with dlopen
+        // when a client is made, so neither blectl nor blefleetd links it (nor, through it,
+        // libssl and libcrypto); pkg-config would add -lmosquitto.
         .systemLibrary(
             name: "CMosquitto",
             path: "Sources/CMosquitto",
-            pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]
         ),
 

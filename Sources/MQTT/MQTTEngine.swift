@@ -1,6 +1,11 @@
 import CMosquitto
-import Foundation
 import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The state and the network thread behind an ``MQTTClient``.
 ///
@@ -23,7 +28,7 @@ final class MQTTEngine: @unchecked Sendable {
     let logger: Logger
     let continuation: AsyncStream<MQTTEvent>.Continuation
 
-    private let condition = NSCondition()
+    private let condition = Condition()
 
     enum Phase { case idle, running, stopping, stopped }
     private var phase = Phase.idle
@@ -62,7 +67,7 @@ final class MQTTEngine: @unchecked Sendable {
             if rc != MOSQ_ERR_SUCCESS.rawValue { throw MQTTError.mosquitto(rc, "set the MQTT username") }
         }
         if let will = configuration.will {
-            guard MosquittoHandle.isValidTopic(will.topic) else {
+            guard handle.isValidTopic(will.topic) else {
                 throw MQTTError(.invalidTopic, "The last-will topic \"\(will.topic)\" is not a valid MQTT topic.")
             }
             let rc = handle.setWill(topic: will.topic, payload: will.payload, qos: will.qos, retain: will.retain)
@@ -70,7 +75,7 @@ final class MQTTEngine: @unchecked Sendable {
         }
         if configuration.url.usesTLS {
             let caFile = configuration.caFile
-            if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            if let caFile, access(caFile, R_OK) != 0 {
                 throw MQTTError(.invalidConfiguration, "The CA file \(caFile) does not exist or cannot be read.")
             }
             let directory = caFile == nil ? MQTTClient.Configuration.systemCADirectory : nil
@@ -96,9 +101,21 @@ final class MQTTEngine: @unchecked Sendable {
         switch phase {
         case .idle:
             phase = .running
-            let thread = Thread { [self] in runNetworkThread() }
-            thread.name = "mqtt network"
-            thread.start()
+            // The thread holds the engine until it ends.
+            let context = Unmanaged.passRetained(self).toOpaque()
+            var thread = pthread_t()
+            let rc = pthread_create(&thread, nil, { argument in
+                let engine = Unmanaged<MQTTEngine>.fromOpaque(argument!).takeRetainedValue()
+                cmosquitto_set_thread_name("mqtt network")
+                engine.runNetworkThread()
+                return nil
+            }, context)
+            guard rc == 0 else {
+                Unmanaged<MQTTEngine>.fromOpaque(context).release()
+                phase = .idle
+                throw MQTTError(.library, "The MQTT network thread could not be started (error \(rc)).")
+            }
+            pthread_detach(thread)
         case .running:
             return
         case .stopping, .stopped:
@@ -143,7 +160,7 @@ final class MQTTEngine: @unchecked Sendable {
     }
 
     func publish(topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool) throws -> Int32 {
-        guard !topic.isEmpty, topic.utf8.count <= 65535, MosquittoHandle.isValidTopic(topic) else {
+        guard !topic.isEmpty, topic.utf8.count <= 65535, handle.isValidTopic(topic) else {
             throw MQTTError(.invalidTopic, "The topic \"\(topic)\" is not a valid MQTT topic to publish to (empty, wildcards or bad UTF-8).")
         }
         // Under the lock so that on_publish (which takes it) cannot report the message
@@ -167,7 +184,7 @@ final class MQTTEngine: @unchecked Sendable {
     }
 
     func subscribe(_ filter: String, qos: MQTTQoS) async throws {
-        guard !filter.isEmpty, filter.utf8.count <= 65535, MosquittoHandle.isValidFilter(filter) else {
+        guard !filter.isEmpty, filter.utf8.count <= 65535, handle.isValidFilter(filter) else {
             throw MQTTError(.invalidTopic, "The topic filter \"\(filter)\" is not valid MQTT.")
         }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -239,8 +256,7 @@ final class MQTTEngine: @unchecked Sendable {
 
     /// Waits `delay` unless shutdown begins first; false when it did.
     private func waitUnlessStopping(_ delay: Duration) -> Bool {
-        let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) * 1e-18
-        let until = Date(timeIntervalSinceNow: seconds)
+        let until = Condition.Deadline(in: delay)
         condition.lock()
         defer { condition.unlock() }
         while phase == .running {

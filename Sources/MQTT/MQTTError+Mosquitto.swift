@@ -46,14 +46,15 @@ enum Mosquitto {
         case MOSQ_ERR_TLS, MOSQ_ERR_TLS_HANDSHAKE:
             text = "The TLS handshake with the broker failed (check the CA file and the host name)"
         default:
-            text = String(cString: mosquitto_strerror(rc))
+            // Loaded: a code comes from a libmosquitto call.
+            text = Libmosquitto.functionsIfLoaded?.strerror(rc).map { String(cString: $0) } ?? "libmosquitto error \(rc)"
         }
         return text.hasSuffix(".") ? text : text + "."
     }
 
     /// A sentence for an MQTT 3.1.1 CONNACK return code, e.g. "Connection Refused: not authorised."
     static func connackSentence(_ code: Int32) -> String {
-        let text = String(cString: mosquitto_connack_string(code))
+        let text = Libmosquitto.functionsIfLoaded?.connack_string(code).map { String(cString: $0) } ?? "code \(code)"
         return "The broker refused the connection (\(text))."
     }
 }

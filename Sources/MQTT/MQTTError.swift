@@ -20,6 +20,9 @@ public struct MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
         case shutDown
         /// Anything else libmosquitto reports (out of memory, TLS set-up, system errors).
         case library
+        /// libmosquitto is not installed (Debian's `libmosquitto1`), or is too old: it is
+        /// loaded when the first client is made, not when the program starts.
+        case libraryMissing
     }
 
     public let kind: Kind

@@ -23,7 +23,7 @@ public struct MQTTURL: Sendable, Hashable, CustomStringConvertible {
         func invalid(_ why: String) -> MQTTError {
             MQTTError(.invalidURL, "The broker URL \"\(text)\" \(why)")
         }
-        guard let schemeEnd = text.range(of: "://") else {
+        guard let schemeEnd = text.firstRange(of: "://") else {
             throw invalid("has no scheme: write mqtt://host[:port] or mqtts://host[:port].")
         }
         let scheme = text[..<schemeEnd.lowerBound].lowercased()

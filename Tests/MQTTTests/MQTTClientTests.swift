@@ -81,6 +81,21 @@ import Testing
         #expect(try await referee.waitForLines(2) == ["fleet/status online", "fleet/status offline"])
     }
 
+    @Test func withoutLibmosquittoMakingAClientSaysWhatToInstall() async throws {
+        // libmosquitto is loaded when the first client is made, not when a program starts:
+        // the probe starts, and its client fails with a sentence naming the package.
+        let probe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("mqtt-will-probe").path
+        try #require(FileManager.default.isExecutableFile(atPath: probe), "build the fixture first (swift build --build-tests)")
+        let hidden = try HiddenLibrary.prefix(hiding: "libmosquitto.so.1")
+        let run = try await ChildProcess.run(
+            hidden[0], Array(hidden.dropFirst()) + [probe, "mqtt://127.0.0.1:1", "no-library", "fleet/status"], timeout: 20)
+        #expect(run.status == 1, "\(run)")
+        #expect(run.stderr.hasPrefix("mqtt-will-probe: libraryMissing: libmosquitto cannot be loaded ("), "\(run)")
+        #expect(run.stderr.contains("libmosquitto.so.1"), "\(run)")
+        #expect(run.stderr.hasSuffix("; install libmosquitto1.\n"), "\(run)")
+    }
+
     @Test func aCleanShutdownDoesNotPublishTheWill() async throws {
         let broker = try await MosquittoBroker()
         let will = MQTTClient.Will(topic: "fleet/status", payload: Array("offline".utf8))

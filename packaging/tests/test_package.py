@@ -131,9 +131,13 @@ def test_control_names_the_package_and_depends_on_libc_not_on_the_swift_runtime(
     assert control["Architecture"] == run("dpkg", "--print-architecture").stdout.strip()
     assert control["Version"] == run(tree / "usr/bin/blectl", "--version").stdout.strip()
     assert "libc6" in control["Depends"] and "swift" not in control["Depends"].lower()
+    # libmosquitto is opened with dlopen by the MQTT module, only for blectl --broker and the
+    # daemon's bridge: recommended, never linked (it would bring libssl and libcrypto).
+    assert "libmosquitto1" in control["Recommends"] and "mosquitto" not in control["Depends"]
     for binary in ("usr/bin/blectl", "usr/sbin/blefleetd"):
         needed = re.findall(r"NEEDED\s+(\S+)", run("objdump", "-p", tree / binary).stdout)
         assert needed and not [lib for lib in needed if "swift" in lib.lower() or "Foundation" in lib], needed
+        assert not [lib for lib in needed if lib.startswith(("libmosquitto", "libssl", "libcrypto"))], needed
         assert "not stripped" not in run("file", tree / binary).stdout
 
 

@@ -1,10 +1,14 @@
 import ArgumentParser
 import BlectlCore
 import FleetRPC
+import FoundationEssentials
 import JSONRPC
-import Foundation
 import MQTT
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `blectl --broker URL`: the fleet of every gateway on an MQTT broker (`blefleet-mqtt(7)`).
 /// One connection per command; every wait is bounded by `--timeout`.
@@ -82,6 +86,10 @@ final class BrokerSession: Sendable {
                     url: url, clientID: "blectl-\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
                     username: options.brokerUser, password: password,
                     reconnectDelayMin: .milliseconds(200), reconnectDelayMax: .seconds(1)))
+        } catch let error as MQTTError where error.kind == .libraryMissing {
+            Output.error("blectl --broker needs libmosquitto1: apt install libmosquitto1")
+            Output.error("blectl: \(error)")
+            throw ExitCode(ExitStatus.unavailable.rawValue)
         } catch {
             Output.error("blectl: --broker: \(error)")
             throw ExitCode(ExitStatus.usage.rawValue)

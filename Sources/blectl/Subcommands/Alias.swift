@@ -6,6 +6,7 @@ import FleetRPCClient
 
 struct Alias: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "alias",
         abstract: "Give a board an alias that selectors can use; an empty NAME removes it.")
 
     @OptionGroup var options: GlobalOptions

@@ -5,6 +5,7 @@ import FleetRPCClient
 
 struct Boards: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "boards",
         abstract: "List the known boards: NAME ADDRESS STATE RSSI LED TEMP SEEN.")
 
     @OptionGroup var options: GlobalOptions

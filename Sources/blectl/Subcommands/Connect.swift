@@ -5,6 +5,7 @@ import JSONRPC
 
 struct Connect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "connect",
         abstract: "Connect the selected boards and keep them connected.")
 
     @OptionGroup var options: GlobalOptions

@@ -3,6 +3,7 @@ import FleetRPC
 
 struct Disconnect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "disconnect",
         abstract: "Disconnect the selected boards and stop reconnecting them.")
 
     @OptionGroup var options: GlobalOptions

@@ -3,6 +3,7 @@ import FleetRPC
 
 struct Forget: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "forget",
         abstract: "Disconnect the selected boards and remove them from the daemon and BlueZ.")
 
     @OptionGroup var options: GlobalOptions

@@ -2,6 +2,7 @@ import ArgumentParser
 
 struct Gatt: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "gatt",
         abstract: "Read, write or listen to any GATT characteristic by UUID.",
         subcommands: [GattRead.self, GattWrite.self, GattNotify.self])
 

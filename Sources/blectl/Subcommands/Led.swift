@@ -4,6 +4,7 @@ import FleetRPC
 
 struct Led: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "led",
         abstract: "Switch the LED of the selected boards on or off.",
         discussion: "Naming no board is an error; pass --all to switch every board.")
 

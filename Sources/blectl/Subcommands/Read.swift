@@ -4,6 +4,7 @@ import FleetRPC
 
 struct Read: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "read",
         abstract: "Show a sensor of the selected boards (all when none is named), as their profile declares it.",
         discussion: """
             SENSOR is a sensor's name in the boards' profile: temperature for the built-in one, or one a \
@@ -40,6 +41,7 @@ struct Read: AsyncParsableCommand {
 
 struct Switch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "switch",
         abstract: "Switch a switch of the selected boards on or off, as their profile declares it.",
         discussion: "`blectl switch led on nano-07` is `blectl led on nano-07`. Naming no board is an error; pass --all.")
 

@@ -6,6 +6,7 @@ import FleetRPCClient
 
 struct Rpc: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "rpc",
         abstract: "Call any JSON-RPC method and print the reply's result (or error) as JSON.",
         discussion: "Example: blectl rpc temperature.read '{\"select\":\"all\",\"maxAgeMs\":0}'")
 

@@ -5,6 +5,7 @@ import FleetRPCClient
 
 struct Scan: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "scan",
         abstract: "Scan for boards, then list every board seen.")
 
     @OptionGroup var options: GlobalOptions

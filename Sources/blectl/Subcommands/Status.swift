@@ -5,6 +5,7 @@ import FleetRPCClient
 
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "status",
         abstract: "Show the daemon's version, uptime, adapter and BlueZ state, and board counts.")
 
     @OptionGroup var options: GlobalOptions

@@ -6,6 +6,7 @@ import FleetRPCClient
 
 struct Temp: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "temp",
         abstract: "Show the temperature of the selected boards (all when none is named).",
         discussion: "Without --fresh a reading the daemon holds is shown if it is at most 60 s old.")
 

@@ -6,6 +6,7 @@ import FleetRPCClient
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "watch",
         abstract: "Print the daemon's events as they happen, one line each, until interrupted.")
 
     @OptionGroup var options: GlobalOptions
