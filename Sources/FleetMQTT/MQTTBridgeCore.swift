@@ -341,7 +341,7 @@ actor MQTTBridgeCore {
         let fleet = self.fleet
         Task {
             let result = await command(fleet)
-            await self.finished(reply(result))
+            self.finished(reply(result))
         }
     }
 
