@@ -142,7 +142,7 @@ actor MQTTBridgeCore {
             guard let reading = board.temperature, reading.age(at: .now) < configuration.republishInterval * 5 else {
                 continue
             }
-            put(topics.temperature(gateway, board.address.rawValue), "\(reading.value.degrees)", retain: true, isTemperature: true)
+            put(topics.temperature(gateway, board.address.rawValue), "\(reading.celsius.degrees)", retain: true, isTemperature: true)
             for (sensor, reading) in board.readings
             where sensor != BoardProfile.temperatureSensor && reading.age(at: .now) < configuration.republishInterval * 5 {
                 put(
@@ -227,7 +227,7 @@ actor MQTTBridgeCore {
             put(topics.led(gateway, address), led ? "ON" : "OFF", retain: true)
             last.led = led
         }
-        if let celsius = board.temperature?.value.degrees, last.temperature != celsius {
+        if let celsius = board.temperature?.celsius.degrees, last.temperature != celsius {
             put(topics.temperature(gateway, address), "\(celsius)", retain: true, isTemperature: true)
             last.temperature = celsius
         }

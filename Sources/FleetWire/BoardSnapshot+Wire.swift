@@ -14,7 +14,7 @@ extension BoardInfo {
         self.init(
             address: board.address, name: board.name ?? "", alias: board.alias, state: board.phase,
             rssi: board.rssi, led: board.appliedLED, desiredLed: desired,
-            temperature: board.temperature.map { TemperatureReading(value: $0.value, age: $0.age(at: now)) },
+            temperature: board.temperature.map { TemperatureReading(value: $0.celsius, age: $0.age(at: now)) },
             lastSeen: board.lastSeen.map { Wire.wallClock($0, now: now) }, adapter: board.adapter,
             profile: board.profile.name,
             sensors: Dictionary(uniqueKeysWithValues: board.profile.sensors.map { sensor in

@@ -55,9 +55,9 @@ struct FleetTests {
                 try await Task.sleep(for: .milliseconds(200))
                 after = await fleet.snapshots()
             } while ContinuousClock.now < deadline
-                && !(after.contains { $0.name == "nano-02" && $0.temperature?.value.degrees == -9 }
+                && !(after.contains { $0.name == "nano-02" && $0.temperature?.celsius.degrees == -9 }
                     && after.allSatisfy { ($0.temperature?.age(at: .now) ?? .seconds(99)) < .seconds(2) })
-            #expect(after.first { $0.name == "nano-02" }?.temperature?.value.degrees == -9)
+            #expect(after.first { $0.name == "nano-02" }?.temperature?.celsius.degrees == -9)
             for board in after {
                 #expect(board.phase == .ready)
                 #expect((board.temperature?.age(at: .now) ?? .seconds(99)) < .seconds(2), "\(board.address): stale temperature")

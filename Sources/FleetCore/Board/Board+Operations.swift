@@ -125,9 +125,9 @@ extension Board {
     }
 
     /// The temperature: the built-in sensor `temperature`, in whole degrees.
-    func readTemperature(maxAge: Duration) async throws -> TemperatureCache.Entry {
+    func readTemperature(maxAge: Duration) async throws -> TemperatureReading {
         let value = try await readSensor(BoardProfile.temperatureSensor, maxAge: maxAge)
-        return SensorReading(value: value.value, receivedAt: .now - value.age).temperature
+        return TemperatureReading(value: Celsius(degrees: Int(value.value.rounded(.down))), age: value.age)
     }
 
     /// The profile's switch or sensor `name`, or the board's answer that it has none.

@@ -434,7 +434,7 @@ actor Board {
         let reading = SensorReading(value: value, receivedAt: .now)
         live.setReading(reading, of: sensor.name)
         if sensor.name == BoardProfile.temperatureSensor {
-            events.publish(.temperature(address, reading.temperature.value))
+            events.publish(.temperature(address, reading.celsius))
         } else {
             events.publish(.sensor(address, name: sensor.name, value: value, unit: sensor.unit))
         }

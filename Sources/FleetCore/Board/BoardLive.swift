@@ -17,7 +17,7 @@ final class BoardLive: Sendable {
         /// The latest reading of each sensor, by sensor name.
         var readings: [String: SensorReading] = [:]
         /// The temperature (the reading of the sensor `temperature`), in whole degrees.
-        var temperature: TemperatureCache.Entry? { readings[BoardProfile.temperatureSensor]?.temperature }
+        var temperature: SensorReading? { readings[BoardProfile.temperatureSensor] }
         /// The state machine waits for an advertisement (the board is absent): then an
         /// advertisement must go to the board itself, not only be recorded here.
         var awaitsAdvertisement = false
@@ -30,7 +30,7 @@ final class BoardLive: Sendable {
     /// The best signal any adapter reports.
     var rssi: Int? { state.withLock { $0.rssiByAdapter.values.max() } }
 
-    var temperature: TemperatureCache.Entry? { state.withLock { $0.temperature } }
+    var temperature: SensorReading? { state.withLock { $0.temperature } }
 
     func reading(_ sensor: String) -> SensorReading? { state.withLock { $0.readings[sensor] } }
 

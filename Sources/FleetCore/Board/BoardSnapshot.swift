@@ -10,7 +10,7 @@ public struct BoardSnapshot: Sendable, Hashable {
     /// The last value successfully written to the LED since the board's last reset, if any.
     public var appliedLED: Bool?
     /// The latest temperature and when it was received.
-    public var temperature: TemperatureCache.Entry?
+    public var temperature: SensorReading?
     /// The error of the last failed connect, if any since the last success.
     public var lastFailure: ConnectErrorClass?
     public var lastSeen: ContinuousClock.Instant?

@@ -108,8 +108,7 @@ extension Fleet {
     {
         let maxAge = maxAge ?? tunables.temperatureMaxAge
         return await fanOut(selection, timeout: timeout) {
-            let entry = try await $0.readTemperature(maxAge: maxAge)
-            return TemperatureReading(value: entry.value, age: entry.age(at: .now))
+            try await $0.readTemperature(maxAge: maxAge)
         }
     }
 

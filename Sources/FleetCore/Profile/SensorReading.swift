@@ -11,8 +11,6 @@ public struct SensorReading: Sendable, Hashable {
     /// Age of the reading at `now`.
     public func age(at now: ContinuousClock.Instant) -> Duration { receivedAt.duration(to: now) }
 
-    /// As a whole-degree temperature (the built-in sensor's values are whole already).
-    var temperature: TemperatureCache.Entry {
-        TemperatureCache.Entry(value: Celsius(degrees: Int(value.rounded(.down))), receivedAt: receivedAt)
-    }
+    /// As whole degrees (the built-in temperature sensor's values are whole already).
+    public var celsius: Celsius { Celsius(degrees: Int(value.rounded(.down))) }
 }
