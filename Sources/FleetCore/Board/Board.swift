@@ -137,7 +137,9 @@ actor Board {
             let command = !waiters.isEmpty
             connectTask = Task { await self.runConnect(command: command) }
         case .scheduleRetry(let delay, let token):
-            logger.info(
+            // Said once a streak of failures (its first retry); the rest at debug.
+            logger.log(
+                level: machine.failedAttempts <= 1 ? .info : .debug,
                 "retrying connect later",
                 metadata: ["retry.delay": "\(delay)", "retry.attempts": "\(machine.failedAttempts)",
                            "retry.reason": "\(machine.lastFailure?.rawValue ?? "link lost")"])
@@ -242,8 +244,10 @@ actor Board {
         guard !Task.isCancelled else { return }
         switch outcome {
         case .connected:
+            let failed = machine.failedAttempts
             apply { $0.connectSucceeded(now: $1) }
             apply { $0.servicesResolved(now: $1) }
+            if failed > 0 { logger.info("connected after \(failed) failed attempt\(failed == 1 ? "" : "s")") }
         case .noSlot:
             logger.debug("every connection slot is taken; waiting in standby", metadata: ["ble.adapter": "\(adapter.name)"])
             apply { $0.slotUnavailable(now: $1) }
@@ -251,7 +255,10 @@ actor Board {
             if !waiters.isEmpty { apply { $0.connectRequested(reason: .command, now: $1) } }
         case .failed(let error):
             let errorClass = ConnectErrorClass(error)
-            logger.warning(
+            // The journal says a streak of failures once: its first at warning, the retries
+            // that fail the same way at debug, and the success that ends it (above).
+            logger.log(
+                level: machine.failedAttempts == 0 ? .warning : .debug,
                 "connect failed",
                 metadata: ["error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter.name)"])
             if errorClass != .outOfResources { adapter.noteFailure(of: address) }
