@@ -1,0 +1,221 @@
+/// Whether an adapter's controller works, told from what the fleet sees of it, and the
+/// escalating steps that bring a stuck one back. Pure: events in (with their time), actions
+/// out, no I/O; the fleet performs the steps and reports what it sees.
+///
+/// A controller is stuck when its commands time out, when it hears no advertisement for a
+/// while although boards it served are heard through other adapters, or when its connects
+/// keep failing while other adapters' succeed. Recovery escalates: restart discovery, then
+/// power the adapter off and on through BlueZ, then reset it through the kernel; each step
+/// gets a window to show the controller works again (the evidence that fits the symptom: a
+/// command that completes, an advertisement heard, a connect), else the next step runs.
+/// After the last step the adapter counts as failed, and the reset is tried again now and
+/// then. Meanwhile placement gives its boards to the other adapters.
+public struct AdapterHealth: Sendable, Hashable {
+    /// What made the controller count as stuck.
+    public enum Symptom: String, Sendable, Hashable, CaseIterable {
+        /// Commands to it (BlueZ's, the kernel's) timed out.
+        case commandsTimeOut = "commands-time-out"
+        /// It heard no advertisement while boards it served were heard elsewhere.
+        case hearsNothing = "hears-nothing"
+        /// Its connects kept failing while other adapters' succeeded.
+        case connectsFail = "connects-fail"
+    }
+
+    /// A recovery step, in the order they escalate.
+    public enum Step: String, Sendable, Hashable, CaseIterable, Comparable {
+        case restartDiscovery = "restart-discovery"
+        case powerCycle = "power-cycle"
+        case reset
+
+        public static func < (lhs: Step, rhs: Step) -> Bool {
+            allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+        }
+
+        var next: Step? {
+            let steps = Step.allCases
+            let index = steps.firstIndex(of: self)! + 1
+            return index < steps.count ? steps[index] : nil
+        }
+    }
+
+    /// What the controller was seen doing: evidence that it works.
+    public enum Evidence: Sendable, Hashable {
+        /// A command completed (discovery started, powered on).
+        case commandCompleted
+        /// It reported an advertisement.
+        case heard
+        /// A connect through it succeeded.
+        case connected
+
+        /// Whether this shows a controller stuck with `symptom` works again.
+        func clears(_ symptom: Symptom) -> Bool {
+            switch (self, symptom) {
+            case (.connected, _): true
+            case (.heard, .hearsNothing), (.heard, .commandsTimeOut): true
+            case (.commandCompleted, .commandsTimeOut): true
+            default: false
+            }
+        }
+    }
+
+    /// The adapter's condition, as `daemon.status` says it.
+    public enum Condition: String, Sendable, Hashable {
+        case ok
+        /// Stuck; a recovery step runs.
+        case recovering
+        /// Every step failed; the reset is tried again now and then.
+        case failed
+    }
+
+    /// A recovery, for `daemon.status`: why, how far it went, and how it ended.
+    public struct Recovery: Sendable, Hashable {
+        public var symptom: Symptom
+        /// The last step taken.
+        public var step: Step
+        public var startedAt: ContinuousClock.Instant
+        /// When the controller showed it works again; nil while it has not.
+        public var recoveredAt: ContinuousClock.Instant?
+    }
+
+    /// When a symptom counts, and how long each step is given.
+    public struct Thresholds: Sendable, Hashable {
+        /// This many command timeouts within ``timeoutWindow`` (and no evidence since).
+        public var commandTimeouts = 2
+        public var timeoutWindow: Duration = .seconds(30)
+        /// This many connect failures in a row, while another adapter connected within
+        /// ``othersWindow``.
+        public var connectFailures = 3
+        public var othersWindow: Duration = .seconds(60)
+        /// Nothing heard for this long while discovering, and boards it served are heard elsewhere.
+        public var silence: Duration = .seconds(12)
+        /// How long each step has to show the controller works.
+        public var window: [Step: Duration] = [.restartDiscovery: .seconds(4), .powerCycle: .seconds(8), .reset: .seconds(10)]
+        /// How often a failed adapter's reset is tried again.
+        public var retryFailed: Duration = .seconds(60)
+
+        public init() {}
+    }
+
+    /// What the fleet must do.
+    public enum Action: Sendable, Hashable {
+        case none
+        /// Run this step now (then report evidence as it comes; ``tick(now:discovering:heardElsewhere:)`` judges the window).
+        case perform(Step, Symptom)
+        /// Every step failed: the adapter counts as failed.
+        case gaveUp(Symptom)
+        /// The controller works again after a recovery.
+        case recovered(Recovery)
+    }
+
+    private enum State: Sendable, Hashable {
+        case healthy
+        case recovering(Recovery, stepStartedAt: ContinuousClock.Instant)
+        case failed(Recovery, since: ContinuousClock.Instant)
+    }
+
+    public let thresholds: Thresholds
+    private var state: State = .healthy
+    private var timeouts: [ContinuousClock.Instant] = []
+    private var failedConnects = 0
+    private var lastHeard: ContinuousClock.Instant
+    /// The last recovery (ended or not), for `daemon.status`.
+    public private(set) var lastRecovery: Recovery?
+
+    public init(thresholds: Thresholds = Thresholds(), now: ContinuousClock.Instant) {
+        self.thresholds = thresholds
+        self.lastHeard = now
+    }
+
+    public var condition: Condition {
+        switch state {
+        case .healthy: .ok
+        case .recovering: .recovering
+        case .failed: .failed
+        }
+    }
+
+    /// Whether boards should be placed elsewhere.
+    public var isUsable: Bool { state == .healthy }
+
+    // MARK: Symptoms
+
+    /// A command to the controller timed out.
+    public mutating func commandTimedOut(now: ContinuousClock.Instant) -> Action {
+        guard state == .healthy else { return .none }
+        timeouts = timeouts.filter { $0.duration(to: now) < thresholds.timeoutWindow } + [now]
+        return timeouts.count >= thresholds.commandTimeouts ? begin(.commandsTimeOut, now: now) : .none
+    }
+
+    /// A connect through the adapter failed; `othersConnected`: another adapter connected a
+    /// board within ``Thresholds/othersWindow``.
+    public mutating func connectFailed(now: ContinuousClock.Instant, othersConnected: Bool) -> Action {
+        guard state == .healthy else { return .none }
+        failedConnects += 1
+        return failedConnects >= thresholds.connectFailures && othersConnected ? begin(.connectsFail, now: now) : .none
+    }
+
+    // MARK: Evidence
+
+    /// The controller was seen working.
+    public mutating func saw(_ evidence: Evidence, now: ContinuousClock.Instant) -> Action {
+        if evidence == .heard || evidence == .connected { lastHeard = now }
+        switch state {
+        case .healthy:
+            timeouts = []
+            if evidence == .connected { failedConnects = 0 }
+            return .none
+        case .recovering(var recovery, _), .failed(var recovery, _):
+            guard evidence.clears(recovery.symptom) else { return .none }
+            recovery.recoveredAt = now
+            lastRecovery = recovery
+            state = .healthy
+            timeouts = []
+            failedConnects = 0
+            return .recovered(recovery)
+        }
+    }
+
+    // MARK: Time
+
+    /// Once a second or so: judges silence (`discovering`, and boards the adapter served are
+    /// heard through other adapters: `heardElsewhere`) and the running step's window.
+    public mutating func tick(now: ContinuousClock.Instant, discovering: Bool, heardElsewhere: Bool) -> Action {
+        switch state {
+        case .healthy:
+            guard discovering, heardElsewhere, lastHeard.duration(to: now) >= thresholds.silence else { return .none }
+            return begin(.hearsNothing, now: now)
+        case .recovering(var recovery, let stepStartedAt):
+            guard stepStartedAt.duration(to: now) >= thresholds.window[recovery.step] ?? .seconds(10) else { return .none }
+            guard let next = recovery.step.next else {
+                lastRecovery = recovery
+                state = .failed(recovery, since: now)
+                return .gaveUp(recovery.symptom)
+            }
+            recovery.step = next
+            lastRecovery = recovery
+            state = .recovering(recovery, stepStartedAt: now)
+            return .perform(next, recovery.symptom)
+        case .failed(let recovery, let since):
+            guard since.duration(to: now) >= thresholds.retryFailed else { return .none }
+            state = .failed(recovery, since: now)
+            return .perform(.reset, recovery.symptom)
+        }
+    }
+
+    /// The adapter was powered off, unplugged or came back: a fresh start.
+    public mutating func restarted(now: ContinuousClock.Instant) {
+        guard state == .healthy else { return }
+        timeouts = []
+        failedConnects = 0
+        lastHeard = now
+    }
+
+    private mutating func begin(_ symptom: Symptom, now: ContinuousClock.Instant) -> Action {
+        let recovery = Recovery(symptom: symptom, step: .restartDiscovery, startedAt: now)
+        lastRecovery = recovery
+        state = .recovering(recovery, stepStartedAt: now)
+        timeouts = []
+        failedConnects = 0
+        return .perform(.restartDiscovery, symptom)
+    }
+}

@@ -1,0 +1,82 @@
+import Testing
+
+@testable import FleetCore
+
+@Suite struct AdapterHealthTests {
+    let t0 = ContinuousClock.now
+    func at(_ seconds: Double) -> ContinuousClock.Instant { t0 + .milliseconds(Int((seconds * 1000).rounded())) }
+
+    @Test func twoCommandTimeoutsMakeItStuckAndRecoveryBeginsWithDiscovery() {
+        var health = AdapterHealth(now: t0)
+        #expect(health.commandTimedOut(now: at(1)) == .none)
+        #expect(health.condition == .ok)
+        #expect(health.commandTimedOut(now: at(3)) == .perform(.restartDiscovery, .commandsTimeOut))
+        #expect(health.condition == .recovering)
+        #expect(!health.isUsable)
+    }
+
+    @Test func timeoutsFarApartOrWithWorkBetweenThemAreNotStuck() {
+        var health = AdapterHealth(now: t0)
+        _ = health.commandTimedOut(now: at(1))
+        #expect(health.commandTimedOut(now: at(40)) == .none, "outside the window")
+        _ = health.saw(.commandCompleted, now: at(41))
+        #expect(health.commandTimedOut(now: at(42)) == .none, "a command completed since")
+        #expect(health.condition == .ok)
+    }
+
+    @Test func stepsEscalateWhenTheControllerShowsNothingThenItCountsAsFailed() {
+        var health = AdapterHealth(now: t0)
+        _ = health.commandTimedOut(now: at(0))
+        _ = health.commandTimedOut(now: at(1))
+        #expect(health.tick(now: at(2), discovering: true, heardElsewhere: true) == .none, "the step's window runs")
+        #expect(health.tick(now: at(5), discovering: true, heardElsewhere: true) == .perform(.powerCycle, .commandsTimeOut))
+        #expect(health.tick(now: at(13), discovering: false, heardElsewhere: true) == .perform(.reset, .commandsTimeOut))
+        #expect(health.tick(now: at(23), discovering: false, heardElsewhere: true) == .gaveUp(.commandsTimeOut))
+        #expect(health.condition == .failed)
+        #expect(health.lastRecovery?.step == .reset && health.lastRecovery?.recoveredAt == nil)
+        // The reset is tried again now and then.
+        #expect(health.tick(now: at(50), discovering: false, heardElsewhere: true) == .none)
+        #expect(health.tick(now: at(84), discovering: false, heardElsewhere: true) == .perform(.reset, .commandsTimeOut))
+        // And when it works, the adapter is back.
+        guard case .recovered(let recovery) = health.saw(.commandCompleted, now: at(86)) else {
+            Issue.record("not recovered")
+            return
+        }
+        #expect(recovery.recoveredAt == at(86) && recovery.symptom == .commandsTimeOut)
+        #expect(health.condition == .ok && health.isUsable)
+    }
+
+    @Test func onlyEvidenceThatFitsTheSymptomEndsARecovery() {
+        var health = AdapterHealth(now: t0)
+        // Deaf: commands complete, but nothing is heard.
+        #expect(health.tick(now: at(13), discovering: true, heardElsewhere: true) == .perform(.restartDiscovery, .hearsNothing))
+        #expect(health.saw(.commandCompleted, now: at(14)) == .none, "discovery restarting is not hearing")
+        guard case .recovered = health.saw(.heard, now: at(15)) else {
+            Issue.record("an advertisement heard ends it")
+            return
+        }
+        #expect(health.lastRecovery?.step == .restartDiscovery)
+    }
+
+    @Test func silenceCountsOnlyWhileDiscoveringAndWhenItsBoardsAreHeardElsewhere() {
+        var health = AdapterHealth(now: t0)
+        #expect(health.tick(now: at(30), discovering: false, heardElsewhere: true) == .none, "not scanning: nothing to hear")
+        #expect(health.tick(now: at(30), discovering: true, heardElsewhere: false) == .none, "its boards may be off")
+        _ = health.saw(.heard, now: at(31))
+        #expect(health.tick(now: at(40), discovering: true, heardElsewhere: true) == .none)
+        #expect(health.tick(now: at(44), discovering: true, heardElsewhere: true) == .perform(.restartDiscovery, .hearsNothing))
+    }
+
+    @Test func connectsFailingWhileOthersSucceedMakeItStuckButNotAloneOrWithSuccesses() {
+        var health = AdapterHealth(now: t0)
+        for second in 1...5 { #expect(health.connectFailed(now: at(Double(second)), othersConnected: false) == .none) }
+        var other = AdapterHealth(now: t0)
+        _ = other.connectFailed(now: at(1), othersConnected: true)
+        _ = other.connectFailed(now: at(2), othersConnected: true)
+        _ = other.saw(.connected, now: at(3))
+        #expect(other.connectFailed(now: at(4), othersConnected: true) == .none, "a success between them")
+        _ = other.connectFailed(now: at(5), othersConnected: true)
+        #expect(other.connectFailed(now: at(6), othersConnected: true) == .perform(.restartDiscovery, .connectsFail))
+        #expect(other.saw(.heard, now: at(7)) == .none, "hearing does not prove connects work")
+    }
+}
