@@ -163,14 +163,31 @@ public enum Tables {
         return rows.map { key, value in key + ":" + String(repeating: " ", count: width - key.count + 1) + value }
     }
 
-    /// `hci0 (00:1A:7D:DA:71:13): on, scanning, 3 of 5 slots used`, or why it is not used.
+    /// `hci0 (00:1A:7D:DA:71:13): on, scanning, 3 of 5 slots used`, or why it is not used;
+    /// a stuck controller says so, with why and the recovery step reached, and a recovered
+    /// one when it recovered.
     public static func adapterLine(_ adapter: DaemonStatus.Adapter) -> String {
         guard adapter.present else { return "\(adapter.name): missing (BlueZ does not show it)" }
         let name = adapter.address.map { "\(adapter.name) (\($0))" } ?? adapter.name
         var facts = [adapter.powered ? "on" : "off"]
         if adapter.discovering { facts.append("scanning") }
         facts.append("\(adapter.slotsUsed) of \(adapter.slotsLimit) slots used")
+        switch adapter.health {
+        case .recovering?: facts.append("stuck, recovering (\(recoveryWords(adapter.lastRecovery)))")
+        case .failed?: facts.append("stuck, did not recover (\(recoveryWords(adapter.lastRecovery))); its boards use the others")
+        case .ok?, nil:
+            if let recovery = adapter.lastRecovery, let recovered = recovery.recovered {
+                let time = Timestamp.parse(recovered).map(Timestamp.clock) ?? recovered
+                facts.append("recovered at \(time) (\(recoveryWords(recovery)))")
+            }
+        }
         return "\(name): \(facts.joined(separator: ", "))"
+    }
+
+    /// `commands time out; power-cycle` — why an adapter is stuck and the step reached.
+    static func recoveryWords(_ recovery: DaemonStatus.Recovery?) -> String {
+        guard let recovery else { return "no step yet" }
+        return "\(String(recovery.symptom.rawValue.map { $0 == "-" ? " " : $0 })); \(recovery.step.rawValue)"
     }
 
     /// The alias when there is one, else the advertised name.

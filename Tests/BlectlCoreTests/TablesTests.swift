@@ -122,4 +122,31 @@ import Testing
         ])
         #expect(!lines.contains { $0.hasPrefix("Powered:") || $0.hasPrefix("Scanning:") })
     }
+    @Test("status says a stuck adapter is recovering, one that failed to recover, and when one recovered")
+    func statusWithStuckAdapters() {
+        let recovering = DaemonStatus.Recovery(symptom: .hearsNothing, step: .restartDiscovery, started: "2026-11-25T10:41:50Z")
+        let failed = DaemonStatus.Recovery(symptom: .commandsTimeOut, step: .reset, started: "2026-11-25T10:41:50Z")
+        let recovered = DaemonStatus.Recovery(
+            symptom: .connectsFail, step: .powerCycle, started: "2026-11-25T10:41:50Z", recovered: "2026-11-25T10:42:07Z")
+        func adapter(_ name: String, _ health: AdapterCondition?, _ recovery: DaemonStatus.Recovery?) -> DaemonStatus.Adapter {
+            .init(
+                name: name, address: nil, present: true, powered: true, discovering: true, slotsUsed: 0, slotsLimit: 5,
+                health: health, lastRecovery: recovery)
+        }
+        let status = DaemonStatus(
+            version: "1.0.0", uptimeSeconds: 5, bluez: true, adapter: "hci0", powered: true, discovering: true,
+            adapters: [
+                adapter("hci0", .recovering, recovering), adapter("hci1", .failed, failed),
+                adapter("hci2", .ok, recovered), adapter("hci3", .ok, nil),
+            ],
+            boards: .init(known: 12, connected: 4, ready: 4), clients: 1)
+        let lines = Tables.status(status).filter { $0.hasPrefix("Adapter:") }
+        let clock = Timestamp.clock(Timestamp.parse("2026-11-25T10:42:07Z")!)
+        #expect(lines == [
+            "Adapter: hci0: on, scanning, 0 of 5 slots used, stuck, recovering (hears nothing; restart-discovery)",
+            "Adapter: hci1: on, scanning, 0 of 5 slots used, stuck, did not recover (commands time out; reset); its boards use the others",
+            "Adapter: hci2: on, scanning, 0 of 5 slots used, recovered at \(clock) (connects fail; power-cycle)",
+            "Adapter: hci3: on, scanning, 0 of 5 slots used",
+        ])
+    }
 }

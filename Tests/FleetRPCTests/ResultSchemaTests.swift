@@ -32,7 +32,9 @@ import JSONRPC
         version: "1", uptimeSeconds: 1.5, bluez: true, adapter: "hci0", powered: true, discovering: true,
         adapters: [
             .init(name: "hci0", address: "00:1A:7D:DA:71:13", present: true, powered: true, discovering: true, slotsUsed: 1,
-                  slotsLimit: 7, boards: [a.rawValue])
+                  slotsLimit: 7, boards: [a.rawValue], health: .ok,
+                  lastRecovery: .init(symptom: .commandsTimeOut, step: .powerCycle, started: "2026-11-25T05:00:00Z",
+                                      recovered: "2026-11-25T05:00:09Z"))
         ],
         boards: .init(known: 1, connected: 1, ready: 1), clients: 1,
         mqtt: .init(broker: "mqtt://b:1883", gateway: "room", connected: true, queued: 0, dropped: 0))

@@ -144,6 +144,17 @@ extension BlueZClient {
         }
     }
 
+    /// Resets an adapter's controller through the kernel's management interface: powered
+    /// off and on again by the kernel itself (bluetoothd follows), which sends it HCI_Reset
+    /// and sets it up anew. Throws when the interface is not available or the kernel refuses.
+    public func resetController(_ adapter: BlueZAdapter) async throws {
+        guard let management, let index = Self.controllerIndex(adapter.path) else {
+            throw BlueZError.notAvailable("the kernel's Bluetooth management interface is not available to reset \(adapter.name)")
+        }
+        try? await management.setPowered(controller: index, false)
+        try await management.setPowered(controller: index, true)
+    }
+
     /// The controller index of an adapter path (`/org/bluez/hci3` → 3).
     static func controllerIndex(_ adapterPath: String) -> UInt16? {
         guard let name = adapterPath.split(separator: "/").last, name.hasPrefix("hci") else { return nil }

@@ -100,7 +100,19 @@ public struct ManagementInterface: Sendable, Hashable {
         controller index: UInt16, address: String, type: AddressType, timeout: Duration = .seconds(3)
     ) async throws(Failure) {
         guard let bytes = Self.addressBytes(address) else { throw .status(0x0d) }
-        let request = Packet(code: Self.opDisconnect, index: index, parameters: bytes + [type.rawValue])
+        try await send(Packet(code: Self.opDisconnect, index: index, parameters: bytes + [type.rawValue]), timeout: timeout)
+    }
+
+    /// Powers controller `index` (hciN) off or on through the kernel itself
+    /// (`MGMT_OP_SET_POWERED`), whatever bluetoothd is waiting for: powering on resets the
+    /// controller (HCI_Reset, then its setup again). The kernel answers once it is done, or
+    /// refuses with a ``Failure/status(_:)``.
+    public func setPowered(controller index: UInt16, _ on: Bool, timeout: Duration = .seconds(12)) async throws(Failure) {
+        try await send(Packet(code: Self.opSetPowered, index: index, parameters: [on ? 1 : 0]), timeout: timeout)
+    }
+
+    /// Sends `request` on a channel of its own; throws unless its answer is a success.
+    private func send(_ request: Packet, timeout: Duration) async throws(Failure) {
         let endpoint = self.endpoint
         let result: Result<UInt8, Failure> = await withCheckedContinuation { continuation in
             // Blocking socket I/O, off the cooperative pool.
@@ -117,6 +129,7 @@ public struct ManagementInterface: Sendable, Hashable {
     // MARK: The protocol (doc/mgmt-api.txt)
 
     static let opDisconnect: UInt16 = 0x0014
+    static let opSetPowered: UInt16 = 0x0005
     static let eventCommandComplete: UInt16 = 0x0001
     static let eventCommandStatus: UInt16 = 0x0002
     static let controllerNone: UInt16 = 0xffff

@@ -244,6 +244,7 @@ actor Board {
         guard !Task.isCancelled else { return }
         switch outcome {
         case .connected:
+            adapter.health.connected()
             let failed = machine.failedAttempts
             apply { $0.connectSucceeded(now: $1) }
             apply { $0.servicesResolved(now: $1) }
@@ -262,6 +263,7 @@ actor Board {
                 "connect failed",
                 metadata: ["error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter.name)"])
             if errorClass != .outOfResources { adapter.noteFailure(of: address) }
+            if errorClass == .transient || errorClass == .permanent { await context.connectFailed(on: adapter) }
             if machine.phase == .connecting { linkAdapter = nil }
             apply { $0.connectFailed(errorClass, now: $1) }
         }

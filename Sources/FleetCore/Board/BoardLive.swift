@@ -14,6 +14,8 @@ final class BoardLive: Sendable {
         /// invalidates RSSI at the end of a discovery: placement still needs it).
         var rssiByAdapter: [String: Int] = [:]
         var lastSeen: ContinuousClock.Instant?
+        /// When each adapter last reported it, by adapter path (its health: is it still hearing?).
+        var heardAt: [String: ContinuousClock.Instant] = [:]
         /// The latest reading of each sensor, by sensor name.
         var readings: [String: SensorReading] = [:]
         /// The temperature (the reading of the sensor `temperature`), in whole degrees.
@@ -51,11 +53,17 @@ final class BoardLive: Sendable {
 
     /// The adapter no longer knows the board (its device object went).
     func forget(adapter: String) {
-        state.withLock { _ = $0.rssiByAdapter.removeValue(forKey: adapter) }
+        state.withLock {
+            _ = $0.rssiByAdapter.removeValue(forKey: adapter)
+            _ = $0.heardAt.removeValue(forKey: adapter)
+        }
     }
 
     func forgetAllAdapters() {
-        state.withLock { $0.rssiByAdapter = [:] }
+        state.withLock {
+            $0.rssiByAdapter = [:]
+            $0.heardAt = [:]
+        }
     }
 
     func setAwaitsAdvertisement(_ awaits: Bool) {
@@ -68,7 +76,9 @@ final class BoardLive: Sendable {
         state.withLock { state in
             guard force || !state.awaitsAdvertisement else { return false }
             if let rssi { state.rssiByAdapter[adapter] = rssi }
-            state.lastSeen = .now
+            let now = ContinuousClock.now
+            state.lastSeen = now
+            state.heardAt[adapter] = now
             return true
         }
     }

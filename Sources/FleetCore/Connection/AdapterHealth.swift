@@ -11,32 +11,9 @@
 /// After the last step the adapter counts as failed, and the reset is tried again now and
 /// then. Meanwhile placement gives its boards to the other adapters.
 public struct AdapterHealth: Sendable, Hashable {
-    /// What made the controller count as stuck.
-    public enum Symptom: String, Sendable, Hashable, CaseIterable {
-        /// Commands to it (BlueZ's, the kernel's) timed out.
-        case commandsTimeOut = "commands-time-out"
-        /// It heard no advertisement while boards it served were heard elsewhere.
-        case hearsNothing = "hears-nothing"
-        /// Its connects kept failing while other adapters' succeeded.
-        case connectsFail = "connects-fail"
-    }
-
-    /// A recovery step, in the order they escalate.
-    public enum Step: String, Sendable, Hashable, CaseIterable, Comparable {
-        case restartDiscovery = "restart-discovery"
-        case powerCycle = "power-cycle"
-        case reset
-
-        public static func < (lhs: Step, rhs: Step) -> Bool {
-            allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
-        }
-
-        var next: Step? {
-            let steps = Step.allCases
-            let index = steps.firstIndex(of: self)! + 1
-            return index < steps.count ? steps[index] : nil
-        }
-    }
+    public typealias Symptom = AdapterSymptom
+    public typealias Step = RecoveryStep
+    public typealias Condition = AdapterCondition
 
     /// What the controller was seen doing: evidence that it works.
     public enum Evidence: Sendable, Hashable {
@@ -56,15 +33,6 @@ public struct AdapterHealth: Sendable, Hashable {
             default: false
             }
         }
-    }
-
-    /// The adapter's condition, as `daemon.status` says it.
-    public enum Condition: String, Sendable, Hashable {
-        case ok
-        /// Stuck; a recovery step runs.
-        case recovering
-        /// Every step failed; the reset is tried again now and then.
-        case failed
     }
 
     /// A recovery, for `daemon.status`: why, how far it went, and how it ended.

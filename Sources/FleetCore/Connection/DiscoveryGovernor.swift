@@ -39,10 +39,14 @@ actor DiscoveryGovernor {
     /// A refresh runs discovery although connects hold it.
     private var refreshing = false
 
-    init(client: BlueZClient, filter: DiscoveryFilter, logger: Logger) {
+    /// Told whether each Start/Stop completed or timed out: the controller's health.
+    private let health: AdapterHealthMonitor
+
+    init(client: BlueZClient, filter: DiscoveryFilter, logger: Logger, health: AdapterHealthMonitor) {
         self.client = client
         self.filter = filter
         self.logger = logger
+        self.health = health
     }
 
     /// The adapter is powered (`adapter`), or off/missing (`nil`). BlueZ ends every discovery
@@ -111,14 +115,35 @@ actor DiscoveryGovernor {
     /// How long a Start/Stop waits for the adapter's `Discovering` to follow.
     static let settleTimeout: Duration = .seconds(1)
 
-    private func settle(_ adapter: BlueZAdapter, discovering: Bool) async {
+    /// Waits until the adapter's `Discovering` follows; whether it did.
+    private func settle(_ adapter: BlueZAdapter, discovering: Bool) async -> Bool {
         let path = adapter.path
-        _ = try? await client.mirror.wait(
+        return (try? await client.mirror.wait(
             timeout: Self.settleTimeout, description: "Discovering \(discovering) on \(adapter.name)"
         ) { snapshot -> MirrorWaitStep<Void> in
             guard let current = snapshot.tree.adapter(at: path) else { return .done(()) }
             return current.discovering == discovering ? .done(()) : .pending
+        }) != nil
+    }
+
+    /// Whether a failed discovery command means the controller did not answer in time.
+    static func timedOut(_ error: any Error) -> Bool {
+        switch BlueZError(error) {
+        case .timeout: true
+        case .failed(let message): message.lowercased().contains("timed out") || message.lowercased().contains("timeout")
+        default: false
         }
+    }
+
+    /// Stops discovery and starts it again now (a recovery step), whatever the last restart.
+    func restart() async {
+        guard let adapter else { return }
+        lastKick = .now
+        kicking = true
+        await reconcile()
+        kicking = false
+        await reconcile()
+        logger.debug("discovery restarted to recover the adapter", metadata: ["ble.adapter": "\(adapter.name)"])
     }
 
     private var wanted: Bool { adapter != nil && !kicking && (holds == 0 || refreshing) }
@@ -144,11 +169,12 @@ actor DiscoveryGovernor {
                 // 20 s after a quick stop and start). So each change waits until the
                 // adapter's Discovering says so (bounded: another client's session may keep
                 // it on).
-                await settle(adapter, discovering: start)
+                health.command(completed: await settle(adapter, discovering: start))
                 running = start
                 pausedSince = start ? nil : .now
                 logger.debug(start ? "discovery on" : "discovery paused for connects", metadata: ["ble.adapter": "\(adapter.name)"])
             } catch {
+                if Self.timedOut(error) { health.command(completed: false) }
                 if start {
                     logger.warning("could not start discovery", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
                     break

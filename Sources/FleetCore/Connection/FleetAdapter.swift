@@ -33,11 +33,19 @@ final class FleetAdapter: Sendable {
     /// Failures older than this no longer count against the adapter.
     static let failureMemory: Duration = .seconds(60)
 
-    init(adapter: BlueZAdapter, limit: Int, client: BlueZClient, filter: DiscoveryFilter, logger: Logger) {
+    /// Whether its controller works; what it sees goes to `report` when the fleet must act.
+    let health: AdapterHealthMonitor
+
+    init(
+        adapter: BlueZAdapter, limit: Int, client: BlueZClient, filter: DiscoveryFilter, logger: Logger,
+        report: @escaping @Sendable (String, AdapterHealth.Action) -> Void
+    ) {
         self.path = adapter.path
         self.name = adapter.name
         self.limit = max(1, limit)
-        self.discovery = DiscoveryGovernor(client: client, filter: filter, logger: logger)
+        let health = AdapterHealthMonitor(path: adapter.path, report: report)
+        self.health = health
+        self.discovery = DiscoveryGovernor(client: client, filter: filter, logger: logger, health: health)
         self.state = Mutex(State(adapter: adapter))
     }
 
@@ -68,6 +76,10 @@ final class FleetAdapter: Sendable {
 
     func poweredOn() {
         state.withLock { $0.since = .now }
+        health.observe { health, now in
+            health.restarted(now: now)
+            return .none
+        }
     }
 
     func update(_ adapter: BlueZAdapter) {

@@ -103,9 +103,11 @@ extension Fleet {
                     await adapter.discovery.setAdapter(current.powered ? current : nil)
                 }
             } else {
+                let reports = healthReports.continuation
                 let adapter = FleetAdapter(
                     adapter: current, limit: configuration.limit(for: current), client: client,
-                    filter: DiscoveryFilter(serviceUUIDs: context.profiles.advertisedServices.map(\.bluetooth)), logger: logger)
+                    filter: DiscoveryFilter(serviceUUIDs: context.profiles.advertisedServices.map(\.bluetooth)), logger: logger,
+                    report: { reports.yield(($0, $1)) })
                 adapters[current.path] = adapter
                 logger.info(
                     "adapter present",

@@ -21,7 +21,8 @@ extension Fleet {
         var devices: [String: BlueZDevice] = [:]
         var roomWhereUnheard: [String] = []
         var freshRoomWhereUnheard: [String] = []
-        for (path, adapter) in adapters where adapter.adapter.powered {
+        // Not through an adapter whose controller is being recovered (its boards go elsewhere).
+        for (path, adapter) in adapters where adapter.adapter.powered && adapter.health.isUsable {
             // Slots taken: links up, and connects placed here that will take one.
             let onAdapter = tree.devices(onAdapter: path)
             var taken = Set(onAdapter.filter(\.hasLink).compactMap { BoardAddress($0.address) })

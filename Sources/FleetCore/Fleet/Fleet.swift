@@ -44,6 +44,8 @@ public actor Fleet {
     var lastNotedSeen: [BoardAddress: (at: ContinuousClock.Instant, name: String?)] = [:]
     /// The settings that can change while running (`reconfigure`).
     public private(set) var tunables: Tunables
+    /// What the adapters' health asks the fleet to do (``AdapterHealthMonitor``), by adapter path.
+    nonisolated let healthReports = AsyncStream.makeStream(of: (String, AdapterHealth.Action).self)
 
     /// Where BlueZ is: the system bus, or a D-Bus address.
     public enum Bus: Sendable, Hashable {
@@ -163,6 +165,16 @@ public actor Fleet {
                     await self?.releaseAhead()
                 }
             }
+            group.addTask { [weak self, reports = healthReports.stream] in
+                for await (path, action) in reports { await self?.act(action, onAdapter: path) }
+            }
+            group.addTask { [weak self] in
+                // Silence, and each recovery step's window, judged once a second.
+                while !Task.isCancelled {
+                    try await Task.sleep(for: .seconds(1))
+                    await self?.checkAdapterHealth()
+                }
+            }
             group.addTask { [weak self] in
                 // Each turn reads at most one board, and only while no call runs.
                 while !Task.isCancelled {
@@ -273,9 +285,11 @@ public actor Fleet {
     func noteAdapterState() {
         var entries = adapters.values.map { fleetAdapter in
             let adapter = fleetAdapter.adapter
+            let health = fleetAdapter.health.current
             return FleetTally.AdapterEntry(
                 path: adapter.path, name: adapter.name, address: adapter.address, powered: adapter.powered,
-                discovering: adapter.discovering, limit: fleetAdapter.limit)
+                discovering: adapter.discovering, limit: fleetAdapter.limit, health: health.condition,
+                lastRecovery: health.lastRecovery)
         }
         // Named adapters BlueZ does not show are listed too, as missing.
         let shown = adapters.values.map(\.adapter)

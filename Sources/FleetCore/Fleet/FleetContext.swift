@@ -59,6 +59,11 @@ final class FleetContext: Sendable {
         }
     }
 
+    /// A connect through `adapter` failed (its controller's health weighs it).
+    func connectFailed(on adapter: FleetAdapter) async {
+        await fleet.fleet?.connectFailed(on: adapter)
+    }
+
     /// Called with `adapter`'s connect permit held: may `board` take a link there? For a
     /// command (`command`), the least recently used idle board on that adapter is evicted
     /// when every slot is taken.

@@ -13,10 +13,17 @@ public struct FleetStatus: Sendable, Hashable {
         public var links: Int { boards.count }
         /// Most links at once (`connection-limit`).
         public var limit: Int
+        /// Whether its controller works.
+        public var health: AdapterCondition
+        /// Its last recovery from being stuck, if any.
+        public var lastRecovery: AdapterHealth.Recovery?
 
         public init(
-            name: String, address: String?, present: Bool, powered: Bool, discovering: Bool, boards: [BoardAddress], limit: Int
+            name: String, address: String?, present: Bool, powered: Bool, discovering: Bool, boards: [BoardAddress], limit: Int,
+            health: AdapterCondition = .ok, lastRecovery: AdapterHealth.Recovery? = nil
         ) {
+            self.health = health
+            self.lastRecovery = lastRecovery
             self.name = name
             self.address = address
             self.present = present

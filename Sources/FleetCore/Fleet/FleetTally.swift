@@ -21,6 +21,8 @@ final class FleetTally: Sendable {
         var powered: Bool
         var discovering: Bool
         var limit: Int
+        var health: AdapterCondition = .ok
+        var lastRecovery: AdapterHealth.Recovery?
     }
 
     private struct State {
@@ -123,7 +125,7 @@ final class FleetTally: Sendable {
                     name: entry.name, address: entry.address, present: entry.path != nil, powered: entry.powered,
                     discovering: entry.discovering,
                     boards: (entry.path.flatMap { boardsPerAdapter[$0] } ?? []).sorted { $0.description < $1.description },
-                    limit: entry.limit)
+                    limit: entry.limit, health: entry.health, lastRecovery: entry.lastRecovery)
             }
             return FleetStatus(
                 adapters: adapters, bluezAvailable: state.bluezAvailable, boardCount: state.boards.count,

@@ -71,11 +71,17 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
         public var slotsLimit: Int
         /// The addresses of the boards linked (or being linked) through it.
         public var boards: [String]
+        /// Whether its controller works (absent from a daemon that does not tell).
+        public var health: AdapterCondition?
+        /// Its last recovery from being stuck, if it was since the daemon started.
+        public var lastRecovery: Recovery?
 
         public init(
             name: String, address: String?, present: Bool, powered: Bool, discovering: Bool, slotsUsed: Int,
-            slotsLimit: Int, boards: [String] = []
+            slotsLimit: Int, boards: [String] = [], health: AdapterCondition? = nil, lastRecovery: Recovery? = nil
         ) {
+            self.health = health
+            self.lastRecovery = lastRecovery
             self.boards = boards
             self.name = name
             self.address = address
@@ -84,6 +90,23 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
             self.discovering = discovering
             self.slotsUsed = slotsUsed
             self.slotsLimit = slotsLimit
+        }
+    }
+
+    /// An adapter's recovery from being stuck: why, the last step taken, when it began
+    /// and when the controller worked again (absent while it has not).
+    public struct Recovery: Sendable, Hashable, Codable {
+        public var symptom: AdapterSymptom
+        public var step: RecoveryStep
+        /// ISO 8601 UTC.
+        public var started: String
+        public var recovered: String?
+
+        public init(symptom: AdapterSymptom, step: RecoveryStep, started: String, recovered: String? = nil) {
+            self.symptom = symptom
+            self.step = step
+            self.started = started
+            self.recovered = recovered
         }
     }
 

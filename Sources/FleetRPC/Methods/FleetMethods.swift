@@ -96,6 +96,16 @@ enum Schemas {
                         "powered": ["type": "boolean"], "discovering": ["type": "boolean"],
                         "slotsUsed": ["type": "integer"], "slotsLimit": ["type": "integer"],
                         "boards": ["type": "array", "items": ["type": "string"]],
+                        "health": ["type": "string", "enum": .array(AdapterCondition.allCases.map { .string($0.rawValue) })],
+                        "lastRecovery": [
+                            "type": "object", "required": ["symptom", "step", "started"],
+                            "properties": [
+                                "symptom": ["type": "string", "enum": .array(AdapterSymptom.allCases.map { .string($0.rawValue) })],
+                                "step": ["type": "string", "enum": .array(RecoveryStep.allCases.map { .string($0.rawValue) })],
+                                "started": ["type": "string", "format": "date-time"],
+                                "recovered": ["type": "string", "format": "date-time"],
+                            ],
+                        ],
                     ],
                 ],
             ],

@@ -130,7 +130,12 @@ public enum FleetMethodBindings {
                     DaemonStatus.Adapter(
                         name: $0.name, address: $0.address, present: $0.present, powered: $0.powered,
                         discovering: $0.discovering, slotsUsed: $0.links, slotsLimit: $0.limit,
-                        boards: $0.boards.map(\.description))
+                        boards: $0.boards.map(\.description), health: $0.present ? $0.health : nil,
+                        lastRecovery: $0.lastRecovery.map {
+                            DaemonStatus.Recovery(
+                                symptom: $0.symptom, step: $0.step, started: Wire.wallClock($0.startedAt),
+                                recovered: $0.recoveredAt.map { Wire.wallClock($0) })
+                        })
                 },
                 boards: .init(known: status.boardCount, connected: status.connectedCount, ready: status.readyCount),
                 clients: environment.clientCount(), mqtt: environment.mqttStatus())

@@ -1,0 +1,58 @@
+import Synchronization
+
+/// One adapter's ``AdapterHealth``, fed from wherever the fleet sees its controller at
+/// work (a discovery command, a connect, an advertisement) without a hop to the fleet: an
+/// event that asks for an action hands it to `report`, which the fleet serves.
+final class AdapterHealthMonitor: Sendable {
+    let path: String
+    private struct State {
+        var health = AdapterHealth(now: .now)
+        /// When a connect through the adapter last succeeded.
+        var lastConnected: ContinuousClock.Instant?
+        /// The newest advertisement already told to the health.
+        var lastHeard: ContinuousClock.Instant?
+    }
+    private let state = Mutex(State())
+    private let report: @Sendable (String, AdapterHealth.Action) -> Void
+
+    init(path: String, report: @escaping @Sendable (String, AdapterHealth.Action) -> Void) {
+        self.path = path
+        self.report = report
+    }
+
+    /// Feeds one event; an action is reported to the fleet.
+    func observe(_ event: (inout AdapterHealth, ContinuousClock.Instant) -> AdapterHealth.Action) {
+        let action = state.withLock { event(&$0.health, .now) }
+        if action != .none { report(path, action) }
+    }
+
+    /// The health now (its condition, its last recovery).
+    var current: AdapterHealth { state.withLock { $0.health } }
+
+    /// Whether boards may be placed on the adapter (its controller is not being recovered).
+    var isUsable: Bool { state.withLock { $0.health.isUsable } }
+
+    /// When a connect through the adapter last succeeded.
+    var lastConnected: ContinuousClock.Instant? { state.withLock { $0.lastConnected } }
+
+    /// A connect through the adapter succeeded.
+    func connected() {
+        state.withLock { $0.lastConnected = .now }
+        observe { $0.saw(.connected, now: $1) }
+    }
+
+    /// The adapter reported an advertisement at `time` (told once per newer one).
+    func heard(at time: ContinuousClock.Instant) {
+        let newer = state.withLock { state -> Bool in
+            guard state.lastHeard.map({ time > $0 }) ?? true else { return false }
+            state.lastHeard = time
+            return true
+        }
+        if newer { observe { health, _ in health.saw(.heard, now: time) } }
+    }
+
+    /// A command to the controller completed, or timed out.
+    func command(completed: Bool) {
+        observe { completed ? $0.saw(.commandCompleted, now: $1) : $0.commandTimedOut(now: $1) }
+    }
+}

@@ -1,0 +1,96 @@
+import Logging
+import BlueZ
+
+/// Stuck adapters found and recovered (``AdapterHealth``): what the fleet sees of each
+/// controller goes to its health, and the fleet carries out the steps its health asks for,
+/// placing boards on the other adapters meanwhile.
+extension Fleet {
+    /// Once a second: what each adapter heard since, and whether it went silent while its
+    /// boards are heard elsewhere; the running recovery step's window.
+    func checkAdapterHealth() {
+        let now = ContinuousClock.now
+        let heard = boards.values.map { $0.live.current.heardAt }
+        for adapter in adapters.values {
+            let path = adapter.path
+            if let last = heard.compactMap({ $0[path] }).max() { adapter.health.heard(at: last) }
+            // Boards this adapter heard, heard lately through another.
+            let silence = adapter.health.current.thresholds.silence
+            let elsewhere = heard.contains { times in
+                times[path] != nil && times.contains { $0.key != path && $0.value.duration(to: now) < silence }
+            }
+            let discovering = adapter.adapter.powered && adapter.adapter.discovering
+            adapter.health.observe { $0.tick(now: $1, discovering: discovering, heardElsewhere: elsewhere) }
+        }
+    }
+
+    /// A connect through `adapter` failed: its health weighs it against the other adapters'
+    /// connects.
+    func connectFailed(on adapter: FleetAdapter) {
+        let window = adapter.health.current.thresholds.othersWindow
+        let othersConnected = adapters.values.contains { other in
+            other !== adapter && (other.health.lastConnected.map { $0.duration(to: .now) < window } ?? false)
+        }
+        adapter.health.observe { $0.connectFailed(now: $1, othersConnected: othersConnected) }
+    }
+
+    /// Carries out what an adapter's health asks.
+    func act(_ action: AdapterHealth.Action, onAdapter path: String) {
+        guard let adapter = adapters[path] else { return }
+        let metadata: [String: Logger.MetadataValue] = ["ble.adapter": "\(adapter.name)"]
+        switch action {
+        case .none:
+            return
+        case .perform(let step, let symptom):
+            // Said once per recovery and step, not once per symptom seen.
+            logger.warning(
+                "adapter stuck (\(symptom.rawValue)): \(step.words); its boards are served by the other adapters meanwhile",
+                metadata: metadata)
+            Task { await self.perform(step, on: adapter) }
+        case .recovered(let recovery):
+            logger.notice(
+                "adapter works again after \(recovery.step.words)", metadata: metadata.merging(["symptom": "\(recovery.symptom.rawValue)"]) { $1 })
+            for board in boards.values { Task { await board.connectionRoomAppeared() } }
+        case .gaveUp(let symptom):
+            logger.error(
+                "adapter did not recover (\(symptom.rawValue)); its boards are served by the other adapters, and a reset is tried again every minute",
+                metadata: metadata)
+        }
+        noteAdapterState()
+    }
+
+    /// One recovery step on `adapter`; what the controller shows comes back as evidence.
+    private func perform(_ step: RecoveryStep, on adapter: FleetAdapter) async {
+        switch step {
+        case .restartDiscovery:
+            await adapter.discovery.restart()
+        case .powerCycle:
+            let current = adapter.adapter
+            do {
+                try await client.setPowered(false, adapter: current, timeout: .seconds(4))
+                try await client.setPowered(true, adapter: current, timeout: .seconds(6))
+                adapter.health.command(completed: true)
+            } catch {
+                logger.debug("power cycle failed", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
+            }
+        case .reset:
+            do {
+                try await client.resetController(adapter.adapter)
+                try await client.setPowered(true, adapter: adapter.adapter, timeout: .seconds(6))
+                adapter.health.command(completed: true)
+            } catch {
+                logger.debug("reset failed", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
+            }
+        }
+    }
+}
+
+extension RecoveryStep {
+    /// As the journal says it.
+    var words: String {
+        switch self {
+        case .restartDiscovery: "restarting discovery"
+        case .powerCycle: "powering it off and on"
+        case .reset: "resetting the controller through the kernel"
+        }
+    }
+}
