@@ -6,11 +6,11 @@ import Testing
     let t0 = ContinuousClock.now
     func at(_ seconds: Double) -> ContinuousClock.Instant { t0 + .milliseconds(Int((seconds * 1000).rounded())) }
 
-    @Test func twoCommandTimeoutsMakeItStuckAndRecoveryBeginsWithDiscovery() {
+    @Test func twoCommandTimeoutsMakeItStuckAndRecoveryBeginsWithAPowerCycle() {
         var health = AdapterHealth(now: t0)
         #expect(health.commandTimedOut(now: at(1)) == .none)
         #expect(health.condition == .ok)
-        #expect(health.commandTimedOut(now: at(3)) == .perform(.restartDiscovery, .commandsTimeOut))
+        #expect(health.commandTimedOut(now: at(3)) == .perform(.powerCycle, .commandsTimeOut))
         #expect(health.condition == .recovering)
         #expect(!health.isUsable)
     }
@@ -29,9 +29,8 @@ import Testing
         _ = health.commandTimedOut(now: at(0))
         _ = health.commandTimedOut(now: at(1))
         #expect(health.tick(now: at(2), discovering: true, heardElsewhere: true) == .none, "the step's window runs")
-        #expect(health.tick(now: at(5), discovering: true, heardElsewhere: true) == .perform(.powerCycle, .commandsTimeOut))
-        #expect(health.tick(now: at(13), discovering: false, heardElsewhere: true) == .perform(.reset, .commandsTimeOut))
-        #expect(health.tick(now: at(23), discovering: false, heardElsewhere: true) == .gaveUp(.commandsTimeOut))
+        #expect(health.tick(now: at(9), discovering: false, heardElsewhere: true) == .perform(.reset, .commandsTimeOut))
+        #expect(health.tick(now: at(19), discovering: false, heardElsewhere: true) == .gaveUp(.commandsTimeOut))
         #expect(health.condition == .failed)
         #expect(health.lastRecovery?.step == .reset && health.lastRecovery?.recoveredAt == nil)
         // The reset is tried again now and then.
@@ -67,16 +66,21 @@ import Testing
         #expect(health.tick(now: at(44), discovering: true, heardElsewhere: true) == .perform(.restartDiscovery, .hearsNothing))
     }
 
-    @Test func connectsFailingWhileOthersSucceedMakeItStuckButNotAloneOrWithSuccesses() {
+    @Test func connectsFailingWhileOthersSucceedMakeItStuckButNotAloneOrWithSuccessesOrForOneBoard() {
+        let a = BoardAddress("AA:00:00:00:00:01")!, b = BoardAddress("AA:00:00:00:00:02")!
         var health = AdapterHealth(now: t0)
-        for second in 1...5 { #expect(health.connectFailed(now: at(Double(second)), othersConnected: false) == .none) }
+        for second in 1...5 { #expect(health.connectFailed(second % 2 == 0 ? a : b, now: at(Double(second)), othersConnected: false) == .none) }
+        var oneBoard = AdapterHealth(now: t0)
+        for second in 1...5 {
+            #expect(oneBoard.connectFailed(a, now: at(Double(second)), othersConnected: true) == .none, "the board's fault")
+        }
         var other = AdapterHealth(now: t0)
-        _ = other.connectFailed(now: at(1), othersConnected: true)
-        _ = other.connectFailed(now: at(2), othersConnected: true)
+        _ = other.connectFailed(a, now: at(1), othersConnected: true)
+        _ = other.connectFailed(b, now: at(2), othersConnected: true)
         _ = other.saw(.connected, now: at(3))
-        #expect(other.connectFailed(now: at(4), othersConnected: true) == .none, "a success between them")
-        _ = other.connectFailed(now: at(5), othersConnected: true)
-        #expect(other.connectFailed(now: at(6), othersConnected: true) == .perform(.restartDiscovery, .connectsFail))
+        #expect(other.connectFailed(a, now: at(4), othersConnected: true) == .none, "a success between them")
+        _ = other.connectFailed(a, now: at(5), othersConnected: true)
+        #expect(other.connectFailed(b, now: at(6), othersConnected: true) == .perform(.powerCycle, .connectsFail))
         #expect(other.saw(.heard, now: at(7)) == .none, "hearing does not prove connects work")
     }
 }

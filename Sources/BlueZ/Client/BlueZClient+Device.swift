@@ -155,6 +155,44 @@ extension BlueZClient {
         try await management.setPowered(controller: index, true)
     }
 
+    /// Asks the controller of the device at `path` about its link through the kernel's
+    /// management interface: the RSSI it reads from the controller (nil when unknown).
+    /// Throws ``BlueZError/timeout(_:)`` when the controller does not answer (the kernel's
+    /// HCI command timed out), ``BlueZError/notAvailable(_:)`` when the interface is not
+    /// here or the device has no link.
+    public func probeLink(_ path: String) async throws -> Int? {
+        guard let management, !managementUnusable.load(ordering: .relaxed),
+            let device = await mirror.tree.device(at: path), device.hasLink,
+            let index = Self.controllerIndex(device.adapterPath)
+        else { throw BlueZError.notAvailable("no link to probe through the kernel's management interface") }
+        do {
+            return try await management.connectionRSSI(
+                controller: index, address: device.address, type: .init(bluez: device.addressType))
+        } catch {
+            switch error {
+            case .timeout, .status(0x08):
+                throw BlueZError.timeout("\(device.adapterPath) did not answer the kernel's command: \(error)")
+            default:
+                throw BlueZError.notAvailable("\(error)")
+            }
+        }
+    }
+
+    /// Probes `adapter`'s controller through one of its links (the `turn`-th, so that turns
+    /// visit them all): true when it answered, false when it has no link to ask about.
+    /// Throws ``BlueZError/timeout(_:)`` when it did not answer.
+    public func probeController(_ adapter: BlueZAdapter, turn: Int) async throws -> Bool {
+        let linked = await mirror.tree.devices(onAdapter: adapter.path).filter(\.hasLink)
+        guard !linked.isEmpty else { return false }
+        let device = linked[turn % linked.count]
+        do {
+            _ = try await probeLink(device.path)
+            return true
+        } catch BlueZError.notAvailable {
+            return false  // the link went meanwhile, or no interface: nothing learned
+        }
+    }
+
     /// The controller index of an adapter path (`/org/bluez/hci3` → 3).
     static func controllerIndex(_ adapterPath: String) -> UInt16? {
         guard let name = adapterPath.split(separator: "/").last, name.hasPrefix("hci") else { return nil }

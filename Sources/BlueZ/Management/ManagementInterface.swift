@@ -111,25 +111,47 @@ public struct ManagementInterface: Sendable, Hashable {
         try await send(Packet(code: Self.opSetPowered, index: index, parameters: [on ? 1 : 0]), timeout: timeout)
     }
 
-    /// Sends `request` on a channel of its own; throws unless its answer is a success.
-    private func send(_ request: Packet, timeout: Duration) async throws(Failure) {
+    /// Asks controller `index` (hciN) about its link to `address`
+    /// (`MGMT_OP_GET_CONN_INFO`): the kernel reads the link's RSSI from the controller
+    /// itself when what it has is older than a few seconds, so an answer shows the
+    /// controller answers HCI commands. Returns the RSSI in dBm (nil when the controller
+    /// does not know it); a controller that does not answer fails with ``Failure/timeout``
+    /// or ``Failure/status(_:)`` `0x08` (the kernel's command timed out).
+    public func connectionRSSI(
+        controller index: UInt16, address: String, type: AddressType, timeout: Duration = .seconds(4)
+    ) async throws(Failure) -> Int? {
+        guard let bytes = Self.addressBytes(address) else { throw .status(0x0d) }
+        let answer = try await send(
+            Packet(code: Self.opGetConnectionInfo, index: index, parameters: bytes + [type.rawValue]), timeout: timeout)
+        // Address (6), type (1), RSSI, TX power, max TX power (signed bytes; 127: not known).
+        guard answer.count >= 8 else { return nil }
+        let rssi = Int(Int8(bitPattern: answer[7]))
+        return rssi == 127 ? nil : rssi
+    }
+
+    /// Sends `request` on a channel of its own; throws unless its answer is a success, and
+    /// returns the answer's parameters after its status.
+    @discardableResult
+    private func send(_ request: Packet, timeout: Duration) async throws(Failure) -> [UInt8] {
         let endpoint = self.endpoint
-        let result: Result<UInt8, Failure> = await withCheckedContinuation { continuation in
+        let result: Result<(UInt8, [UInt8]), Failure> = await withCheckedContinuation { continuation in
             // Blocking socket I/O, off the cooperative pool.
             DispatchQueue.global().async {
-                continuation.resume(returning: Result { () throws(Failure) -> UInt8 in
+                continuation.resume(returning: Result { () throws(Failure) -> (UInt8, [UInt8]) in
                     try Self.exchange(request, at: endpoint, timeout: timeout)
                 })
             }
         }
-        let status = try result.get()
+        let (status, answer) = try result.get()
         if status != 0 { throw .status(status) }
+        return answer
     }
 
     // MARK: The protocol (doc/mgmt-api.txt)
 
     static let opDisconnect: UInt16 = 0x0014
     static let opSetPowered: UInt16 = 0x0005
+    static let opGetConnectionInfo: UInt16 = 0x0031
     static let eventCommandComplete: UInt16 = 0x0001
     static let eventCommandStatus: UInt16 = 0x0002
     static let controllerNone: UInt16 = 0xffff
@@ -179,8 +201,9 @@ public struct ManagementInterface: Sendable, Hashable {
         return bytes.count == 6 ? bytes.reversed() : nil
     }
 
-    /// Sends `request` on a channel of its own and returns the status of its answer.
-    private static func exchange(_ request: Packet, at endpoint: Endpoint, timeout: Duration) throws(Failure) -> UInt8 {
+    /// Sends `request` on a channel of its own and returns the status of its answer and
+    /// the answer's parameters after it.
+    private static func exchange(_ request: Packet, at endpoint: Endpoint, timeout: Duration) throws(Failure) -> (UInt8, [UInt8]) {
         let channel = try Channel(endpoint)
         defer { channel.close() }
         try channel.send(request)
@@ -188,7 +211,9 @@ public struct ManagementInterface: Sendable, Hashable {
         while true {
             // The control channel also carries events for everyone (a device disconnected…).
             let packet = try channel.receive(until: deadline)
-            if let status = packet.status(answering: request.code) { return status }
+            if let status = packet.status(answering: request.code) {
+                return (status, packet.code == eventCommandComplete ? Array(packet.parameters.dropFirst(3)) : [])
+            }
         }
     }
 }

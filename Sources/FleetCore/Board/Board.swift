@@ -263,7 +263,7 @@ actor Board {
                 "connect failed",
                 metadata: ["error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter.name)"])
             if errorClass != .outOfResources { adapter.noteFailure(of: address) }
-            if errorClass == .transient || errorClass == .permanent { await context.connectFailed(on: adapter) }
+            if errorClass == .transient || errorClass == .permanent { await context.connectFailed(address, on: adapter) }
             if machine.phase == .connecting { linkAdapter = nil }
             apply { $0.connectFailed(errorClass, now: $1) }
         }

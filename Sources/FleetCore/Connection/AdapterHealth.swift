@@ -50,9 +50,11 @@ public struct AdapterHealth: Sendable, Hashable {
         /// This many command timeouts within ``timeoutWindow`` (and no evidence since).
         public var commandTimeouts = 2
         public var timeoutWindow: Duration = .seconds(30)
-        /// This many connect failures in a row, while another adapter connected within
+        /// This many connect failures in a row, of at least ``connectFailureBoards`` boards
+        /// (one board failing is the board's fault), while another adapter connected within
         /// ``othersWindow``.
         public var connectFailures = 3
+        public var connectFailureBoards = 2
         public var othersWindow: Duration = .seconds(60)
         /// Nothing heard for this long while discovering, and boards it served are heard elsewhere.
         public var silence: Duration = .seconds(12)
@@ -85,6 +87,8 @@ public struct AdapterHealth: Sendable, Hashable {
     private var state: State = .healthy
     private var timeouts: [ContinuousClock.Instant] = []
     private var failedConnects = 0
+    /// The boards whose connects failed in the streak.
+    private var failedBoards: Set<BoardAddress> = []
     private var lastHeard: ContinuousClock.Instant
     /// The last recovery (ended or not), for `daemon.status`.
     public private(set) var lastRecovery: Recovery?
@@ -114,12 +118,18 @@ public struct AdapterHealth: Sendable, Hashable {
         return timeouts.count >= thresholds.commandTimeouts ? begin(.commandsTimeOut, now: now) : .none
     }
 
-    /// A connect through the adapter failed; `othersConnected`: another adapter connected a
-    /// board within ``Thresholds/othersWindow``.
-    public mutating func connectFailed(now: ContinuousClock.Instant, othersConnected: Bool) -> Action {
+    /// A connect to `board` through the adapter failed; `othersConnected`: another adapter
+    /// connected a board within ``Thresholds/othersWindow``.
+    public mutating func connectFailed(
+        _ board: BoardAddress, now: ContinuousClock.Instant, othersConnected: Bool
+    ) -> Action {
         guard state == .healthy else { return .none }
         failedConnects += 1
-        return failedConnects >= thresholds.connectFailures && othersConnected ? begin(.connectsFail, now: now) : .none
+        failedBoards.insert(board)
+        guard failedConnects >= thresholds.connectFailures, failedBoards.count >= thresholds.connectFailureBoards,
+            othersConnected
+        else { return .none }
+        return begin(.connectsFail, now: now)
     }
 
     // MARK: Evidence
@@ -130,7 +140,10 @@ public struct AdapterHealth: Sendable, Hashable {
         switch state {
         case .healthy:
             timeouts = []
-            if evidence == .connected { failedConnects = 0 }
+            if evidence == .connected {
+                failedConnects = 0
+                failedBoards = []
+            }
             return .none
         case .recovering(var recovery, _), .failed(var recovery, _):
             guard evidence.clears(recovery.symptom) else { return .none }
@@ -139,6 +152,7 @@ public struct AdapterHealth: Sendable, Hashable {
             state = .healthy
             timeouts = []
             failedConnects = 0
+            failedBoards = []
             return .recovered(recovery)
         }
     }
@@ -175,15 +189,28 @@ public struct AdapterHealth: Sendable, Hashable {
         guard state == .healthy else { return }
         timeouts = []
         failedConnects = 0
+        failedBoards = []
         lastHeard = now
     }
 
     private mutating func begin(_ symptom: Symptom, now: ContinuousClock.Instant) -> Action {
-        let recovery = Recovery(symptom: symptom, step: .restartDiscovery, startedAt: now)
+        let recovery = Recovery(symptom: symptom, step: symptom.firstStep, startedAt: now)
         lastRecovery = recovery
         state = .recovering(recovery, stepStartedAt: now)
         timeouts = []
         failedConnects = 0
-        return .perform(.restartDiscovery, symptom)
+        failedBoards = []
+        return .perform(recovery.step, symptom)
+    }
+}
+
+extension AdapterSymptom {
+    /// Where recovery begins: a controller that hears nothing may only have lost its scan;
+    /// one whose commands time out or whose connects fail needs at least a power cycle.
+    var firstStep: RecoveryStep {
+        switch self {
+        case .hearsNothing: .restartDiscovery
+        case .commandsTimeOut, .connectsFail: .powerCycle
+        }
     }
 }

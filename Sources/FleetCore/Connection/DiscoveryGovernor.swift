@@ -169,7 +169,9 @@ actor DiscoveryGovernor {
                 // 20 s after a quick stop and start). So each change waits until the
                 // adapter's Discovering says so (bounded: another client's session may keep
                 // it on).
-                health.command(completed: await settle(adapter, discovering: start))
+                // Discovering following is the controller at work; one that does not
+                // follow in time proves nothing (another client's scan may hold it on).
+                if await settle(adapter, discovering: start) { health.command(completed: true) }
                 running = start
                 pausedSince = start ? nil : .now
                 logger.debug(start ? "discovery on" : "discovery paused for connects", metadata: ["ble.adapter": "\(adapter.name)"])

@@ -23,14 +23,37 @@ extension Fleet {
         }
     }
 
+    /// Every few seconds: each adapter with links is asked about one of them through the
+    /// kernel, which asks the controller (a fully connected fleet advertises nothing, so
+    /// silence cannot tell a stuck controller there); an answer is a command completed,
+    /// none in time a command timed out.
+    func probeAdapters(turn: Int) {
+        // The kernel queues the question behind a connect under way (LE Create Connection
+        // holds its queue until the link is up): only an adapter connecting nothing, before
+        // and after, is judged by the answer.
+        func idle(_ adapter: FleetAdapter) -> Bool { adapter.connectsInProgress == 0 && adapter.linkingBoards.isEmpty }
+        for adapter in adapters.values where adapter.adapter.powered && idle(adapter) {
+            let current = adapter.adapter
+            Task {
+                do {
+                    if try await client.probeController(current, turn: turn) { adapter.health.command(completed: true) }
+                } catch {
+                    guard idle(adapter) else { return }
+                    logger.debug("the controller did not answer", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
+                    adapter.health.command(completed: false)
+                }
+            }
+        }
+    }
+
     /// A connect through `adapter` failed: its health weighs it against the other adapters'
     /// connects.
-    func connectFailed(on adapter: FleetAdapter) {
+    func connectFailed(_ board: BoardAddress, on adapter: FleetAdapter) {
         let window = adapter.health.current.thresholds.othersWindow
         let othersConnected = adapters.values.contains { other in
             other !== adapter && (other.health.lastConnected.map { $0.duration(to: .now) < window } ?? false)
         }
-        adapter.health.observe { $0.connectFailed(now: $1, othersConnected: othersConnected) }
+        adapter.health.observe { $0.connectFailed(board, now: $1, othersConnected: othersConnected) }
     }
 
     /// Carries out what an adapter's health asks.

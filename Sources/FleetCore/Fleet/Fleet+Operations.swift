@@ -231,6 +231,8 @@ extension Fleet {
 extension Fleet {
     /// How often the sampler looks for a board whose temperature is getting old.
     static let samplingTurn: Duration = .seconds(1)
+    /// How often each adapter's controller is asked about one of its links (its health).
+    static let probeInterval: Duration = .seconds(4)
 
     /// With more boards than slots: reads the temperature of the board in standby whose
     /// reading is oldest, once it is older than half of `temperature-refresh-s`

@@ -176,6 +176,15 @@ public actor Fleet {
                 }
             }
             group.addTask { [weak self] in
+                // A controller with links answers the kernel's questions about them.
+                var turn = 0
+                while !Task.isCancelled {
+                    try await Task.sleep(for: Fleet.probeInterval)
+                    await self?.probeAdapters(turn: turn)
+                    turn &+= 1
+                }
+            }
+            group.addTask { [weak self] in
                 // Each turn reads at most one board, and only while no call runs.
                 while !Task.isCancelled {
                     try await Task.sleep(for: Fleet.samplingTurn)

@@ -60,8 +60,8 @@ final class FleetContext: Sendable {
     }
 
     /// A connect through `adapter` failed (its controller's health weighs it).
-    func connectFailed(on adapter: FleetAdapter) async {
-        await fleet.fleet?.connectFailed(on: adapter)
+    func connectFailed(_ board: BoardAddress, on adapter: FleetAdapter) async {
+        await fleet.fleet?.connectFailed(board, on: adapter)
     }
 
     /// Called with `adapter`'s connect permit held: may `board` take a link there? For a
