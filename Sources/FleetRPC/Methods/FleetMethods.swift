@@ -14,6 +14,13 @@ public enum FleetMethods {
     /// The errors of a method that works on boards.
     static let boardErrors: [RPCErrorCode] = [.permissionDenied, .boardNotFound, .adapterUnavailable, .bluezUnavailable, .busy]
 
+    /// `timeoutMs`: the time limit per board of a method that works on boards.
+    static let timeoutMs = RPCParamDescriptor("timeoutMs", .integer(minimum: 1, maximum: 600_000), "Time limit per board, ms.")
+
+    /// `maxAgeMs`: how old a held reading may be to be returned without reading the board.
+    static let maxAgeMs = RPCParamDescriptor(
+        "maxAgeMs", .integer(minimum: 0, maximum: 86_400_000), "Return a held reading at most this old instead of reading the board.")
+
     /// The result of a method that acts on the selected boards.
     static let boardOutcomes = RPCResultDescriptor(
         "outcome", "One entry per selected board, and totals.", schema: Schemas.fleetResult(Schemas.boardOutcome))

@@ -9,7 +9,7 @@ extension FleetMethods {
             params: [
                 RPCParamDescriptor("select", .selection, required: true, "The boards to switch."),
                 RPCParamDescriptor("on", .boolean, required: true, "true switches the LED on, false off."),
-                RPCParamDescriptor("timeoutMs", .integer(minimum: 1, maximum: 600_000), "Time limit per board, ms."),
+                timeoutMs,
             ],
             result: boardOutcomes,
             access: .write,

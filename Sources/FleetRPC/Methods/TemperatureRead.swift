@@ -8,10 +8,8 @@ extension FleetMethods {
             summary: "Read the temperature of the selected boards (signed whole degrees Celsius).",
             params: [
                 RPCParamDescriptor("select", .selection, required: true, "The boards to read."),
-                RPCParamDescriptor(
-                    "maxAgeMs", .integer(minimum: 0, maximum: 86_400_000),
-                    "Return a held reading at most this old instead of reading the board."),
-                RPCParamDescriptor("timeoutMs", .integer(minimum: 1, maximum: 600_000), "Time limit per board, ms."),
+                maxAgeMs,
+                timeoutMs,
             ],
             result: RPCResultDescriptor(
                 "readings", "One entry per selected board with celsius and ageMs, and totals.",
