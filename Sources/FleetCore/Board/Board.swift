@@ -236,6 +236,9 @@ actor Board {
         // The permit goes back as soon as the link is up: the next connect on the adapter
         // runs while this board's services resolve (its slot stays counted: `linking`).
         let permit = ConnectPermit(adapter: adapter, rotation: full)
+        // Read before the attempt: BlueZ's ServicesResolved may reach the machine (and reset
+        // its count) before the connect call returns.
+        let failed = machine.failedAttempts
         let outcome = await attemptConnect(on: adapter, device: device, full: full, command: command) {
             permit.release(linked: true)
         }
@@ -245,7 +248,6 @@ actor Board {
         switch outcome {
         case .connected:
             adapter.health.connected()
-            let failed = machine.failedAttempts
             apply { $0.connectSucceeded(now: $1) }
             apply { $0.servicesResolved(now: $1) }
             if failed > 0 { logger.info("connected after \(failed) failed attempt\(failed == 1 ? "" : "s")") }
