@@ -96,6 +96,44 @@ def _rssi(text: str) -> int:
     return value
 
 
+def _hci_status(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an HCI status (hex, e.g. 0x3e)") from None
+    if value == 0:
+        raise argparse.ArgumentTypeError("0x00 is success, not a failure")
+    if not 0 < value <= 0xFF:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an HCI status (one byte, 0x01…0xff)")
+    return value
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a fraction (0…1)") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction (0…1)")
+    return value
+
+
+def _delay(text: str) -> float:
+    """1500ms, 1.5s (or 0): seconds."""
+    number, unit = (text[:-2], 0.001) if text.endswith("ms") else (text[:-1], 1.0) if text.endswith("s")         else (text, None)
+    try:
+        value = float(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a delay (e.g. 1500ms or 1.5s)") from None
+    if unit is None:
+        if value != 0:
+            raise argparse.ArgumentTypeError(f"'{text}' needs a unit: {text}ms or {text}s")
+        unit = 1.0
+    if value < 0 or value * unit > 60:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a delay between 0 and 60 s")
+    return value * unit
+
+
 def add_start_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--boards", type=_board_count, default=5, help="number of boards (default 5)")
     p.add_argument("--centrals", type=_central_count, default=1,
@@ -169,6 +207,60 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("name", nargs="?", help="hci0 (default), hci1, ...")
     with_run_dir(adapter.add_parser("plug", help="one more central adapter appears; prints its name"))
     with_run_dir(adapter.add_parser("unplug", help="the plugged-in adapter vanishes"))
+
+    fault = sub.add_parser(
+        "fault", help="radio faults: connects that fail or are slow, links lost, a controller that hangs",
+        description="Inject radio faults. The real lane's patched btvirt injects them all in the "
+                    "controllers (HCI statuses, supervision timeouts, unanswered commands); BlueZoo "
+                    "those it can express (connect, drop, slow). They last until `fault clear` or the "
+                    "testbed stops.").add_subparsers(dest="action", required=True, parser_class=Parser)
+    p = with_run_dir(fault.add_parser(
+        "connect", help="the next connects to a board fail with an HCI status",
+        description="The next K (--count K, default 1) connect attempts to BOARD (central → board) "
+                    "fail with HCI status STATUS (0x3e: connection failed to be established, 0x3d: MIC "
+                    "failure, 0x08: connection timeout, ...), or a fraction R of them at random "
+                    "(seeded): the link comes up and is lost a second later, the status the reason "
+                    "of the disconnection at both ends (Device1.Connect answers, then Connected turns "
+                    "false; the only way Debian 12's kernel and bluetoothd 5.66 survive, see the btvirt "
+                    "patch). A new `fault connect` for the board replaces the last; --count 0 or "
+                    "--rate 0 ends it."))
+    p.add_argument("name", metavar="BOARD", help="nano-NN or all")
+    p.add_argument("status", metavar="STATUS", type=_hci_status, help="the HCI status, e.g. 0x3e")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--count", type=_nonnegative(int), help="this many connects fail (default 1)")
+    how.add_argument("--rate", type=_rate, help="each connect fails with this probability (0…1)")
+    p.add_argument("--seed", type=_nonnegative(int), help="with --rate: the random sequence (default 0)")
+    p = with_run_dir(fault.add_parser(
+        "drop", help="a board's live link is lost now (supervision timeout)",
+        description="BOARD's live link is lost now: a supervision timeout (0x08) at both ends (a link "
+                    "younger than a second when it is a second old). The "
+                    "board stays powered and advertising, so it can be connected again. With --every, "
+                    "again and again at random intervals of half to one and a half times SECONDS "
+                    "(seeded); --every 0 stops that."))
+    p.add_argument("name", metavar="BOARD", help="nano-NN or all")
+    p.add_argument("--every", type=_nonnegative(float), metavar="SECONDS",
+                   help="drop its link at random intervals averaging SECONDS")
+    p.add_argument("--seed", type=_nonnegative(int), help="with --every: the random sequence (default 0)")
+    p = with_run_dir(fault.add_parser(
+        "slow", help="connects to a board take longer to complete",
+        description="Connects to BOARD take DELAY longer to complete (e.g. 1500ms or 1.5s; 0 ends it). "
+                    "Cancelling one meanwhile (Device1.Disconnect) ends it."))
+    p.add_argument("name", metavar="BOARD", help="nano-NN or all")
+    p.add_argument("delay", metavar="DELAY", type=_delay, help="1500ms, 1.5s, ...")
+    p = with_run_dir(fault.add_parser(
+        "hang", help="a central controller stops answering (real lane only)",
+        description="Central controller ADAPTER (hci0, hci1, ...) stops answering HCI commands (the "
+                    "kernel's commands to it time out) and delivers nothing (no advertising reports, "
+                    "no data); its links end at the boards with a supervision timeout. For SECONDS "
+                    "(then it reports those links lost), or until its host resets it (HCI_Reset: "
+                    "powering it off and on, through BlueZ or the kernel's management interface). "
+                    "The real lane's alone: BlueZoo has no controller."))
+    p.add_argument("adapter", metavar="ADAPTER", help="hci0, hci1, ...")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--for", dest="seconds", type=_positive(float), metavar="SECONDS",
+                     help="hang this long")
+    how.add_argument("--until-reset", action="store_true", help="hang until an HCI_Reset (the default)")
+    with_run_dir(fault.add_parser("clear", help="every fault off (a hung controller answers again)"))
 
     with_run_dir(sub.add_parser(
         "watch-links", help="referee: watch the bus as a D-Bus monitor; prints `watching`, then at SIGTERM "
@@ -404,6 +496,25 @@ def request(run: RunDir, message: dict):
     return reply["result"]
 
 
+def fault_request(args) -> dict:
+    """The controller's request for `fault ...` (the options checked together)."""
+    if args.action == "connect":
+        if args.seed is not None and args.rate is None:
+            raise TestbedError("--seed goes with --rate")
+        count = args.count if args.count is not None else (0 if args.rate is not None else 1)
+        return {"op": "fault", "kind": "connect", "board": args.name, "status": args.status,
+                "count": count, "rate": args.rate or 0.0, "seed": args.seed or 0}
+    if args.action == "drop":
+        if args.seed is not None and args.every is None:
+            raise TestbedError("--seed goes with --every")
+        return {"op": "fault", "kind": "drop", "board": args.name, "every": args.every, "seed": args.seed or 0}
+    if args.action == "slow":
+        return {"op": "fault", "kind": "slow", "board": args.name, "delay": args.delay}
+    if args.action == "hang":
+        return {"op": "fault", "kind": "hang", "adapter": args.adapter, "seconds": args.seconds}
+    return {"op": "fault", "kind": "clear"}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -435,6 +546,8 @@ def main(argv: list[str] | None = None) -> int:
                 request(run, {"op": "signal", "board": args.name, "rssi": args.rssi, "adapter": args.adapter})
             else:
                 request(run, {"op": args.action, "board": args.name})
+        elif args.command == "fault":
+            request(run, fault_request(args))
         elif args.command == "bluez":
             request(run, {"op": "bluez-restart"})
         elif args.command == "adapter":

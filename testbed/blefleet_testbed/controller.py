@@ -193,6 +193,48 @@ class Controller:
             raise TestbedError(f"there is no central adapter named '{name}' (this testbed has {known})")
         return index
 
+    async def fault(self, request: dict) -> None:
+        """`scripts/testbed fault ...`: the lane injects it (lanes.py)."""
+        kind = request.get("kind")
+        if kind == "clear":
+            await self.lane.fault_clear()
+            return None
+        if kind == "hang":
+            if not self.lane.controllers_can_hang:
+                await self.lane.fault_hang(0, None)  # says why not
+            seconds = request.get("seconds")
+            if seconds is not None and not 0 < float(seconds) <= 3600:
+                raise TestbedError(f"a hang of {seconds} s is not between 0 and an hour")
+            await self.lane.fault_hang(self._central(request.get("adapter")),
+                                       None if seconds is None else float(seconds))
+            return None
+        boards = self._boards(request["board"])
+        for board in boards:
+            if kind == "connect":
+                status = int(request["status"])
+                if not 0 < status <= 0xFF:
+                    raise TestbedError(f"{status:#x} is not an HCI error status (0x01…0xff)")
+                rate = float(request.get("rate", 0.0))
+                if not 0.0 <= rate <= 1.0:
+                    raise TestbedError(f"{rate} is not a fraction (0…1)")
+                await self.lane.fault_connect(board, status, int(request.get("count", 0)), rate,
+                                              int(request.get("seed", 0)))
+            elif kind == "drop":
+                every = request.get("every")
+                if every is None:
+                    await self.lane.fault_drop(board)
+                    await board.link_lost()
+                else:
+                    await self.lane.fault_drop_every(board, float(every), int(request.get("seed", 0)))
+            elif kind == "slow":
+                delay = float(request["delay"])
+                if not 0.0 <= delay <= 60.0:
+                    raise TestbedError(f"a delay of {delay} s is not between 0 and 60 s")
+                await self.lane.fault_slow(board, delay)
+            else:
+                raise TestbedError(f"unknown fault '{kind}'")
+        return None
+
     async def handle(self, request: dict):
         op = request.get("op")
         if op == "state":
@@ -230,6 +272,8 @@ class Controller:
             if op == "unplug":
                 await self.lane.unplug()
                 return None
+            if op == "fault":
+                return await self.fault(request)
             if op == "signal":
                 rssi = int(request["rssi"])
                 if not -127 <= rssi <= 20:

@@ -20,7 +20,10 @@ starts; `bluezoo_launcher --stock` skips it so tests can show each defect.
   8. A board's GATT error reaches the central verbatim; over the air it is an ATT error
      code, which the central's bluetoothd turns into its own D-Bus error.
 
-Each fix is marked "Fix N" at the methods that implement it.
+Each fix is marked "Fix N" at the methods that implement it. Besides them, the knobs the
+testbed controller turns through org.blefleet.Testbed1 (TestbedKnobs): the RSSI each central
+hears each board with, and radio faults (`scripts/testbed fault`: connects that fail with an
+HCI status or complete late, links lost with a supervision timeout).
 """
 
 from __future__ import annotations
@@ -89,6 +92,8 @@ class FixedDevice(Device):
         self.resolve_task: asyncio.Task | NoneTask = NoneTask()
         self.expiry: Optional[asyncio.TimerHandle] = None
         self.link_reason = REASON_LOCAL
+        self.links = 0  # links made so far (a testbed fault ends the one it was meant for)
+        self.up_at = 0.0
 
     async def cleanup(self):
         """The device object goes (RemoveDevice, expiry): its GATT objects go with it."""
@@ -172,8 +177,13 @@ class FixedDevice(Device):
                 raise DBusBluezFailedError("le-connection-abort-by-local")
             await asyncio.sleep(0.05)
         await radio_delay()
+        # Testbed faults (`scripts/testbed fault slow|connect`): the connect completes late,
+        # or ends with the controller's status as real BlueZ reports it.
+        if slow := FAULTS.slow.get(self.peer_adapter.id):
+            await asyncio.sleep(slow)
         if not self.peer_reachable():
             raise DBusBluezFailedError("le-connection-abort-by-local")
+        status = FAULTS.connect_outcome(self.peer_adapter.id)
         self.cancel_expiry()
         # The central as the board sees it: reuse the board's current view, or a fresh one
         # (an object that was removed cannot be exported again).
@@ -187,6 +197,20 @@ class FixedDevice(Device):
         await self.peer.Connected.set_async(True)
         await self.Connected.set_async(True)
         self.resolve_task = asyncio.create_task(self._resolve())
+        self.links += 1
+        self.up_at = asyncio.get_running_loop().time()
+        if status:
+            create_background_task(self._fail_connect(status, self.links))
+
+    async def _fail_connect(self, status: int, link: int) -> None:
+        """A testbed fault: the link that just came up is lost (as on the real lane, whose
+        controller reports Disconnection Complete with `status` as its reason)."""
+        await asyncio.sleep(CONNECT_FAULT_LOST_AFTER)
+        if link != self.links or not self.connected:
+            return  # that link went already
+        log.info("%s: link lost %.1f s after it came up, HCI status %#04x (testbed fault)",
+                 self, CONNECT_FAULT_LOST_AFTER, status)
+        await self.link_lost()
 
     async def _resolve(self) -> None:
         await radio_delay()
@@ -655,6 +679,93 @@ class FixedAdapter(Adapter):
             await asyncio.sleep(self.mock.scan_interval)
 
 
+# -- Testbed knob: radio faults (`scripts/testbed fault`) ----------------------------------
+
+# A connect that fails comes up and is lost this long after (the real lane's btvirt: 1 s
+# after the link came up, the way Debian's kernel and bluetoothd survive a failed connect;
+# Connect itself answers success there, measured, and Connected turns false with the link).
+CONNECT_FAULT_LOST_AFTER = 1.0
+LINK_MIN_AGE = 1.0  # no fault ends a younger link (the real lane's btvirt, knob 10)
+
+
+class ConnectFault:
+    """The next `count` connects fail with `status`, or (count 0) each with probability
+    `rate`, from a seeded sequence."""
+
+    def __init__(self, status: int, count: int, rate: float, seed: int):
+        self.status = status
+        self.count = count
+        self.rate = rate
+        self.rng = random.Random(seed)
+
+    def outcome(self) -> int:
+        if self.count > 0:
+            self.count -= 1
+            return self.status
+        return self.status if self.rate > 0 and self.rng.random() < self.rate else 0
+
+    def spent(self) -> bool:
+        return self.count == 0 and self.rate == 0
+
+
+class Faults:
+    """The faults per board adapter id."""
+
+    def __init__(self):
+        self.connect: dict[int, ConnectFault] = {}
+        self.slow: dict[int, float] = {}
+        self.drops: dict[int, asyncio.Task] = {}
+
+    def connect_outcome(self, adapter_id: int) -> int:
+        fault = self.connect.get(adapter_id)
+        if fault is None:
+            return 0
+        status = fault.outcome()
+        if fault.spent():
+            del self.connect[adapter_id]
+        return status
+
+    def stop_drops(self, adapter_id: int | None = None) -> None:
+        for key in [adapter_id] if adapter_id is not None else list(self.drops):
+            task = self.drops.pop(key, None)
+            if task is not None:
+                task.cancel()
+
+    def clear(self) -> None:
+        self.connect.clear()
+        self.slow.clear()
+        self.stop_drops()
+
+
+FAULTS = Faults()
+
+
+async def drop_links(adapter_id: int) -> None:
+    """Every link to the board on adapter `adapter_id` is lost (supervision timeout); the
+    board stays powered and advertising. As on the real lane, a link younger than a second
+    is lost when it is a second old."""
+    mock = bz_main.startup.service
+    peer = mock.adapters.get(adapter_id)
+    if peer is None:
+        return
+    loop = asyncio.get_running_loop()
+    for adapter in list(mock.adapters.values()):
+        for device in list(adapter.devices.values()) if adapter is not peer else []:
+            if not isinstance(device, FixedDevice) or device.peer_adapter is not peer or not device.connected:
+                continue
+            young = LINK_MIN_AGE - (loop.time() - device.up_at)
+            if young <= 0:
+                await device.link_lost()
+            else:
+                link = device.links
+
+                async def later(device=device, link=link, delay=young):
+                    await asyncio.sleep(delay)
+                    if device.links == link and device.connected:
+                        await device.link_lost()
+                create_background_task(later())
+
+
 # -- Testbed knob: the signal each central hears each board with ---------------------------
 
 # (scanner adapter id, advertiser adapter id) -> dBm; unset pairs use the default formula.
@@ -670,6 +781,52 @@ class TestbedKnobs(sdbus.DbusInterfaceCommonAsync, interface_name="org.blefleet.
     async def SetSignal(self, scanner: int, advertiser: int, rssi: int) -> None:
         """The RSSI adapter `scanner` hears adapter `advertiser` with from now on."""
         SIGNALS[(scanner, advertiser)] = rssi
+
+    @sdbus.dbus_method_async(input_signature="yyudu",
+                             input_args_names=["advertiser", "status", "count", "rate", "seed"],
+                             flags=sdbus.DbusUnprivilegedFlag)
+    async def FaultConnect(self, advertiser: int, status: int, count: int, rate: float, seed: int) -> None:
+        """The next `count` connects to adapter `advertiser` fail with HCI `status` (count 0:
+        each with probability `rate`, seeded); replaces its last; count and rate 0 end it."""
+        fault = ConnectFault(status, count, rate, seed)
+        if fault.spent():
+            FAULTS.connect.pop(advertiser, None)
+        else:
+            FAULTS.connect[advertiser] = fault
+
+    @sdbus.dbus_method_async(input_signature="y", input_args_names=["advertiser"],
+                             flags=sdbus.DbusUnprivilegedFlag)
+    async def FaultDrop(self, advertiser: int) -> None:
+        """The links to adapter `advertiser` are lost now (supervision timeout)."""
+        await drop_links(advertiser)
+
+    @sdbus.dbus_method_async(input_signature="ydu", input_args_names=["advertiser", "seconds", "seed"],
+                             flags=sdbus.DbusUnprivilegedFlag)
+    async def FaultDropEvery(self, advertiser: int, seconds: float, seed: int) -> None:
+        """Its links are lost at random intervals of seconds/2 … 3*seconds/2 (0: no more)."""
+        FAULTS.stop_drops(advertiser)
+        if seconds <= 0:
+            return
+        rng = random.Random(seed)
+
+        async def again() -> None:
+            while True:
+                await asyncio.sleep(seconds * rng.uniform(0.5, 1.5))
+                await drop_links(advertiser)
+        FAULTS.drops[advertiser] = asyncio.create_task(again())
+
+    @sdbus.dbus_method_async(input_signature="yd", input_args_names=["advertiser", "seconds"],
+                             flags=sdbus.DbusUnprivilegedFlag)
+    async def FaultSlow(self, advertiser: int, seconds: float) -> None:
+        """Connects to adapter `advertiser` complete `seconds` later (0: no more)."""
+        if seconds > 0:
+            FAULTS.slow[advertiser] = seconds
+        else:
+            FAULTS.slow.pop(advertiser, None)
+
+    @sdbus.dbus_method_async(flags=sdbus.DbusUnprivilegedFlag)
+    async def FaultClear(self) -> None:
+        FAULTS.clear()
 
 
 class FixedMockService(bz_main.BluezMockService):

@@ -34,6 +34,7 @@ def make_lane(controller):
 class BlueZooLane:
     fixed_handles = True
     advertises_while_off = True  # a powered-off BlueZoo adapter sends nothing anyway
+    controllers_can_hang = False  # no controller below the D-Bus API (`fault hang`)
 
     def __init__(self, controller):
         self.c = controller
@@ -71,6 +72,31 @@ class BlueZooLane:
         if self.plugged is not None:
             await call(self.c.bus, "/org/bluezoo", "org.bluezoo.Manager1", "RemoveAdapter", "y", self.plugged)
             self.plugged = None
+
+    # -- faults (fixes.py: org.blefleet.Testbed1 in the BlueZoo process) -----------------
+
+    async def _knob(self, member: str, signature: str = "", *args) -> None:
+        from .simulator import call
+        await call(self.c.bus, "/org/blefleet/testbed", "org.blefleet.Testbed1", member, signature, *args)
+
+    async def fault_connect(self, board, status: int, count: int, rate: float, seed: int) -> None:
+        await self._knob("FaultConnect", "yyudu", board.adapter_index, status, count, rate, seed)
+
+    async def fault_drop(self, board) -> None:
+        await self._knob("FaultDrop", "y", board.adapter_index)
+
+    async def fault_drop_every(self, board, seconds: float, seed: int) -> None:
+        await self._knob("FaultDropEvery", "ydu", board.adapter_index, seconds, seed)
+
+    async def fault_slow(self, board, seconds: float) -> None:
+        await self._knob("FaultSlow", "yd", board.adapter_index, seconds)
+
+    async def fault_hang(self, central: int, seconds: float | None) -> None:
+        raise TestbedError("fault hang is the real lane's alone: BlueZoo emulates no controller that "
+                           "could stop answering (start the testbed with --real)")
+
+    async def fault_clear(self) -> None:
+        await self._knob("FaultClear")
 
     def extra_records(self) -> list[dict]:
         return []
@@ -147,6 +173,7 @@ class RealLane:
 
     fixed_handles = False
     advertises_while_off = False
+    controllers_can_hang = True
 
     def __init__(self, controller):
         self.c = controller
@@ -192,6 +219,29 @@ class RealLane:
 
     def adapter_index(self, board: int) -> int:
         return self.vm.board_index(board)
+
+    # -- faults: the patched btvirt injects them (its knob 10, guest_agent.sh `fault`) --------
+
+    async def fault_connect(self, board, status: int, count: int, rate: float, seed: int) -> None:
+        await self.vm.agent_async(f"fault connect {board.adapter_index} {status} {count} "
+                                  f"{round(rate * 1_000_000)} {seed}")
+
+    async def fault_drop(self, board) -> None:
+        await self.vm.agent_async(f"fault drop {board.adapter_index}")
+
+    async def fault_drop_every(self, board, seconds: float, seed: int) -> None:
+        await self.vm.agent_async(f"fault drop-every {board.adapter_index} {round(seconds * 1000)} {seed}")
+
+    async def fault_slow(self, board, seconds: float) -> None:
+        await self.vm.agent_async(f"fault slow {board.adapter_index} {round(seconds * 1000)}")
+
+    async def fault_hang(self, central: int, seconds: float | None) -> None:
+        """`seconds` None: until the controller gets an HCI_Reset."""
+        ms = 0 if seconds is None else max(1, round(seconds * 1000))
+        await self.vm.agent_async(f"fault hang {central} {ms}")
+
+    async def fault_clear(self) -> None:
+        await self.vm.agent_async("fault clear")
 
     def extra_records(self) -> list[dict]:
         if self.private_vm is None:

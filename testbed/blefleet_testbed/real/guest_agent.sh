@@ -18,6 +18,10 @@
 #                         advertising report on (the patched btvirt reads /run/btvirt-rssi)
 #   hotplug on|off        the patched btvirt opens one more controller ("ok N": it is hciN)
 #                         or closes it again, as a USB dongle plugged in or pulled out
+#   fault VERB ID ...     a fault in the patched btvirt (knob 10 of its patch: connect ID
+#                         STATUS COUNT RATE SEED | drop ID | drop-every ID MS SEED | slow ID
+#                         MS | hang ID MS | clear): appended to /run/btvirt-faults, btvirt
+#                         gets SIGUSR1; answers once btvirt has applied it
 #   trace on|off          btmon records every controller's HCI traffic to $VMDIR/btmon.log
 #   dmesg [hciN ...]      the kernel's last lines (or its last lines naming hciN ...)
 VMDIR=${VMDIR:-$(cat /run/blefleet-vmdir 2>/dev/null)}
@@ -87,6 +91,7 @@ unusable_controllers() {
 
 btvirt_launch() {
   echo "--- btvirt starts with $1 controllers $(date +%T.%N)" >>"$VMDIR/btvirt.log"
+  rm -f /run/btvirt-faults /run/btvirt-faults.applied   # a new btvirt has no fault
   "$2" -L -l"$1" >>"$VMDIR/btvirt.log" 2>&1 </dev/null &
   echo $! >/run/btvirt.pid
 }
@@ -185,9 +190,35 @@ hotplug() {
   esac
 }
 
+# A fault for btvirt (its patch's knob 10): one line "SEQ VERB ARGS" appended to
+# /run/btvirt-faults, SIGUSR1, and the wait until btvirt names SEQ as applied.
+fault() {
+  pid=$(cat /run/btvirt.pid 2>/dev/null)
+  if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then echo "error btvirt is not running"; return; fi
+  case "$*" in
+    ''|*[!a-z0-9\ -]*) echo "error fault needs a verb and numbers"; return ;;
+  esac
+  seq=1
+  [ -f /run/btvirt-faults ] && seq=$(( $(wc -l </run/btvirt-faults) + 1 ))
+  echo "$seq $*" >>/run/btvirt-faults
+  kill -USR1 "$pid"
+  i=0
+  until [ "$(cat /run/btvirt-faults.applied 2>/dev/null)" = "$seq" ]; do
+    i=$((i + 1))
+    [ $i -gt 200 ] && { echo "error btvirt did not take the fault within 10 s"; return; }
+    sleep 0.05
+  done
+  echo "ok"
+}
+
 bluez_reset() {
   bluez_stop || return 1
   rm -f /run/btvirt-rssi
+  # No fault of an earlier testbed survives (a hung controller answers again).
+  if [ -f /run/btvirt-faults ]; then
+    out=$(fault clear)
+    case "$out" in ok*) ;; *) echo "$out"; return 1 ;; esac
+  fi
   if [ -n "$(cat /run/btvirt-hotplug 2>/dev/null)" ]; then
     out=$(hotplug off)
     case "$out" in ok*) ;; *) echo "$out"; return 1 ;; esac
@@ -218,6 +249,7 @@ run() {
       echo "$2 $3 $4" >>/run/btvirt-rssi
       echo "ok" ;;
     hotplug) hotplug "$2" ;;
+    fault) shift; fault "$@" ;;
     trace)
       if [ "$2" = on ]; then
         btmon -T >"$VMDIR/btmon.log" 2>&1 </dev/null &
