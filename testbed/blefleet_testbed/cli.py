@@ -120,7 +120,12 @@ def _rate(text: str) -> float:
 
 def _delay(text: str) -> float:
     """1500ms, 1.5s (or 0): seconds."""
-    number, unit = (text[:-2], 0.001) if text.endswith("ms") else (text[:-1], 1.0) if text.endswith("s")         else (text, None)
+    if text.endswith("ms"):
+        number, unit = text[:-2], 0.001
+    elif text.endswith("s"):
+        number, unit = text[:-1], 1.0
+    else:
+        number, unit = text, None
     try:
         value = float(number)
     except ValueError:
