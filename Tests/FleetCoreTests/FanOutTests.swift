@@ -9,7 +9,7 @@ import Testing
     }
 
     @Test func oneOutcomePerBoardInOrder() async {
-        let result = await FanOut.run(boards(5), deadline: .now + .seconds(30)) { board in
+        let result = await FanOut.run(boards(5), timeout: .seconds(30)) { board in
             // Finish in reverse order to show the order of outcomes is the order given.
             try await Task.sleep(for: .milliseconds(5 * (6 - Int(board.address.rawValue.suffix(2))!)))
             return board.name!
@@ -21,7 +21,7 @@ import Testing
 
     @Test func errorsMapToStableCodes() async {
         struct Weird: Error, CustomStringConvertible { var description: String { "weird thing" } }
-        let result = await FanOut.run(boards(3), deadline: .now + .seconds(30)) { board -> Int in
+        let result = await FanOut.run(boards(3), timeout: .seconds(30)) { board -> Int in
             switch board.name {
             case "nano-1": throw FleetError(.gattError, "Write failed.")
             case "nano-2": throw Weird()
@@ -36,7 +36,7 @@ import Testing
         // The slow board ignores cancellation and is only released after run returns, so the
         // test proves run does not wait for it.
         let (gate, open) = AsyncStream<Void>.makeStream()
-        let result = await FanOut.run(boards(3), deadline: .now + .seconds(1)) { board -> String in
+        let result = await FanOut.run(boards(3), timeout: .seconds(1)) { board -> String in
             if board.name == "nano-2" {
                 for await _ in gate {}
                 return "late"
@@ -55,7 +55,7 @@ import Testing
     @Test func boardsUnfinishedAtTheDeadlineAreToldWhy() async {
         let targets = boards(3)
         let result = await FanOut.run(
-            targets, deadline: .now + .milliseconds(300),
+            targets, timeout: .milliseconds(300),
             unfinished: { unfinished in
                 // Given all unfinished boards at once; one of them is explained.
                 #expect(unfinished.map(\.name) == ["nano-2", "nano-3"])
@@ -71,7 +71,7 @@ import Testing
     }
 
     @Test func pastDeadlineTimesOutWithoutRunning() async {
-        let result = await FanOut.run(boards(2), deadline: .now - .seconds(1)) { _ -> Int in
+        let result = await FanOut.run(boards(2), timeout: .seconds(-1)) { _ -> Int in
             Issue.record("ran after the deadline")
             return 0
         }
@@ -82,7 +82,7 @@ import Testing
         let (gate, open) = AsyncStream<Void>.makeStream()
         let (started, didStart) = AsyncStream<Void>.makeStream()
         let task = Task {
-            await FanOut.run(boards(1), deadline: .now + .seconds(30)) { _ -> Int in
+            await FanOut.run(boards(1), timeout: .seconds(30)) { _ -> Int in
                 didStart.yield()
                 for await _ in gate {}
                 return 1
@@ -97,7 +97,7 @@ import Testing
     }
 
     @Test func emptySelectionIsEmpty() async {
-        let result = await FanOut.run([], deadline: .now + .seconds(1)) { _ in 1 }
+        let result = await FanOut.run([], timeout: .seconds(1)) { _ in 1 }
         #expect(result.outcomes.isEmpty)
     }
 }

@@ -1,10 +1,10 @@
 /// Runs one operation on many boards concurrently under a single deadline.
 public enum FanOut {
     /// Runs `operation` for every board at once and returns one outcome per board, in the
-    /// order given, no later than `deadline` (plus scheduling slack).
+    /// order given, no later than `timeout` from now (plus scheduling slack).
     ///
     /// Errors map to codes: a thrown ``FleetError`` is kept; a board still running at the
-    /// deadline gets ``FleetErrorCode/timeout`` and its task is cancelled (its late result is
+    /// deadline gets ``FleetErrorCode/timeout`` (saying the `timeout` given) and its task is cancelled (its late result is
     /// discarded, so an operation that ignores cancellation cannot delay the reply); if the
     /// caller is cancelled, unfinished boards get ``FleetErrorCode/cancelled``; any other
     /// error becomes ``FleetErrorCode/failed`` with its description.
@@ -12,16 +12,17 @@ public enum FanOut {
     /// finish (given all of them at once); nil keeps the plain timeout.
     public static func run<Value: Sendable>(
         _ boards: [BoardIdentity],
-        deadline: ContinuousClock.Instant,
+        timeout: Duration,
         unfinished: (@Sendable ([BoardIdentity]) -> [BoardAddress: FleetError])? = nil,
         operation: @escaping @Sendable (BoardIdentity) async throws -> Value
     ) async -> FleetResult<Value> {
         let clock = ContinuousClock()
         let start = clock.now
+        let deadline = start + timeout
         guard !boards.isEmpty else { return FleetResult(outcomes: []) }
-        guard start < deadline else {
+        guard timeout > .zero else {
             return FleetResult(outcomes: boards.map {
-                BoardOutcome(address: $0.address, name: $0.name, result: .failure(timeoutError(start, deadline)), latency: .zero)
+                BoardOutcome(address: $0.address, name: $0.name, result: .failure(timeoutError(timeout)), latency: .zero)
             })
         }
 
@@ -69,7 +70,7 @@ public enum FanOut {
 
         let end = start.duration(to: clock.now)
         let missing = timedOut
-            ? timeoutError(start, deadline)
+            ? timeoutError(timeout)
             : FleetError(.cancelled, "The command was cancelled before this board answered.")
         let explained = timedOut
             ? unfinished?(boards.indices.filter { results[$0] == nil }.map { boards[$0] }) ?? [:] : [:]
@@ -80,13 +81,13 @@ public enum FanOut {
         return FleetResult(outcomes: outcomes)
     }
 
-    private static func timeoutError(_ start: ContinuousClock.Instant, _ deadline: ContinuousClock.Instant) -> FleetError {
-        let ms = Int(max(0, (start.duration(to: deadline).seconds * 1000).rounded()))
+    private static func timeoutError(_ timeout: Duration) -> FleetError {
+        let ms = Int(max(0, (timeout.seconds * 1000).rounded()))
         return FleetError(.timeout, "The board did not answer within \(ms) ms.")
     }
 }
 
-/// What the per-board tasks and the deadline timer tell ``FanOut/run(_:deadline:operation:)``.
+/// What the per-board tasks and the deadline timer tell ``FanOut/run(_:timeout:unfinished:operation:)``.
 private enum FanOutMessage<Value: Sendable>: Sendable {
     case finished(Int, Result<Value, FleetError>, Duration)
     case deadline

@@ -26,14 +26,14 @@ extension Fleet {
         return (match.boards, match.unmatched)
     }
 
-    /// The caller's deadline, else one that fits the plan: the default command timeout,
+    /// The caller's timeout, else one that fits the plan: the default command timeout,
     /// or, when more of the boards need a link than there are free slots, the rotations
     /// that takes (spread over the adapters, each at its measured rotation time) with half
     /// again as margin and 2 s more. Waiting for a slot is not failing.
-    func deadline(_ timeout: Duration?, for boards: [BoardIdentity]) -> ContinuousClock.Instant {
-        if let timeout { return .now + timeout }
+    func timeout(_ timeout: Duration?, for boards: [BoardIdentity]) -> Duration {
+        if let timeout { return timeout }
         let usable = adapters.values.filter { $0.adapter.powered }
-        guard !usable.isEmpty else { return .now + tunables.defaultCommandTimeout }
+        guard !usable.isEmpty else { return tunables.defaultCommandTimeout }
         let status = tally.status
         let free = max(0, usable.map(\.limit).reduce(0, +) - status.connectedCount)
         // Boards of other calls already queued for a slot go first.
@@ -42,7 +42,7 @@ extension Fleet {
         let rotations = max(0, tally.withoutLink(boards.map(\.address)) + ahead - free)
         let rotation = usable.map(\.rotationTime).max() ?? FleetAdapter.assumedRotation
         let plan = rotation * Double(rotations) / Double(usable.count) * 1.5 + .seconds(2)
-        return .now + max(tunables.defaultCommandTimeout, plan)
+        return max(tunables.defaultCommandTimeout, plan)
     }
 
     /// Runs `operation` on every selected board at once under one deadline.
@@ -65,7 +65,7 @@ extension Fleet {
         let tally = self.tally
         let queues = Array(adapters.values)
         let result = await FanOut.run(
-            targets, deadline: deadline(timeout, for: targets),
+            targets, timeout: self.timeout(timeout, for: targets),
             unfinished: { unfinished in
                 tally.waitingForSlots(unfinished, deadline: timeout) { board in
                     queues.lazy.compactMap { $0.place(of: board) }.first
@@ -250,7 +250,7 @@ extension Fleet {
             return age >= due ? (board: board, age: age) : nil
         }
         guard let board = stale.max(by: { $0.age < $1.age })?.board else { return false }
-        let result = await FanOut.run([board.identity], deadline: .now + configuration.connectTimeout) { _ in
+        let result = await FanOut.run([board.identity], timeout: configuration.connectTimeout) { _ in
             try await board.readTemperature(maxAge: .zero)
         }
         if let error = result.outcomes.first?.error {
