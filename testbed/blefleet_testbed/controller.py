@@ -43,6 +43,8 @@ class Controller:
         self.bus = None
         self.stopping = asyncio.Event()
         self.busy = asyncio.Lock()
+        # The standing faults asked for since the last `fault clear`, for `state`.
+        self.faults: list[dict] = []
         self.server: asyncio.AbstractServer | None = None
         from .lanes import make_lane
         self.lane = make_lane(self)
@@ -198,6 +200,7 @@ class Controller:
         kind = request.get("kind")
         if kind == "clear":
             await self.lane.fault_clear()
+            self.faults = []
             return None
         if kind == "hang":
             if not self.lane.controllers_can_hang:
@@ -207,6 +210,9 @@ class Controller:
                 raise TestbedError(f"a hang of {seconds} s is not between 0 and an hour")
             await self.lane.fault_hang(self._central(request.get("adapter")),
                                        None if seconds is None else float(seconds))
+            self.faults.append({"kind": "hang", "adapter": request.get("adapter"),
+                                "until": "reset" if seconds is None else
+                                time.strftime("%H:%M:%S", time.localtime(time.time() + float(seconds)))})
             return None
         boards = self._boards(request["board"])
         for board in boards:
@@ -219,6 +225,9 @@ class Controller:
                     raise TestbedError(f"{rate} is not a fraction (0…1)")
                 await self.lane.fault_connect(board, status, int(request.get("count", 0)), rate,
                                               int(request.get("seed", 0)))
+                self.faults.append({"kind": "connect", "board": board.name, "status": f"{status:#04x}",
+                                    **({"rate": rate, "seed": int(request.get("seed", 0))} if rate
+                                       else {"count": int(request.get("count", 0))})})
             elif kind == "drop":
                 every = request.get("every")
                 if every is None:
@@ -226,11 +235,16 @@ class Controller:
                     await board.link_lost()
                 else:
                     await self.lane.fault_drop_every(board, float(every), int(request.get("seed", 0)))
+                    self.faults.append({"kind": "drop", "board": board.name, "every": float(every),
+                                        "seed": int(request.get("seed", 0))})
             elif kind == "slow":
                 delay = float(request["delay"])
                 if not 0.0 <= delay <= 60.0:
                     raise TestbedError(f"a delay of {delay} s is not between 0 and 60 s")
                 await self.lane.fault_slow(board, delay)
+                self.faults = [f for f in self.faults if not (f["kind"] == "slow" and f["board"] == board.name)]
+                if delay > 0:
+                    self.faults.append({"kind": "slow", "board": board.name, "delay": delay})
             else:
                 raise TestbedError(f"unknown fault '{kind}'")
         return None
@@ -239,7 +253,8 @@ class Controller:
         op = request.get("op")
         if op == "state":
             centrals = await self.centrals()
-            return {"central": centrals[0], "centrals": centrals, "boards": [b.state() for b in self.sim.boards]}
+            return {"central": centrals[0], "centrals": centrals, "boards": [b.state() for b in self.sim.boards],
+                    "faults": self.faults}
         if op == "stop":
             self.stopping.set()
             return None

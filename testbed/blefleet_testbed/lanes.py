@@ -209,6 +209,8 @@ class RealLane:
                         raise TestbedError(f"bluetoothd did not show the plugged-in hci{index} within "
                                            f"{ADAPTERS_TIMEOUT:.0f} s") from None
                     await asyncio.sleep(0.1)
+            # As a dongle plugged into a machine whose bluetoothd enables new adapters.
+            await self._power(index, True)
             self.plugged = index
         return self.plugged
 
@@ -292,13 +294,29 @@ class RealLane:
                 | {self.adapter_index(b.index) for b in self.c.sim.boards})
         if self.plugged is not None:
             used.add(self.plugged)
-        from .simulator import set_property
-        for index in range(self.vm.controllers):
-            if index not in used and adapters[index]["Powered"]:
-                await set_property(self.c.bus, f"/org/bluez/hci{index}", "org.bluez.Adapter1", "Powered", "b", False)
+        # bluetoothd powers no controller by itself here (AutoEnable = false: powering all of
+        # the VM's controllers on, then the unused ones off, took seconds per testbed); the
+        # ones this testbed uses go on, the others stay off, all at once.
+        await asyncio.gather(*(
+            self._power(index, index in used)
+            for index in range(self.vm.controllers) if adapters[index]["Powered"] != (index in used)))
         self.addresses = {index: adapter["Address"] for index, adapter in adapters.items()}
         for board in self.c.sim.boards:
             board.address = adapters[board.adapter_index]["Address"]
+
+    async def _power(self, index: int, on: bool) -> None:
+        """Powers controller hciN on or off through bluetoothd (a controller bluetoothd is
+        still setting up answers Busy for a moment)."""
+        from .simulator import set_property
+        deadline = time.monotonic() + ADAPTERS_TIMEOUT
+        while True:
+            try:
+                await set_property(self.c.bus, f"/org/bluez/hci{index}", "org.bluez.Adapter1", "Powered", "b", on)
+                return
+            except Exception as e:
+                if "Busy" not in str(e) or time.monotonic() > deadline:
+                    raise TestbedError(f"bluetoothd could not power hci{index} {'on' if on else 'off'}: {e}") from None
+                await asyncio.sleep(0.1)
 
     async def _wait_for_adapters(self) -> dict[int, dict]:
         from .simulator import managed_objects
@@ -309,20 +327,16 @@ class RealLane:
                 objects = await managed_objects(self.c.bus)
                 found = {int(path.rsplit("hci", 1)[1]): {k: v[1] for k, v in ifaces["org.bluez.Adapter1"].items()}
                          for path, ifaces in objects.items() if "org.bluez.Adapter1" in ifaces}
-                # bluetoothd powers every controller on at start (AutoEnable); until it has,
-                # setting Powered answers org.bluez.Error.Busy.
-                if len(found) >= self.vm.controllers and all(a["Powered"] for a in found.values()):
+                if len(found) >= self.vm.controllers:
                     return found
             except Exception:
                 pass
             if time.monotonic() > deadline:
                 missing = sorted(set(range(self.vm.controllers)) - set(found))
-                off = sorted(i for i, a in found.items() if not a["Powered"])
                 raise TestbedError(
                     f"bluetoothd in the VM shows {len(found)} of {self.vm.controllers} controllers after "
-                    f"{ADAPTERS_TIMEOUT:.0f} s (missing: {', '.join(f'hci{i}' for i in missing) or 'none'}; "
-                    f"not powered: {', '.join(f'hci{i}' for i in off) or 'none'}); "
-                    f"kernel: {await self._dmesg(*(f'hci{i}' for i in missing + off))}")
+                    f"{ADAPTERS_TIMEOUT:.0f} s (missing: {', '.join(f'hci{i}' for i in missing) or 'none'}); "
+                    f"kernel: {await self._dmesg(*(f'hci{i}' for i in missing))}")
             await asyncio.sleep(0.1)
 
     async def _dmesg(self, *controllers: str) -> str:

@@ -205,6 +205,14 @@ def test_drop_every_loses_the_link_again_and_again_until_cleared(make_testbed, l
 def test_a_slow_connect_completes_that_much_later(make_testbed, lane):
     tb = make_testbed("--boards", "2")
     nano1, nano2 = tb.address("nano-01"), tb.address("nano-02")
+    assert tb.state()["faults"] == []
+    tb.cli("fault", "slow", "nano-01", "1500ms")
+    tb.cli("fault", "connect", "nano-02", "0x3e", "--count", "2")
+    # `state` lists the standing faults as asked; `fault clear` ends them.
+    assert tb.state()["faults"] == [{"kind": "slow", "board": "nano-01", "delay": 1.5},
+                                    {"kind": "connect", "board": "nano-02", "status": "0x3e", "count": 2}]
+    tb.cli("fault", "clear")
+    assert tb.state()["faults"] == []
     tb.cli("fault", "slow", "nano-01", "1500ms")
 
     async def timed(c, address):

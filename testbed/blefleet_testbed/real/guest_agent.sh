@@ -96,6 +96,14 @@ btvirt_launch() {
   echo $! >/run/btvirt.pid
 }
 
+# Whether process $1 runs: not gone, and not a zombie (btvirt is this shell's child, and
+# one that exited stays a zombie, which kill -0 takes for alive, until the shell reaps it).
+btvirt_running() {
+  kill -0 "$1" 2>/dev/null || return 1
+  state=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
 # Waits until all $1 controllers are usable: 60 s at most by the guest's clock (its
 # progress goes to btvirt.log, read by the host when the boot takes too long).
 btvirt_wait() {
@@ -109,7 +117,7 @@ btvirt_wait() {
       seen=$n
     fi
     [ "$n" -ge "$1" ] && return 0
-    kill -0 "$(cat /run/btvirt.pid)" 2>/dev/null \
+    btvirt_running "$(cat /run/btvirt.pid)" \
       || { echo "error btvirt exited: $(tail -n 3 "$VMDIR/btvirt.log" | tr '\n' ' ')"; return 1; }
     if [ "$(uptime_s)" -gt "$end" ]; then
       bad=$(unusable_controllers)
@@ -223,10 +231,16 @@ bluez_reset() {
     out=$(hotplug off)
     case "$out" in ok*) ;; *) echo "$out"; return 1 ;; esac
   fi
-  for dev in /sys/class/bluetooth/hci*; do
-    idx=${dev##*/hci}
-    btmgmt --index "$idx" power off >/dev/null 2>&1
+  # Every controller still powered goes off, all at once (a bluetoothd that stops powers
+  # them off itself; one that died did not, and its links would survive).
+  powered=$(mgmt_info | awk '/^hci[0-9]+:/ { idx = substr($1, 4); sub(/:$/, "", idx) }
+                             /current settings:/ && / powered/ { print idx }') || powered=$(controllers)
+  pids=""
+  for idx in $powered; do
+    btmgmt --index "$idx" power off >/dev/null 2>&1 &
+    pids="$pids $!"
   done
+  [ -z "$pids" ] || wait $pids
   out=$(btvirt_heal) || { echo "$out"; return 1; }
   rm -rf /var/lib/bluetooth/*
   bluez_start

@@ -60,7 +60,7 @@ TemporaryTimeout = {temporary_timeout}
 Channels = 1
 
 [Policy]
-AutoEnable = true
+AutoEnable = false
 """
 
 
