@@ -62,15 +62,15 @@ import Testing
         _ = m.servicesResolved(now: at(0.1))
         let first = m.link
         // The link goes while its characteristics are looked up, and a new one comes.
-        #expect(m.disconnected(now: at(0.2)) == .abandonConnection(failWaiters: nil))
+        #expect(m.disconnected(now: at(0.2)) == .linkLostEarly(failedAttempts: 1))
         #expect(m.link != first)
-        _ = m.advertisementSeen(now: at(1))
-        _ = m.connectAttemptStarted(now: at(1))
-        #expect(m.servicesResolved(now: at(1.1)) == .lookUpCharacteristics(link: m.link))
+        #expect(m.advertisementSeen(now: at(5)) == .startConnect)
+        _ = m.connectAttemptStarted(now: at(5))
+        #expect(m.servicesResolved(now: at(5.1)) == .lookUpCharacteristics(link: m.link))
         // The old lookup's answer comes late: it does not make the new link usable.
-        #expect(m.characteristicsFound(link: first, now: at(1.2)) == .none)
+        #expect(m.characteristicsFound(link: first, now: at(5.2)) == .none)
         #expect(!m.isReady)
-        #expect(m.characteristicsFound(link: m.link, now: at(1.3)) == .becomeReady)
+        #expect(m.characteristicsFound(link: m.link, now: at(5.3)) == .becomeReady)
         #expect(m.isReady)
     }
 
@@ -80,7 +80,7 @@ import Testing
         _ = m.connectAttemptStarted(now: at(0))
         _ = m.servicesResolved(now: at(0.1))
         #expect(m.linkMissing(link: m.link &+ 1, now: at(0.2)) == .none)
-        #expect(m.linkMissing(link: m.link, now: at(0.2)) == .abandonConnection(failWaiters: nil))
+        #expect(m.linkMissing(link: m.link, now: at(0.2)) == .linkLostEarly(failedAttempts: 1))
         #expect(m.phase == .absent)
         #expect(!m.holdsLink)
     }
@@ -241,6 +241,76 @@ import Testing
         _ = m.connectAttemptStarted(now: at(10))
         _ = m.connectSucceeded(now: at(10))
         #expect(m.servicesResolved(now: at(10)) == .lookUpCharacteristics(link: m.link))
+        #expect(m.lastFailure == nil)
+        // The streak ends once the link has lasted.
+        #expect(m.failedAttempts == 3)
+        #expect(m.characteristicsFound(link: m.link, now: at(10.1)) == .becomeReady)
+        #expect(m.linkSettled(link: m.link, now: at(11)) == .none)
+        #expect(m.linkSettled(link: m.link &+ 1, now: at(20)) == .none)
+        #expect(m.linkSettled(link: m.link, now: at(10) + BoardStateMachine.settleTime) == .linkSettled(afterFailures: 3))
+        #expect(m.failedAttempts == 0)
+        #expect(m.linkSettled(link: m.link, now: at(20)) == .none)
+    }
+
+    @Test func aLinkLostAsSoonAsItCameUpIsAFailedConnectThatBacksOff() {
+        // Le-connection-abort, 0x3e, a MIC failure: the link comes up and falls at once.
+        var m = readyMachine()
+        #expect(m.disconnected(now: at(1.2)) == .linkLostEarly(failedAttempts: 1))
+        #expect(m.phase == .absent)
+        #expect(!m.holdsLink)
+        #expect(m.lastFailure == .transient)
+        // Heard again at once: the retry waits the streak's backoff (1 s ± 20 % after the loss).
+        let first = try! #require(retryDelay(m.advertisementSeen(now: at(1.3))))
+        #expect(first >= .milliseconds(600) && first <= .milliseconds(1100))
+        #expect(m.failedAttempts == 1)
+        // It falls again while resolving: the streak grows, and so does the wait.
+        var action = m.backoffTimerFired(token: m.nextToken, now: at(3))
+        #expect(action == .startConnect)
+        _ = m.connectAttemptStarted(now: at(3))
+        _ = m.connectSucceeded(now: at(3.1))
+        #expect(m.disconnected(now: at(3.2)) == .linkLostEarly(failedAttempts: 2))
+        let second = try! #require(retryDelay(m.advertisementSeen(now: at(3.3))))
+        #expect(second > first)
+        // The third link lasts: one streak of two failures, told once.
+        action = m.backoffTimerFired(token: m.nextToken, now: at(6))
+        #expect(action == .startConnect)
+        _ = m.connectAttemptStarted(now: at(6))
+        _ = m.connectSucceeded(now: at(6.1))
+        _ = m.servicesResolved(now: at(6.2))
+        _ = m.characteristicsFound(link: m.link, now: at(6.3))
+        #expect(m.linkSettled(link: m.link, now: at(9.3)) == .linkSettled(afterFailures: 2))
+        #expect(m.lastFailure == nil)
+        // A link lost after it lasted is a board gone, not a failed connect.
+        #expect(m.disconnected(now: at(30)) == .abandonConnection(failWaiters: nil))
+        #expect(m.failedAttempts == 0)
+        #expect(m.advertisementSeen(now: at(31)) == .startConnect)
+    }
+
+    @Test func aYoungLinkThatWentWithItsAdapterIsNoFailedConnect() {
+        // The adapter's loss known first: no failure at all.
+        var first = readyMachine()
+        #expect(first.disconnected(now: at(1), withAdapter: true) == .abandonConnection(failWaiters: nil))
+        #expect(first.failedAttempts == 0 && first.lastFailure == nil)
+        // BlueZ reported the link down before the adapter: the failure is taken back, and the
+        // board connects elsewhere without the streak's backoff.
+        var later = readyMachine()
+        #expect(later.disconnected(now: at(1)) == .linkLostEarly(failedAttempts: 1))
+        later.linkLossForgiven()
+        #expect(later.failedAttempts == 0 && later.lastFailure == nil)
+        #expect(retryDelay(later.linkAdapterWent(heardElsewhere: true, now: at(2))) == policy.minimumDelay)
+    }
+
+    @Test func aLinkThatLastedWithoutItsSettleTimerIsNoFailureWhenLost() {
+        var m = readyMachine()
+        #expect(m.disconnected(now: at(0.2) + BoardStateMachine.settleTime) == .abandonConnection(failWaiters: nil))
+        #expect(m.lastFailure == nil)
+    }
+
+    @Test func aLinkClosedOnPurposeSoonAfterItCameUpIsNoFailure() {
+        var m = readyMachine()
+        _ = m.disconnectRequested(now: at(0.5))
+        #expect(m.disconnected(now: at(0.6)) == .none)
+        #expect(m.phase == .discovered)
         #expect(m.failedAttempts == 0)
         #expect(m.lastFailure == nil)
     }
@@ -283,7 +353,7 @@ import Testing
             case .scheduleRetry(let delay, let token):
                 #expect(delay >= policy.minimumDelay)
                 #expect(m.backoffTimerFired(token: token, now: at(now) + delay) == .startConnect)
-            case .waitForAdvertisement, .abandonConnection(failWaiters: nil):
+            case .waitForAdvertisement, .abandonConnection(failWaiters: nil), .linkLostEarly:
                 // Too many failures, or a lost link: absent. The next advertisement brings it
                 // back only after the floor.
                 #expect(m.phase == .absent)

@@ -144,14 +144,22 @@ extension BlueZClient {
         }
     }
 
-    /// Resets an adapter's controller through the kernel's management interface: powered
-    /// off and on again by the kernel itself (bluetoothd follows), which sends it HCI_Reset
-    /// and sets it up anew. Throws when the interface is not available or the kernel refuses.
+    /// Resets an adapter's controller through the kernel: closed (`HCIDEVDOWN`, as
+    /// `hciconfig down`; a powered-off through the management interface where that is not
+    /// possible) and powered on by the kernel itself (bluetoothd follows), which sends it
+    /// HCI_Reset and sets it up anew. Throws when the interface is not available or the
+    /// kernel refuses.
     public func resetController(_ adapter: BlueZAdapter) async throws {
         guard let management, let index = Self.controllerIndex(adapter.path) else {
             throw BlueZError.notAvailable("the kernel's Bluetooth management interface is not available to reset \(adapter.name)")
         }
-        try? await management.setPowered(controller: index, false)
+        // A controller that answers nothing cannot be powered off (the kernel gives up at
+        // its first unanswered command): closed, it is reset by the power-on.
+        do {
+            try await management.closeController(index)
+        } catch {
+            try? await management.setPowered(controller: index, false)
+        }
         try await management.setPowered(controller: index, true)
     }
 

@@ -111,6 +111,36 @@ public struct ManagementInterface: Sendable, Hashable {
         try await send(Packet(code: Self.opSetPowered, index: index, parameters: [on ? 1 : 0]), timeout: timeout)
     }
 
+    /// Closes controller `index` (hciN) the way `hciconfig hciN down` does (the `HCIDEVDOWN`
+    /// ioctl of a raw HCI socket): unlike ``setPowered(controller:_:timeout:)`` off, which
+    /// the kernel gives up at the first command the controller does not answer (stopping
+    /// its scan, ending its links), the close goes through whatever the controller answers,
+    /// dropping its links. Powering it on afterwards resets it (HCI_Reset, then its setup).
+    /// Through a relay, the relay closes it in the kernel it serves.
+    public func closeController(_ index: UInt16, timeout: Duration = .seconds(20)) async throws(Failure) {
+        switch endpoint {
+        case .relay:
+            try await send(Packet(code: Self.opRelayCloseController, index: index, parameters: []), timeout: timeout)
+        case .kernel:
+            let result: Result<Void, Failure> = await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    continuation.resume(returning: Result { () throws(Failure) in try Self.ioctlClose(index) })
+                }
+            }
+            try result.get()
+        }
+    }
+
+    /// `HCIDEVDOWN` on a raw HCI socket of this machine's kernel (needs `CAP_NET_ADMIN`).
+    private static func ioctlClose(_ index: UInt16) throws(Failure) {
+        let fd = socket(afBluetooth, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), btprotoHCI)
+        guard fd >= 0 else { throw .unavailable("a Bluetooth socket: \(errnoText())") }
+        defer { Glibc.close(fd) }
+        guard ioctl(fd, hciDeviceDown, CInt(index)) == 0 else {
+            throw errno == EPERM || errno == EACCES ? .status(Failure.permissionDenied) : .unavailable("HCIDEVDOWN: \(errnoText())")
+        }
+    }
+
     /// Asks controller `index` (hciN) about its link to `address`
     /// (`MGMT_OP_GET_CONN_INFO`): the kernel reads the link's RSSI from the controller
     /// itself when what it has is older than a few seconds, so an answer shows the
@@ -152,6 +182,9 @@ public struct ManagementInterface: Sendable, Hashable {
     static let opDisconnect: UInt16 = 0x0014
     static let opSetPowered: UInt16 = 0x0005
     static let opGetConnectionInfo: UInt16 = 0x0031
+    /// Not a kernel opcode: the testbed's relay closes the controller (`HCIDEVDOWN`) in the
+    /// kernel it serves, and answers with a Command Complete for it.
+    static let opRelayCloseController: UInt16 = 0xff02
     static let eventCommandComplete: UInt16 = 0x0001
     static let eventCommandStatus: UInt16 = 0x0002
     static let controllerNone: UInt16 = 0xffff
@@ -332,6 +365,7 @@ private struct SockaddrHCI {
 private let afBluetooth: Int32 = 31  // AF_BLUETOOTH
 private let btprotoHCI: Int32 = 1  // BTPROTO_HCI
 private let hciChannelControl: UInt16 = 3  // HCI_CHANNEL_CONTROL
+private let hciDeviceDown: UInt = 0x4004_48ca  // HCIDEVDOWN: _IOW('H', 202, int)
 
 private func errnoText() -> String {
     String(cString: strerror(errno))

@@ -33,7 +33,12 @@ extension Board {
             return
         }
         if !device.hasLink {
+            let usable = machine.isReady
             apply { $0.disconnected(now: $1) }
+            // Said once; a link that fell as soon as it came up was told as a failed connect.
+            if usable, machine.lastFailure == nil {
+                logger.info("link lost", metadata: ["ble.adapter": "\(Fleet.adapterName(adapter))"])
+            }
         } else {
             apply { $0.connectSucceeded(now: $1) }
             if device.servicesResolved { apply { $0.servicesResolved(now: $1) } }
@@ -56,7 +61,7 @@ extension Board {
         if devices.isEmpty {
             apply { $0.deviceVanished(now: $1) }
         } else if adapter == linkAdapter {
-            apply { $0.disconnected(now: $1) }
+            apply { $0.disconnected(now: $1, withAdapter: true) }
         }
     }
 
@@ -78,9 +83,21 @@ extension Board {
     /// it, else when one hears it.
     func adapterLost(_ path: String) {
         guard lastLinkAdapter == path else { return }
-        if linkAdapter == path { apply { $0.disconnected(now: $1) } }
+        if linkAdapter == path { apply { $0.disconnected(now: $1, withAdapter: true) } }
+        // A young link that fell with its adapter, BlueZ reporting the link down first, was
+        // no failed connect either.
+        machine.linkLossForgiven()
         let heardElsewhere = devices.keys.contains { $0 != path }
         apply { $0.linkAdapterWent(heardElsewhere: heardElsewhere, now: $1) }
+    }
+
+    /// The adapter of the board's link stopped answering: nothing goes through the link any
+    /// more. The board moves to another adapter that hears it, as if its adapter went; the
+    /// link itself ends with the adapter's recovery.
+    func adapterStuck(_ path: String) {
+        guard linkAdapter == path else { return }
+        logger.info("moving off a stuck adapter", metadata: ["ble.adapter": "\(Fleet.adapterName(path))"])
+        adapterLost(path)
     }
 
     /// An adapter came (plugged in, powered on) while others were in use.

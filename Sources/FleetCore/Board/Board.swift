@@ -25,6 +25,10 @@ actor Board {
     }
     /// The adapter of the board's last link.
     var lastLinkAdapter: String?
+    /// The adapter of this daemon's connect of the current link (nil for a link adopted):
+    /// its health learns whether the link lasted (``BoardStateMachine/settleTime``) or fell
+    /// at once.
+    var connectedThrough: FleetAdapter?
     /// The device object the link goes through.
     var device: BlueZDevice? { linkAdapter.flatMap { devices[$0] } }
     /// How long a connect waits for an adapter with room to hear the board when the ones
@@ -172,6 +176,22 @@ actor Board {
         case .waitForAdvertisement(let code):
             logger.info("waiting for the board to advertise again")
             if let code { failWaiters(code) }
+        case .linkLostEarly(let attempts):
+            let adapter = connectedThrough
+            connectTask?.cancel()
+            connectTask = nil
+            dropLink()
+            // Said like any failed connect: the streak's first at warning, the rest at debug.
+            logger.log(
+                level: attempts <= 1 ? .warning : .debug, "connect failed",
+                metadata: ["error": "the link was lost as soon as it came up", "error.class": "\(ConnectErrorClass.transient.rawValue)",
+                           "ble.adapter": "\(adapter?.name ?? lastLinkAdapter.map(Fleet.adapterName) ?? "?")"])
+            // Placement weighs it for this board; the adapter's health does not (all of an
+            // adapter's young links also fall when someone powers it off).
+            adapter?.noteFailure(of: address)
+        case .linkSettled(let failures):
+            connectedThrough?.health.connected()
+            if failures > 0 { logger.info("connected after \(failures) failed attempt\(failures == 1 ? "" : "s")") }
         }
     }
 
@@ -181,6 +201,7 @@ actor Board {
         defer { context.slotsChanged.notify() }
         appliedLED = nil
         linkAdapter = nil
+        connectedThrough = nil
         logger[metadataKey: "ble.adapter"] = nil
         for session in notifySessions { session.cancel() }
         notifySessions = []
@@ -236,9 +257,6 @@ actor Board {
         // The permit goes back as soon as the link is up: the next connect on the adapter
         // runs while this board's services resolve (its slot stays counted: `linking`).
         let permit = ConnectPermit(adapter: adapter, rotation: full)
-        // Read before the attempt: BlueZ's ServicesResolved may reach the machine (and reset
-        // its count) before the connect call returns.
-        let failed = machine.failedAttempts
         let outcome = await attemptConnect(on: adapter, device: device, full: full, command: command) {
             permit.release(linked: true)
         }
@@ -247,10 +265,9 @@ actor Board {
         guard !Task.isCancelled else { return }
         switch outcome {
         case .connected:
-            adapter.health.connected()
+            // Whether the connect worked is told when the link has lasted (`linkSettled`).
             apply { $0.connectSucceeded(now: $1) }
             apply { $0.servicesResolved(now: $1) }
-            if failed > 0 { logger.info("connected after \(failed) failed attempt\(failed == 1 ? "" : "s")") }
         case .noSlot:
             logger.debug("every connection slot is taken; waiting in standby", metadata: ["ble.adapter": "\(adapter.name)"])
             apply { $0.slotUnavailable(now: $1) }
@@ -267,6 +284,7 @@ actor Board {
             if errorClass != .outOfResources { adapter.noteFailure(of: address) }
             if errorClass == .transient || errorClass == .permanent { await context.connectFailed(address, on: adapter) }
             if machine.phase == .connecting { linkAdapter = nil }
+            connectedThrough = nil
             apply { $0.connectFailed(errorClass, now: $1) }
         }
     }
@@ -293,6 +311,7 @@ actor Board {
         // Placement read the device from the mirror; the fleet may not have handed it here yet.
         if devices[adapter.path] == nil { devices[adapter.path] = device }
         linkAdapter = adapter.path
+        connectedThrough = adapter
         logger[metadataKey: "ble.adapter"] = "\(adapter.name)"
         apply { $0.connectAttemptStarted(now: $1) }
         do {
@@ -344,6 +363,10 @@ actor Board {
         logger.info("board ready", metadata: ["profile": "\(profile.name)"])
         resumeWaiters()
         let link = machine.link
+        Task { [weak self] in
+            guard (try? await Task.sleep(for: BoardStateMachine.settleTime)) != nil else { return }
+            await self?.apply { $0.linkSettled(link: link, now: $1) }
+        }
         followSensors(of: profile, link: link)
         putDesiredLEDBack(link: link)
     }

@@ -69,7 +69,8 @@ extension BoardStateMachine {
         switch state {
         case .connecting, .resolving:
             state = .preparing
-            backoff.reset()
+            // The streak of failed attempts ends when the link has lasted (``linkSettled``).
+            resolvedAt = now
             lastFailure = nil
             attemptStartedAt = nil
             return .lookUpCharacteristics(link: link)
@@ -84,6 +85,27 @@ extension BoardStateMachine {
         guard state == .preparing, found == link else { return .none }
         state = .ready
         return .becomeReady
+    }
+
+    /// The link `link` has lasted ``BoardStateMachine/settleTime`` since its resolve: its
+    /// connect worked, and the streak of failed attempts before it ends.
+    public mutating func linkSettled(link settled: UInt64, now: ContinuousClock.Instant) -> Action {
+        guard settled == link, state == .preparing || state == .ready, let since = resolvedAt,
+            since.duration(to: now) >= Self.settleTime
+        else { return .none }
+        resolvedAt = nil
+        let failures = backoff.attempts
+        backoff.reset()
+        return .linkSettled(afterFailures: failures)
+    }
+
+    /// The link that fell as soon as it came up (``Action/linkLostEarly(failedAttempts:)``)
+    /// went with its adapter (powered off, unplugged): not a failed connect after all.
+    public mutating func linkLossForgiven() {
+        guard case .absent = state, retryFloor != nil || lastFailure == .transient, backoff.attempts > 0 else { return }
+        backoff.forgetOne()
+        retryFloor = nil
+        lastFailure = nil
     }
 
     /// The link `link` was to be prepared on is not there (BlueZ shows no link): it is lost.
@@ -124,9 +146,14 @@ extension BoardStateMachine {
     }
 
     /// `Connected` became false, or the actor's `Device1.Disconnect` call returned.
-    public mutating func disconnected(now: ContinuousClock.Instant) -> Action {
+    /// `withAdapter`: the link went with its adapter (powered off, unplugged), which is no
+    /// failed connect however young the link was.
+    public mutating func disconnected(now: ContinuousClock.Instant, withAdapter: Bool = false) -> Action {
         switch state {
         case .resolving, .preparing, .ready:
+            // Lost before it was resolved, or within the settle time after: the connect failed.
+            let early = !withAdapter
+                && (state == .resolving || resolvedAt.map { $0.duration(to: now) < Self.settleTime } ?? false)
             guard wanted else {
                 state = .idle
                 return endLink(.abandonConnection(failWaiters: nil))
@@ -135,7 +162,14 @@ extension BoardStateMachine {
             // lost its link because it was switched off or left would only tie up the
             // adapter's connect queue; one that is still there advertises again at once).
             state = .absent(since: now, moving: false)
-            return endLink(.abandonConnection(failWaiters: nil))
+            guard early else { return endLink(.abandonConnection(failWaiters: nil)) }
+            // A failed connect: its retry waits the streak's backoff (past the cap of
+            // attempts, the next advertisement starts afresh).
+            lastFailure = .transient
+            if case .retry(let delay) = backoff.next(after: .transient) { retryFloor = delay } else { retryFloor = nil }
+            let attempts = backoff.attempts
+            if retryFloor == nil { backoff.reset() }
+            return endLink(.linkLostEarly(failedAttempts: attempts))
         case .disconnecting(let then):
             return finishDisconnect(then, now: now)
         default:
@@ -146,12 +180,15 @@ extension BoardStateMachine {
     /// The board advertised (device added, or RSSI/ManufacturerData changed).
     public mutating func advertisementSeen(now: ContinuousClock.Instant) -> Action {
         guard case .absent(let since, _) = state else { return .none }
-        backoff.reset()
+        // Back after a link that fell at once: the streak goes on, with its backoff.
+        let floor = retryFloor ?? backoff.policy.minimumDelay
+        if retryFloor == nil { backoff.reset() }
+        retryFloor = nil
         guard wanted else {
             state = .idle
+            backoff.reset()
             return .none
         }
-        let floor = backoff.policy.minimumDelay
         let elapsed = since.duration(to: now)
         if elapsed >= floor { return beginConnect() }
         let token = newToken()
@@ -203,6 +240,7 @@ extension BoardStateMachine {
     public mutating func adapterPoweredOn(now: ContinuousClock.Instant) -> Action {
         guard case .waitingForAdapter(let present) = state else { return .none }
         backoff.reset()
+        retryFloor = nil
         guard present else {
             state = .absent(since: now, moving: false)
             return .none
@@ -313,11 +351,13 @@ extension BoardStateMachine {
     /// The link (or the connect) ends with `action`: work of this link is stale from now on.
     private mutating func endLink(_ action: Action) -> Action {
         link &+= 1
+        resolvedAt = nil
         return action
     }
 
     private mutating func beginConnect() -> Action {
         state = .connecting(inFlight: false)
+        retryFloor = nil
         attemptStartedAt = nil
         return .startConnect
     }

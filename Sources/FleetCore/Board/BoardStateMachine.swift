@@ -82,6 +82,13 @@ public struct BoardStateMachine: Sendable {
         case failWaiters(FleetErrorCode)
         /// Nothing to do until `advertisementSeen`; fail waiters when `failWaiters` is set.
         case waitForAdvertisement(failWaiters: FleetErrorCode?)
+        /// The link fell as soon as it came up (before ``BoardStateMachine/settleTime``): drop
+        /// it like `abandonConnection` (waiters keep waiting for the reconnect), and count a
+        /// failed connect, the `failedAttempts`-th in a row, for the board's adapter.
+        case linkLostEarly(failedAttempts: Int)
+        /// The link lasted ``BoardStateMachine/settleTime``: the connect worked, and ended a
+        /// streak of `afterFailures` failed attempts (0: there was none).
+        case linkSettled(afterFailures: Int)
     }
 
     /// Why a connect is wanted.
@@ -109,6 +116,17 @@ public struct BoardStateMachine: Sendable {
     public internal(set) var work = 0
     /// How long a board whose adapter went counts as moving, not gone.
     public static let moveGrace: Duration = .seconds(10)
+    /// How long a link must last, from its resolve, for its connect to count as one that
+    /// worked. A link lost sooner came up and fell (a controller's `0x3e` "Connection Failed
+    /// to be Established", a MIC failure, a supervision timeout at once): a failed connect,
+    /// counted in the board's streak and against its adapter, not a board gone.
+    public static let settleTime: Duration = .seconds(3)
+    /// When the current link was resolved, until it lasted ``settleTime``
+    /// (``linkSettled(link:now:)``) or ended.
+    public internal(set) var resolvedAt: ContinuousClock.Instant?
+    /// After a link lost as soon as it came up: how long after the loss the next connect
+    /// waits, once the board advertises again (the streak's backoff).
+    var retryFloor: Duration?
 
     /// A board found by discovery (present) or loaded from the registry (not yet seen:
     /// `present == false`, it starts absent).

@@ -57,6 +57,14 @@ actor DiscoveryGovernor {
         await reconcile()
     }
 
+    /// The adapter was powered off and on (a recovery step): BlueZ ended our session, which
+    /// starts again if nothing holds it (the adapter's own Powered changes may reach the
+    /// fleet as none, when the mirror sees off and on at once).
+    func sessionEnded() async {
+        running = false
+        await reconcile()
+    }
+
     /// Stops discovery (if this is the first hold) and returns once it is stopped.
     func hold() async {
         holds += 1

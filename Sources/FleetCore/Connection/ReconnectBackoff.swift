@@ -25,6 +25,9 @@ public struct ReconnectBackoff: Sendable {
     /// Forgets past failures (after a successful connect, or a fresh advertisement).
     public mutating func reset() { attempts = 0 }
 
+    /// Forgets the last failure (it turned out not to be one).
+    public mutating func forgetOne() { attempts = max(0, attempts - 1) }
+
     private mutating func drawUnit() -> Double {
         Double(random.next() >> 11) / Double(1 << 53)
     }

@@ -68,6 +68,14 @@ extension Fleet {
             logger.warning(
                 "adapter stuck (\(symptom.rawValue)): \(step.words); its boards are served by the other adapters meanwhile",
                 metadata: metadata)
+            // A controller that answers no command, or hears nothing, carries nothing over
+            // its links either (and a power cycle or reset ends them): their boards move to
+            // the adapters that hear them now, not after the kernel gives the links up (tens
+            // of seconds). Only one whose connects fail keeps its links through the restart
+            // of its discovery.
+            if symptom != .connectsFail || step >= .powerCycle {
+                for board in boards.values { Task { await board.adapterStuck(path) } }
+            }
             Task { await self.perform(step, on: adapter) }
         case .recovered(let recovery):
             logger.notice(
@@ -92,6 +100,7 @@ extension Fleet {
                 try await client.setPowered(false, adapter: current, timeout: .seconds(4))
                 try await client.setPowered(true, adapter: current, timeout: .seconds(6))
                 adapter.health.command(completed: true)
+                await adapter.discovery.sessionEnded()
             } catch {
                 logger.debug("power cycle failed", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
             }
@@ -100,6 +109,7 @@ extension Fleet {
                 try await client.resetController(adapter.adapter)
                 try await client.setPowered(true, adapter: adapter.adapter, timeout: .seconds(6))
                 adapter.health.command(completed: true)
+                await adapter.discovery.sessionEnded()
             } catch {
                 logger.debug("reset failed", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
             }

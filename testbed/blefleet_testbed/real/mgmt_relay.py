@@ -9,6 +9,10 @@ parameter length: little-endian 16 bits each) and its parameters:
   kernel -> TCP   each packet the socket receives (command replies and every event the
                   control channel broadcasts), written whole
 Either side closing closes both. Independent of bluetoothd: restarting it needs nothing here.
+One packet is the relay's own, not the kernel's: opcode 0xff02 (no kernel opcode) closes the
+controller of its index with the HCIDEVDOWN ioctl (`hciconfig hciN down`, what a daemon on
+the kernel's own machine does itself to reset a controller that answers nothing), answered
+with a Command Complete for 0xff02: status 0, or 0x03 and the errno's name in the log.
 
 Standalone on purpose (the guest's /usr/bin/python3 -I -S, a few standard modules: Python
 starts slowly from the 9p root under TCG).
@@ -32,6 +36,24 @@ HEADER = 6
 MAX_PACKET = HEADER + 0xFFFF  # 65541
 
 _libc = ctypes.CDLL(None, use_errno=True)
+OP_RELAY_CLOSE = 0xFF02
+HCIDEVDOWN = 0x400448CA  # _IOW('H', 202, int)
+EVENT_COMMAND_COMPLETE = 0x0001
+
+
+def close_controller(index: int) -> bytes:
+    """HCIDEVDOWN on hciN; the Command Complete answering the relay's own 0xff02."""
+    import fcntl
+    status = 0
+    try:
+        with socket.socket(AF_BLUETOOTH, socket.SOCK_RAW | socket.SOCK_CLOEXEC, BTPROTO_HCI) as raw:
+            fcntl.ioctl(raw.fileno(), HCIDEVDOWN, index)
+        log(f"hci{index} closed (HCIDEVDOWN)")
+    except OSError as e:
+        log(f"hci{index} could not be closed: {e}")
+        status = 0x03
+    parameters = struct.pack("<HB", OP_RELAY_CLOSE, status)
+    return struct.pack("<HHH", EVENT_COMMAND_COMPLETE, index, len(parameters)) + parameters
 
 
 def open_control() -> socket.socket:
@@ -77,8 +99,11 @@ def relay(client: socket.socket, peer) -> None:
                     size = HEADER + int.from_bytes(pending[4:6], "little")
                     if len(pending) < size:
                         break
-                    control.send(pending[:size])
-                    pending = pending[size:]
+                    packet, pending = pending[:size], pending[size:]
+                    if int.from_bytes(packet[0:2], "little") == OP_RELAY_CLOSE:
+                        client.sendall(close_controller(int.from_bytes(packet[2:4], "little")))
+                    else:
+                        control.send(packet)
     except OSError as e:
         log(f"connection from {peer[0]}:{peer[1]} closed: {e}")
     finally:
