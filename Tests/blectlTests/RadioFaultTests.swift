@@ -101,6 +101,22 @@ struct RadioFaultTests {
         throw FixtureError("the daemon's log never showed \(what):\n\(daemon.log)")
     }
 
+    /// Waits until the daemon's log says the link of the board at `address` was lost.
+    static func waitForLinkLost(_ daemon: RunningDaemon, lane: Lane, _ address: String) async throws {
+        try await waitForLog(daemon, lane: lane, "\(address)'s link lost") {
+            $0.split(separator: "\n").contains { $0.contains(address) && $0.contains(": link lost") }
+        }
+    }
+
+    /// Expects every board of a 4-board call but `name` to have succeeded; the entries by name.
+    static func expectUnaffected(_ result: JSONValue, but name: String) -> [String: JSONValue] {
+        let entries = Self.entries(result)
+        for other in ["nano-01", "nano-02", "nano-03", "nano-04"] where other != name {
+            #expect(entries[other]?["ok"]?.boolValue == true, "\(other) is not affected: \(result)")
+        }
+        return entries
+    }
+
     /// The daemon's log lines about the board at `address`.
     static func lines(_ daemon: RunningDaemon, about address: String, containing text: String) -> [Substring] {
         daemon.log.split(separator: "\n").filter { $0.contains(address) && $0.contains(text) }
@@ -116,14 +132,9 @@ struct RadioFaultTests {
             // Established: the link comes up and falls), and its link goes, so it must connect.
             _ = try await testbed.run(["fault", "connect", "nano-02", "0x3e", "--count", "2"])
             _ = try await testbed.run(["fault", "drop", "nano-02"])
-            try await Self.waitForLog(daemon, lane: lane, "nano-02's link lost") {
-                $0.split(separator: "\n").contains { $0.contains(address) && $0.contains(": link lost") }
-            }
+            try await Self.waitForLinkLost(daemon, lane: lane, address)
             let result = try await Self.led(true, "all", socket: daemon.socket, deadlineMs: 20_000)
-            let entries = Self.entries(result)
-            for name in ["nano-01", "nano-03", "nano-04"] {
-                #expect(entries[name]?["ok"]?.boolValue == true, "\(name) is not affected: \(result)")
-            }
+            let entries = Self.expectUnaffected(result, but: "nano-02")
             // nano-02 is switched (its LED written on a link that fell afterwards, or on the
             // one that lasted), or says why not.
             if entries["nano-02"]?["ok"]?.boolValue != true {
@@ -153,14 +164,8 @@ struct RadioFaultTests {
             let address = try #require(try await testbed.state().first { $0.name == "nano-03" }?.address)
             // A supervision timeout (0x08) ends nano-03's link; the LED goes off meanwhile.
             _ = try await testbed.run(["fault", "drop", "nano-03"])
-            try await Self.waitForLog(daemon, lane: lane, "nano-03's link lost") {
-                $0.split(separator: "\n").contains { $0.contains(address) && $0.contains(": link lost") }
-            }
-            let result = try await Self.led(false, "all", socket: daemon.socket, deadlineMs: 15_000)
-            let entries = Self.entries(result)
-            for name in ["nano-01", "nano-02", "nano-04"] {
-                #expect(entries[name]?["ok"]?.boolValue == true, "\(name) is not affected: \(result)")
-            }
+            try await Self.waitForLinkLost(daemon, lane: lane, address)
+            _ = Self.expectUnaffected(try await Self.led(false, "all", socket: daemon.socket, deadlineMs: 15_000), but: "nano-03")
             try await Self.waitForLEDs(false, testbed, lane: lane, within: 15)
             // The link was made again: nano-03 was ready twice, the others once.
             try await Self.waitForLog(daemon, lane: lane, "nano-03 ready again") {
@@ -204,11 +209,7 @@ struct RadioFaultTests {
             _ = try await testbed.run(["fault", "connect", "nano-01", "0x3d", "--rate", "0.5", "--seed", "7"])
             for on in [true, false, true] {
                 _ = try await testbed.run(["fault", "drop", "nano-01"])
-                let result = try await Self.led(on, "all", socket: daemon.socket, deadlineMs: 20_000)
-                let entries = Self.entries(result)
-                for name in ["nano-02", "nano-03", "nano-04"] {
-                    #expect(entries[name]?["ok"]?.boolValue == true, "\(name) is not affected: \(result)")
-                }
+                _ = Self.expectUnaffected(try await Self.led(on, "all", socket: daemon.socket, deadlineMs: 20_000), but: "nano-01")
                 try await Self.waitForLEDs(on, testbed, lane: lane, within: 20)
             }
             _ = try await testbed.run(["fault", "clear"])

@@ -285,6 +285,13 @@ actor Board {
             if errorClass == .transient || errorClass == .permanent { await context.connectFailed(address, on: adapter) }
             if machine.phase == .connecting { linkAdapter = nil }
             connectedThrough = nil
+            // A link BlueZ shows that never resolved (the kernel kept it while bluetoothd
+            // restarted, or the connect was half made): released, so the retry starts clean
+            // and no link is left that the fleet does not use.
+            if errorClass == .transient, await context.client.mirror.tree.device(at: device.path)?.hasLink == true {
+                logger.info("releasing a link that never resolved", metadata: ["ble.adapter": "\(adapter.name)"])
+                try? await context.client.disconnect(device)
+            }
             apply { $0.connectFailed(errorClass, now: $1) }
         }
     }
