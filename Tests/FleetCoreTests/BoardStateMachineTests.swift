@@ -400,7 +400,7 @@ import Testing
         #expect(m.connectFailed(.absent, now: at(1)) == .waitForAdvertisement(failWaiters: .absent))
         #expect(m.phase == .absent)
         // A command meanwhile fails fast instead of connecting blindly.
-        #expect(m.connectRequested(now: at(2)) == .waitForAdvertisement(failWaiters: .absent))
+        #expect(m.connectRequested(now: at(2)) == .failWaiters(.absent))
         #expect(m.phase == .absent)
         // It advertises again (well after the floor): connect at once.
         #expect(m.advertisementSeen(now: at(5)) == .startConnect)
@@ -499,7 +499,7 @@ import Testing
         var m = readyMachine()
         #expect(m.disconnected(now: at(5)) == .abandonConnection(failWaiters: nil))
         #expect(m.phase == .absent)
-        #expect(m.connectRequested(now: at(5.05)) == .waitForAdvertisement(failWaiters: .absent))
+        #expect(m.connectRequested(now: at(5.05)) == .failWaiters(.absent))
         let early = m.advertisementSeen(now: at(5.1))
         let delay = try! #require(retryDelay(early))
         #expect(delay >= policy.minimumDelay - .milliseconds(100))

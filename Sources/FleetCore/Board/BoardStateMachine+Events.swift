@@ -35,8 +35,10 @@ extension BoardStateMachine {
             if then == .idle || (then == .standby && reason == .command) { state = .disconnecting(then: .reconnect) }
             return .none
         case .absent:
+            // Already waiting for its advertisement (said once, when it began): the caller
+            // is told it is absent.
             wanted = true
-            return .waitForAdvertisement(failWaiters: .absent)
+            return .failWaiters(.absent)
         case .waitingForAdapter:
             wanted = true
             return .failWaiters(.adapterOff)
