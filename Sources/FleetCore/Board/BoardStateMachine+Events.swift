@@ -104,7 +104,8 @@ extension BoardStateMachine {
     /// The link that fell as soon as it came up (``Action/linkLostEarly(failedAttempts:)``)
     /// went with its adapter (powered off, unplugged): not a failed connect after all.
     public mutating func linkLossForgiven() {
-        guard case .absent = state, retryFloor != nil || lastFailure == .transient, backoff.attempts > 0 else { return }
+        // Only an early loss leaves a retry floor (a failed Connect backs off instead).
+        guard case .absent = state, retryFloor != nil else { return }
         backoff.forgetOne()
         retryFloor = nil
         lastFailure = nil
