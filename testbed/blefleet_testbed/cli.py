@@ -203,7 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     bluez = sub.add_parser("bluez", help="disturb BlueZ").add_subparsers(
         dest="action", required=True, parser_class=Parser)
-    with_run_dir(bluez.add_parser("restart", help="org.bluez vanishes and returns"))
+    restart = with_run_dir(bluez.add_parser("restart", help="org.bluez vanishes and returns"))
+    restart.add_argument("--crash", action="store_true",
+                         help="it is killed (as when it segfaults) instead of stopped: no cleanup; "
+                              "on the real lane its controllers stay powered and the kernel keeps the links")
 
     adapter = sub.add_parser("adapter", help="power a central adapter, plug one in or pull it out").add_subparsers(
         dest="action", required=True, parser_class=Parser)
@@ -554,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "fault":
             request(run, fault_request(args))
         elif args.command == "bluez":
-            request(run, {"op": "bluez-restart"})
+            request(run, {"op": "bluez-restart", "crash": args.crash})
         elif args.command == "adapter":
             if args.action == "plug":
                 print(request(run, {"op": "plug"}))

@@ -69,11 +69,12 @@ class Controller:
         self.run.write_pids(entries)
 
     async def _terminate(self, role: str, grace: float = 3.0) -> None:
+        """Stops process `role`: SIGTERM, SIGKILL after `grace` seconds (at once when 0)."""
         proc = self.procs.pop(role, None)
         if proc is None:
             return
         if proc.poll() is None:
-            proc.terminate()
+            proc.terminate() if grace > 0 else proc.kill()
             deadline = time.monotonic() + grace
             while proc.poll() is None and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
@@ -271,7 +272,7 @@ class Controller:
                     self.sim.set_temperature(board, celsius)
                 return None
             if op == "bluez-restart":
-                await self.lane.stop_bluez()
+                await self.lane.stop_bluez(crash=bool(request.get("crash")))
                 await self.sim.bluez_lost()
                 await self.lane.start_bluez(fresh=False)
                 await self.sim.provision_all()

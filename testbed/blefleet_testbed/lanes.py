@@ -137,8 +137,9 @@ class BlueZooLane:
                 raise TestbedError("BlueZoo did not own org.bluez within 20 s")
             await asyncio.sleep(0.02)
 
-    async def stop_bluez(self) -> None:
-        await self.c._terminate("bluezoo")
+    async def stop_bluez(self, crash: bool = False) -> None:
+        """BlueZoo stops (`crash`: SIGKILL, no cleanup; its links go with it either way)."""
+        await self.c._terminate("bluezoo", grace=0 if crash else 3.0)
 
     async def cause_of_failure(self) -> str | None:
         proc = self.c.procs.get("bluezoo")
@@ -290,8 +291,8 @@ class RealLane:
         if fresh:
             self.plugged = None  # bluez-reset pulls a plugged-in controller out
         adapters = await self._wait_for_adapters()
-        used = ({self.vm.central_index(i) for i in range(self.centrals)}
-                | {self.adapter_index(b.index) for b in self.c.sim.boards})
+        boards = {self.adapter_index(b.index) for b in self.c.sim.boards}
+        used = {self.vm.central_index(i) for i in range(self.centrals)} | boards
         if self.plugged is not None:
             used.add(self.plugged)
         # bluetoothd powers no controller by itself here (AutoEnable = false: powering all of
@@ -300,6 +301,11 @@ class RealLane:
         await asyncio.gather(*(
             self._power(index, index in used)
             for index in range(self.vm.controllers) if adapters[index]["Powered"] != (index in used)))
+        # The boards register their advertisements and GATT applications on their controllers
+        # next: bluetoothd adds those managers to an adapter only once it has read the
+        # controller's features, a moment after the adapter itself (at once when a crashed
+        # bluetoothd left the controllers powered).
+        await self._wait_for_adapters(managers_on=boards)
         self.addresses = {index: adapter["Address"] for index, adapter in adapters.items()}
         for board in self.c.sim.boards:
             board.address = adapters[board.adapter_index]["Address"]
@@ -318,8 +324,12 @@ class RealLane:
                     raise TestbedError(f"bluetoothd could not power hci{index} {'on' if on else 'off'}: {e}") from None
                 await asyncio.sleep(0.1)
 
-    async def _wait_for_adapters(self) -> dict[int, dict]:
+    async def _wait_for_adapters(self, managers_on: set[int] = frozenset()) -> dict[int, dict]:
+        """Every controller of the VM as bluetoothd shows it (index → Adapter1 properties),
+        once all are there and those in `managers_on` also have their advertising and GATT
+        managers."""
         from .simulator import managed_objects
+        managers = ("org.bluez.LEAdvertisingManager1", "org.bluez.GattManager1")
         deadline = time.monotonic() + ADAPTERS_TIMEOUT
         found: dict[int, dict] = {}
         while True:
@@ -327,11 +337,17 @@ class RealLane:
                 objects = await managed_objects(self.c.bus)
                 found = {int(path.rsplit("hci", 1)[1]): {k: v[1] for k, v in ifaces["org.bluez.Adapter1"].items()}
                          for path, ifaces in objects.items() if "org.bluez.Adapter1" in ifaces}
-                if len(found) >= self.vm.controllers:
+                ready = {int(path.rsplit("hci", 1)[1]) for path, ifaces in objects.items()
+                         if "org.bluez.Adapter1" in ifaces and all(m in ifaces for m in managers)}
+                if len(found) >= self.vm.controllers and managers_on <= ready:
                     return found
             except Exception:
-                pass
+                ready = set()
             if time.monotonic() > deadline:
+                if len(found) >= self.vm.controllers:
+                    unready = ", ".join(f"hci{i}" for i in sorted(managers_on - ready))
+                    raise TestbedError(f"bluetoothd in the VM shows no advertising or GATT manager on {unready} "
+                                       f"after {ADAPTERS_TIMEOUT:.0f} s; kernel: {await self._dmesg(*unready.split(', '))}")
                 missing = sorted(set(range(self.vm.controllers)) - set(found))
                 raise TestbedError(
                     f"bluetoothd in the VM shows {len(found)} of {self.vm.controllers} controllers after "
@@ -346,8 +362,10 @@ class RealLane:
         except Exception as e:
             return f"(unavailable: {e})"
 
-    async def stop_bluez(self) -> None:
-        await self.vm.agent_async("bluez-stop")
+    async def stop_bluez(self, crash: bool = False) -> None:
+        """bluetoothd stops; `crash`: it is killed (as when it segfaults), so its controllers
+        stay powered and the kernel keeps their links."""
+        await self.vm.agent_async("bluez-crash" if crash else "bluez-stop")
 
     async def cause_of_failure(self) -> str | None:
         """A command failed: is it because bluetoothd or the VM went away?"""

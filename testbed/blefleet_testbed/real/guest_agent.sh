@@ -4,6 +4,8 @@
 # Commands:
 #   ping                  -> ok pong
 #   bluez-stop            bluetoothd stops (SIGTERM, then waits for it to exit)
+#   bluez-crash           bluetoothd dies at once (SIGKILL, as when it segfaults): no
+#                         cleanup, its controllers stay powered and the kernel keeps the links
 #   bluez-start           bluetoothd starts again with $VMDIR/main.conf
 #   bluez-status          "ok running", or why not
 #   bluez-reset           bluetoothd stops, every controller powers off, the stored
@@ -40,6 +42,20 @@ bluez_stop() {
     if [ $i -gt 200 ]; then echo "error bluetoothd (pid $pid) did not exit"; return 1; fi
     sleep 0.05
   done
+  rm -f /run/bluetoothd.pid
+}
+
+bluez_crash() {
+  pid=$(bluez_pid)
+  [ -n "$pid" ] || return 0
+  kill -9 "$pid" 2>/dev/null
+  i=0
+  while running "$pid"; do
+    i=$((i + 1))
+    if [ $i -gt 200 ]; then echo "error bluetoothd (pid $pid) did not die"; return 1; fi
+    sleep 0.05
+  done
+  echo "--- bluetoothd killed $(date +%T.%N)" >>"$VMDIR/bluetoothd.log"
   rm -f /run/bluetoothd.pid
 }
 
@@ -98,7 +114,7 @@ btvirt_launch() {
 
 # Whether process $1 runs: not gone, and not a zombie (btvirt is this shell's child, and
 # one that exited stays a zombie, which kill -0 takes for alive, until the shell reaps it).
-btvirt_running() {
+running() {
   kill -0 "$1" 2>/dev/null || return 1
   state=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
   [ -n "$state" ] && [ "$state" != Z ]
@@ -117,7 +133,7 @@ btvirt_wait() {
       seen=$n
     fi
     [ "$n" -ge "$1" ] && return 0
-    btvirt_running "$(cat /run/btvirt.pid)" \
+    running "$(cat /run/btvirt.pid)" \
       || { echo "error btvirt exited: $(tail -n 3 "$VMDIR/btvirt.log" | tr '\n' ' ')"; return 1; }
     if [ "$(uptime_s)" -gt "$end" ]; then
       bad=$(unusable_controllers)
@@ -250,6 +266,7 @@ run() {
   case "$1" in
     ping) echo "ok pong" ;;
     bluez-stop) bluez_stop && echo "ok" ;;
+    bluez-crash) bluez_crash && echo "ok" ;;
     bluez-start) bluez_start && echo "ok" ;;
     bluez-reset) bluez_reset && echo "ok" ;;
     bluez-status)
