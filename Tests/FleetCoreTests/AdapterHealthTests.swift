@@ -45,6 +45,23 @@ import Testing
         #expect(health.condition == .ok && health.isUsable)
     }
 
+    @Test func aPowerCycleTheControllerDoesNotAnswerGoesStraightToTheReset() {
+        var health = AdapterHealth(now: t0)
+        _ = health.commandTimedOut(now: at(0))
+        #expect(health.commandTimedOut(now: at(1)) == .perform(.powerCycle, .commandsTimeOut))
+        // Its power-off timed out at 5 s: the reset now, not when the 8-s window ends.
+        #expect(health.stepFailed(.powerCycle, now: at(5)) == .perform(.reset, .commandsTimeOut))
+        #expect(health.lastRecovery?.step == .reset)
+        #expect(health.tick(now: at(9), discovering: false, heardElsewhere: true) == .none, "the reset's window runs from 5 s")
+        // A step that is no longer running, or the last one, escalates nothing.
+        #expect(health.stepFailed(.powerCycle, now: at(10)) == .none)
+        #expect(health.stepFailed(.reset, now: at(11)) == .none)
+        #expect(health.tick(now: at(15), discovering: false, heardElsewhere: true) == .gaveUp(.commandsTimeOut))
+        var healthy = AdapterHealth(now: t0)
+        #expect(healthy.stepFailed(.powerCycle, now: at(1)) == .none)
+        #expect(healthy.condition == .ok)
+    }
+
     @Test func onlyEvidenceThatFitsTheSymptomEndsARecovery() {
         var health = AdapterHealth(now: t0)
         // Deaf: commands complete, but nothing is heard.

@@ -31,12 +31,14 @@ SERVICE = "lib/systemd/system/blefleetd.service"
 SOCKET_UNIT = "lib/systemd/system/blefleetd.socket"
 CONFFILE = "etc/blefleet/blefleetd.conf"
 POLICY = "usr/share/blefleet/dbus/zz-blefleet-restrict-bluez.conf"
+BLUEZ_RESTART = "lib/systemd/system/bluetooth.service.d/blefleet-restart.conf"
 
 # Every file the package ships besides the man pages, with its mode.
 EXPECTED_FILES = {
     "etc/blefleet/blefleetd.conf": 0o644,
     "lib/systemd/system/blefleetd.service": 0o644,
     "lib/systemd/system/blefleetd.socket": 0o644,
+    "lib/systemd/system/bluetooth.service.d/blefleet-restart.conf": 0o644,
     "usr/bin/blectl": 0o755,
     "usr/sbin/blefleetd": 0o755,
     "usr/lib/sysusers.d/blefleet.conf": 0o644,
@@ -264,6 +266,20 @@ def test_service_and_socket_settings(tree):
     sock = unit_settings(tree / SOCKET_UNIT)
     assert sock["ListenStream"] == ["/run/blefleet/blefleetd.sock"]
     assert sock["SocketMode"] == ["0660"] and sock["SocketGroup"] == ["blefleet"]
+
+
+def test_bluetoothd_is_restarted_when_it_crashes_and_only_that_changes(tree, tmp_path):
+    # A drop-in for BlueZ's own unit: Restart= and its delay, nothing else of bluetooth.service.
+    assert unit_settings(tree / BLUEZ_RESTART) == {"Restart": ["on-failure"], "RestartSec": ["1s"]}
+    unit = Path("/lib/systemd/system/bluetooth.service")
+    if not unit.exists():
+        pytest.skip("no bluetooth.service here to load the drop-in with")
+    # systemd loads it with the unit as installed and finds nothing to say about it.
+    root = tmp_path / "root"
+    shutil.copytree(tree, root, symlinks=True, ignore=shutil.ignore_patterns("DEBIAN"))
+    shutil.copytree("/lib/systemd/system", root / "lib/systemd/system", symlinks=True, dirs_exist_ok=True)
+    result = run("systemd-analyze", "verify", f"--root={root}", "bluetooth.service", cwd=root, check=False)
+    assert [line for line in (result.stdout + result.stderr).splitlines() if "blefleet-restart.conf" in line] == []
 
 
 def test_sysusers_creates_the_blefleet_user_and_group(tree, tmp_path):

@@ -184,6 +184,18 @@ public struct AdapterHealth: Sendable, Hashable {
         }
     }
 
+    /// The running `step` could not be carried out (the controller did not answer its
+    /// commands: a power cycle whose power-off timed out): the next step at once, instead of
+    /// waiting out a window in which nothing can show the controller works. The last step's
+    /// failure waits for its window (then the adapter counts as failed).
+    public mutating func stepFailed(_ step: Step, now: ContinuousClock.Instant) -> Action {
+        guard case .recovering(var recovery, _) = state, recovery.step == step, let next = step.next else { return .none }
+        recovery.step = next
+        lastRecovery = recovery
+        state = .recovering(recovery, stepStartedAt: now)
+        return .perform(next, recovery.symptom)
+    }
+
     /// The adapter was powered off, unplugged or came back: a fresh start.
     public mutating func restarted(now: ContinuousClock.Instant) {
         guard state == .healthy else { return }

@@ -103,6 +103,7 @@ extension Fleet {
                 await adapter.discovery.sessionEnded()
             } catch {
                 logger.debug("power cycle failed", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
+                adapter.health.observe { $0.stepFailed(.powerCycle, now: $1) }
             }
         case .reset:
             do {
