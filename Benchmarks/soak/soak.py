@@ -60,10 +60,22 @@ class RPC:
             message["params"] = params
         self.writer.write(json.dumps(message).encode() + b"\n")
         await self.writer.drain()
-        line = await asyncio.wait_for(self.reader.readline(), timeout)
+        try:
+            line = await asyncio.wait_for(self.reader.readline(), timeout)
+        except BaseException:
+            self.close()  # a reply may still come: the next call starts on a new connection
+            raise
         if not line:
+            self.close()
             raise ConnectionError("the daemon closed the connection")
         return json.loads(line)
+
+    def close(self):
+        """Closes the connection (the daemon's end goes with it: the fd count at the end
+        counts the daemon's own descriptors, not the benchmark's connections)."""
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
 
 
 class Soak:
@@ -108,22 +120,28 @@ class Soak:
 
     async def led_client(self, boards: list[str], pause: float):
         rpc = RPC(self.args.socket)
-        on = False
-        while not self.stop.is_set():
-            on = not on
-            for address in boards:
-                self.desired[address] = on
-            await self.timed(rpc, "led.set", {"select": boards, "on": on, "timeoutMs": 8000})
-            await asyncio.sleep(pause)
+        try:
+            on = False
+            while not self.stop.is_set():
+                on = not on
+                for address in boards:
+                    self.desired[address] = on
+                await self.timed(rpc, "led.set", {"select": boards, "on": on, "timeoutMs": 8000})
+                await asyncio.sleep(pause)
+        finally:
+            rpc.close()
 
     async def temp_client(self, max_age: int | None, pause: float):
         rpc = RPC(self.args.socket)
-        while not self.stop.is_set():
-            params = {"select": "all", "timeoutMs": 5000}
-            if max_age is not None:
-                params["maxAgeMs"] = max_age
-            await self.timed(rpc, "temperature.read", params)
-            await asyncio.sleep(pause)
+        try:
+            while not self.stop.is_set():
+                params = {"select": "all", "timeoutMs": 5000}
+                if max_age is not None:
+                    params["maxAgeMs"] = max_age
+                await self.timed(rpc, "temperature.read", params)
+                await asyncio.sleep(pause)
+        finally:
+            rpc.close()
 
     async def timed(self, rpc: RPC, method: str, params: dict):
         start = time.monotonic()
@@ -131,7 +149,7 @@ class Soak:
             answer = await rpc.call(method, params)
         except Exception as error:  # noqa: BLE001 - every failure is a figure
             self.rpc_failures.append(f"{method}: {error!r}")
-            rpc.writer = None
+            rpc.close()
             return
         took = time.monotonic() - start
         self.calls[method] += 1
@@ -195,26 +213,29 @@ class Soak:
 
     async def injector(self, boards: list[dict], adapters: list[str]):
         rpc = RPC(self.args.socket)
-        kinds = ["connect-fail", "connect-rate", "link-lost", "drops", "slow", "hang"]
-        order = []
-        deadline = self.started + self.args.minutes * 60
-        while time.monotonic() < deadline - 20:
-            if not order:
-                order = kinds[:]
-                self.random.shuffle(order)
-            kind = order.pop()
-            board = self.random.choice(boards)
-            adapter = self.random.choice(adapters)
-            began = time.monotonic()
-            try:
-                self.faults.append(await self.inject(kind, board, adapter, rpc))
-            except Exception as error:  # noqa: BLE001
-                self.faults.append({"kind": kind, "error": repr(error)})
-                await asyncio.to_thread(self.testbed, "fault", "clear")
-            # The next fault ~10 s after this one began (seeded), not before this one ended.
-            wait = began + self.random.uniform(7, 13) - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
+        try:
+            kinds = ["connect-fail", "connect-rate", "link-lost", "drops", "slow", "hang"]
+            order = []
+            deadline = self.started + self.args.minutes * 60
+            while time.monotonic() < deadline - 20:
+                if not order:
+                    order = kinds[:]
+                    self.random.shuffle(order)
+                kind = order.pop()
+                board = self.random.choice(boards)
+                adapter = self.random.choice(adapters)
+                began = time.monotonic()
+                try:
+                    self.faults.append(await self.inject(kind, board, adapter, rpc))
+                except Exception as error:  # noqa: BLE001
+                    self.faults.append({"kind": kind, "error": repr(error)})
+                    await asyncio.to_thread(self.testbed, "fault", "clear")
+                # The next fault ~10 s after this one began (seeded), not before this one ended.
+                wait = began + self.random.uniform(7, 13) - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+        finally:
+            rpc.close()
 
     # -- bluetoothd ---------------------------------------------------------------------
 
@@ -224,26 +245,29 @@ class Soak:
         adds Restart=on-failure. Here the VM has no systemd: when the daemon says BlueZ is
         gone for 2 s, bluetoothd is started again as that setting would, and it is counted."""
         rpc = RPC(self.args.socket)
-        gone_since = None
-        while not self.stop.is_set():
-            try:
-                status = await self.status(rpc)
-            except Exception:  # noqa: BLE001 - the daemon's own failures are counted elsewhere
-                rpc.writer = None
-                await asyncio.sleep(1)
-                continue
-            if status.get("bluez") is False:
-                gone_since = gone_since or time.monotonic()
-                if time.monotonic() - gone_since >= 2:
-                    self.bluez_crashes.append(round(gone_since - self.started, 1))
-                    try:
-                        await asyncio.to_thread(self.testbed, "bluez", "restart")
-                    except Exception as error:  # noqa: BLE001
-                        self.rpc_failures.append(f"bluez restart: {error!r}")
+        try:
+            gone_since = None
+            while not self.stop.is_set():
+                try:
+                    status = await self.status(rpc)
+                except Exception:  # noqa: BLE001 - the daemon's own failures are counted elsewhere
+                    rpc.close()
+                    await asyncio.sleep(1)
+                    continue
+                if status.get("bluez") is False:
+                    gone_since = gone_since or time.monotonic()
+                    if time.monotonic() - gone_since >= 2:
+                        self.bluez_crashes.append(round(gone_since - self.started, 1))
+                        try:
+                            await asyncio.to_thread(self.testbed, "bluez", "restart")
+                        except Exception as error:  # noqa: BLE001
+                            self.rpc_failures.append(f"bluez restart: {error!r}")
+                        gone_since = None
+                else:
                     gone_since = None
-            else:
-                gone_since = None
-            await asyncio.sleep(0.5)
+                await asyncio.sleep(0.5)
+        finally:
+            rpc.close()
 
     # -- the daemon's process -----------------------------------------------------------
 
@@ -310,7 +334,13 @@ class Soak:
         self.stop.set()
         await asyncio.gather(*clients)
         final = await self.converged_after(time.monotonic())
+        # The clients' connections are closed (this one stays open, as at the start): the
+        # daemon's ends go as it reads the EOFs.
+        settle = time.monotonic() + 3
         end = self.process()
+        while end["fds"] > start["fds"] and time.monotonic() < settle:
+            await asyncio.sleep(0.1)
+            end = self.process()
         orphans = await self.orphans(rpc, set(addresses))
         converged = [f.get("converged_s") for f in self.faults if "error" not in f]
         hangs = [f for f in self.faults if f["kind"] == "hang"]

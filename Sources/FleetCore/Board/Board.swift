@@ -260,6 +260,11 @@ actor Board {
         let outcome = await attemptConnect(on: adapter, device: device, full: full, command: command) {
             permit.release(linked: true)
         }
+        // A connect that got no answer at all: the controller is asked at once, the permit
+        // still held so that no other connect queues in front of the question (a controller
+        // that stops answering leaves every connect pending until it times out, and keeps
+        // the periodic question away: that waits for an adapter connecting nothing).
+        if case .failed(.timeout) = outcome, !Task.isCancelled { await context.connectTimedOut(address, on: adapter) }
         permit.release()
         await adapter.discovery.release()
         guard !Task.isCancelled else { return }

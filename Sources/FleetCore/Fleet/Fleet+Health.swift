@@ -46,6 +46,36 @@ extension Fleet {
         }
     }
 
+    /// A connect to `board` through `adapter` got no answer within its timeout: its
+    /// controller is asked about one of its links now. Unanswered too, that is two commands
+    /// timed out (the connect and the question): the adapter is stuck. Answered, the board
+    /// was the one not there. With no link to ask about, the connect counts as a command
+    /// timed out when another adapter heard the board lately (it was there to connect).
+    func connectTimedOut(_ board: BoardAddress, on adapter: FleetAdapter) async {
+        let metadata: Logger.Metadata = ["ble.adapter": "\(adapter.name)", "ble.address": "\(board)"]
+        do {
+            if try await client.probeController(adapter.adapter, turn: 0) {
+                adapter.health.command(completed: true)
+                return
+            }
+        } catch BlueZError.timeout {
+            logger.debug("neither a connect nor the question after it got an answer", metadata: metadata)
+            adapter.health.command(completed: false)
+            adapter.health.command(completed: false)
+            return
+        } catch {
+            logger.debug("could not ask the controller", metadata: metadata.merging(["error": "\(error)"]) { $1 })
+            return
+        }
+        let window = adapter.health.current.thresholds.silence
+        let heardElsewhere = boards[board]?.live.current.heardAt.contains {
+            $0.key != adapter.path && $0.value.duration(to: .now) < window
+        } ?? false
+        guard heardElsewhere else { return }
+        logger.debug("a connect got no answer although another adapter hears the board", metadata: metadata)
+        adapter.health.command(completed: false)
+    }
+
     /// A connect through `adapter` failed: its health weighs it against the other adapters'
     /// connects.
     func connectFailed(_ board: BoardAddress, on adapter: FleetAdapter) {

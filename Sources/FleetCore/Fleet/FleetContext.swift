@@ -59,6 +59,11 @@ final class FleetContext: Sendable {
         }
     }
 
+    /// A connect to `board` through `adapter` got no answer in its time: its controller is asked.
+    func connectTimedOut(_ board: BoardAddress, on adapter: FleetAdapter) async {
+        await fleet.fleet?.connectTimedOut(board, on: adapter)
+    }
+
     /// A connect through `adapter` failed (its controller's health weighs it).
     func connectFailed(_ board: BoardAddress, on adapter: FleetAdapter) async {
         await fleet.fleet?.connectFailed(board, on: adapter)
