@@ -343,7 +343,7 @@ def start(args) -> int:
         if args.vm:
             from .real import vm as vmmod
             args.vm = str(Path(args.vm).resolve())
-            lease = vmmod.Lease.acquire(Path(args.vm), wait=VM_LEASE_WAIT)
+            lease = vmmod.Lease.acquire(Path(args.vm), wait=VM_LEASE_WAIT, holder=str(run.path))
     elif args.vm:
         raise TestbedError("--vm goes with --real")
 

@@ -448,17 +448,29 @@ class Lease:
         self.fd = fd
 
     @staticmethod
-    def acquire(path: Path, wait: float) -> "Lease":
+    def acquire(path: Path, wait: float, holder: str = "") -> "Lease":
+        """Waits up to `wait` s for the VM; `holder` (the testbed's run dir) is written in
+        the lock file, so that a testbed waiting for the VM can say whom it waits for."""
         info = load(path)
         fd = os.open(path / "lock", os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + wait
+        start = time.monotonic()
+        told = False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, holder.encode(), 0)
                 return Lease(info, fd)
             except BlockingIOError:
-                if time.monotonic() > deadline:
+                waited = time.monotonic() - start
+                if waited > wait:
                     os.close(fd)
                     raise TestbedError(f"the testbed VM in {path} stayed busy with another testbed for {wait:.0f} s")
+                if not told and waited > 2:
+                    told = True
+                    other = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another testbed"
+                    print(f"testbed: waiting for the VM in {path}, in use by the testbed in {other} "
+                          f"(up to {wait:.0f} s; `scripts/testbed stop --run-dir {other}` ends that one)",
+                          file=sys.stderr, flush=True)
                 load(path)  # still running?
                 time.sleep(0.1)
