@@ -154,7 +154,8 @@ class Soak:
         took = time.monotonic() - start
         self.calls[method] += 1
         if took > params["timeoutMs"] / 1000 + CALL_GRACE_S:
-            self.late.append((method, round(took, 2), params["timeoutMs"]))
+            # When it was asked (s into the soak), to find it in the daemon's journal.
+            self.late.append((method, round(took, 2), params["timeoutMs"], round(start - self.started, 1)))
         if "error" in answer:
             self.call_errors[(method, answer["error"]["code"])] += 1
             return
