@@ -122,12 +122,7 @@ public struct ManagementInterface: Sendable, Hashable {
         case .relay:
             try await send(Packet(code: Self.opRelayCloseController, index: index, parameters: []), timeout: timeout)
         case .kernel:
-            let result: Result<Void, Failure> = await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    continuation.resume(returning: Result { () throws(Failure) in try Self.ioctlClose(index) })
-                }
-            }
-            try result.get()
+            try await Self.offThePool { () throws(Failure) in try Self.ioctlClose(index) }
         }
     }
 
@@ -164,17 +159,21 @@ public struct ManagementInterface: Sendable, Hashable {
     @discardableResult
     private func send(_ request: Packet, timeout: Duration) async throws(Failure) -> [UInt8] {
         let endpoint = self.endpoint
-        let result: Result<(UInt8, [UInt8]), Failure> = await withCheckedContinuation { continuation in
-            // Blocking socket I/O, off the cooperative pool.
-            DispatchQueue.global().async {
-                continuation.resume(returning: Result { () throws(Failure) -> (UInt8, [UInt8]) in
-                    try Self.exchange(request, at: endpoint, timeout: timeout)
-                })
-            }
+        let (status, answer) = try await Self.offThePool { () throws(Failure) in
+            try Self.exchange(request, at: endpoint, timeout: timeout)
         }
-        let (status, answer) = try result.get()
         if status != 0 { throw .status(status) }
         return answer
+    }
+
+    /// Runs blocking socket I/O off the cooperative pool.
+    private static func offThePool<T: Sendable>(
+        _ body: @escaping @Sendable () throws(Failure) -> T
+    ) async throws(Failure) -> T {
+        let result: Result<T, Failure> = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: Result(catching: body)) }
+        }
+        return try result.get()
     }
 
     // MARK: The protocol (doc/mgmt-api.txt)
