@@ -16,7 +16,7 @@ extension Fleet {
             // Boards this adapter heard, heard lately through another.
             let silence = adapter.health.current.thresholds.silence
             let elsewhere = heard.contains { times in
-                times[path] != nil && times.contains { $0.key != path && $0.value.duration(to: now) < silence }
+                times[path] != nil && Self.heard(times, elsewhereThan: path, within: silence, now: now)
             }
             let discovering = adapter.adapter.powered && adapter.adapter.discovering
             adapter.health.observe { $0.tick(now: $1, discovering: discovering, heardElsewhere: elsewhere) }
@@ -67,13 +67,20 @@ extension Fleet {
             logger.debug("could not ask the controller", metadata: metadata.merging(["error": "\(error)"]) { $1 })
             return
         }
-        let window = adapter.health.current.thresholds.silence
-        let heardElsewhere = boards[board]?.live.current.heardAt.contains {
-            $0.key != adapter.path && $0.value.duration(to: .now) < window
-        } ?? false
-        guard heardElsewhere else { return }
+        guard let times = boards[board]?.live.current.heardAt,
+            Self.heard(times, elsewhereThan: adapter.path, within: adapter.health.current.thresholds.silence, now: .now)
+        else { return }
         logger.debug("a connect got no answer although another adapter hears the board", metadata: metadata)
         adapter.health.command(completed: false)
+    }
+
+    /// Whether a board whose adapters last heard it at `times` was heard through an adapter
+    /// other than `path` within `window`.
+    private static func heard(
+        _ times: [String: ContinuousClock.Instant], elsewhereThan path: String, within window: Duration,
+        now: ContinuousClock.Instant
+    ) -> Bool {
+        times.contains { $0.key != path && $0.value.duration(to: now) < window }
     }
 
     /// A connect through `adapter` failed: its health weighs it against the other adapters'
