@@ -4,10 +4,11 @@ public enum FanOut {
     /// order given, no later than `timeout` from now (plus scheduling slack).
     ///
     /// Errors map to codes: a thrown ``FleetError`` is kept; a board still running at the
-    /// deadline gets ``FleetErrorCode/timeout`` (saying the `timeout` given) and its task is cancelled (its late result is
-    /// discarded, so an operation that ignores cancellation cannot delay the reply); if the
-    /// caller is cancelled, unfinished boards get ``FleetErrorCode/cancelled``; any other
-    /// error becomes ``FleetErrorCode/failed`` with its description.
+    /// deadline gets ``FleetErrorCode/timeout`` (saying the `timeout` given) and its task is
+    /// cancelled (its late result is discarded, so an operation that ignores cancellation
+    /// cannot delay the reply); if the caller is cancelled, unfinished boards get
+    /// ``FleetErrorCode/cancelled``; any other error becomes ``FleetErrorCode/failed`` with
+    /// its description.
     /// `unfinished`, when given, says why boards still running at the deadline did not
     /// finish (given all of them at once); nil keeps the plain timeout.
     public static func run<Value: Sendable>(
