@@ -387,8 +387,13 @@ class RealLane:
     async def switch_off(self, sim, board) -> None:
         """Power is cut: the board's controller goes silent at once (the central's link ends
         with a supervision timeout, no advertisement follows, no last ATT answer gets out),
-        then its host side is powered off too so that it stays quiet."""
+        then its host side is powered off too so that it stays quiet. A request the board
+        was still answering is answered first ("Not connected", into a link that is gone):
+        bluetoothd 5.66 segfaults when a GATT server's answer comes after its adapter went
+        off, and the central of the VM is served by that same bluetoothd."""
         await self.vm.agent_async(f"power-cut {board.adapter_index}")
+        board.present = False
+        await board.answered()
         await sim.advertise(board, False)
         await sim.power(board, False)
         board.present = False

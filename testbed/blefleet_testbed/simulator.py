@@ -9,6 +9,7 @@ over the link when it connects."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from typing import Any
@@ -43,10 +44,15 @@ class Radio:
         self.jitter = jitter_ms / 1000.0
         self.rng = random.Random(seed)
 
-    async def delay(self) -> None:
+    async def delay(self, cut: asyncio.Event) -> None:
+        """One operation's time on the air, over at once when the board loses power (`cut`)."""
         if self.latency <= 0 and self.jitter <= 0:
             return
-        await asyncio.sleep(max(0.0, self.latency + self.rng.uniform(-self.jitter, self.jitter)))
+        seconds = max(0.0, self.latency + self.rng.uniform(-self.jitter, self.jitter))
+        try:
+            await asyncio.wait_for(cut.wait(), seconds)
+        except TimeoutError:
+            pass
 
 
 class GattService(DbusInterfaceCommonAsync, interface_name="org.bluez.GattService1"):
@@ -190,7 +196,11 @@ class Board:
         self.app_path = f"/org/blefleet/testbed/{self.name.replace('-', '_')}"
         self.sensor = profile.TemperatureSource(pattern, index, count)
         self.radio = radio
-        self.present = True
+        self._present = True
+        self._off = asyncio.Event()  # set while the board has no power
+        self._busy = 0               # GATT requests being answered
+        self._idle = asyncio.Event()
+        self._idle.set()
         self.led: int | None = None
         self.led_writes = 0
 
@@ -232,6 +242,35 @@ class Board:
     def notifying(self) -> bool:
         return self.temperature.notifying
 
+    @property
+    def present(self) -> bool:
+        return self._present
+
+    @present.setter
+    def present(self, on: bool) -> None:
+        """Power on or off; off ends every request's wait at once (it answers "Not connected")."""
+        self._present = on
+        if on:
+            self._off.clear()
+        else:
+            self._off.set()
+
+    async def answered(self) -> None:
+        """Returns once no GATT request of this board is still waiting for its answer (their
+        replies are on the bus, ahead of anything sent after this)."""
+        await self._idle.wait()
+
+    @contextlib.asynccontextmanager
+    async def _request(self):
+        self._busy += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._busy -= 1
+            if self._busy == 0:
+                self._idle.set()
+
     def state(self) -> dict:
         return {
             "name": self.name,
@@ -254,8 +293,9 @@ class Board:
         self._require_present()
         if "read" not in chrc.flags:
             raise BluezNotPermittedError("Read not permitted")
-        await self.radio.delay()
-        self._require_present()
+        async with self._request():
+            await self.radio.delay(self._off)
+            self._require_present()
         if chrc is self.humidity:
             return profile.encode_humidity(profile.humidity_hundredths(self.index))
         return profile.encode_celsius(self.sensor.celsius)
@@ -269,17 +309,20 @@ class Board:
             raise BluezNotPermittedError("Write without response not permitted")
         if len(value) != 1:
             raise BluezInvalidValueLengthError("Invalid value length")
-        await self.radio.delay()
-        self._require_present()
-        self.led = value[0]
-        self.led_writes += 1
+        async with self._request():
+            await self.radio.delay(self._off)
+            self._require_present()
+            self.led = value[0]
+            self.led_writes += 1
         log.info("%s: LED <- 0x%02x", self.name, value[0])
 
     async def start_notify(self, chrc: GattCharacteristic) -> None:
         self._require_present()
         if "notify" not in chrc.flags:
             raise BluezNotPermittedError("Notify not permitted")
-        await self.radio.delay()
+        async with self._request():
+            await self.radio.delay(self._off)
+            self._require_present()
         if not chrc.notifying:
             await chrc.Notifying.set_async(True)
 

@@ -26,6 +26,8 @@
 #                         gets SIGUSR1; answers once btvirt has applied it
 #   trace on|off          btmon records every controller's HCI traffic to $VMDIR/btmon.log
 #   dmesg [hciN ...]      the kernel's last lines (or its last lines naming hciN ...)
+#   dmesg-save            the kernel's whole log to $VMDIR/dmesg-now.log (a segfault of
+#                         bluetoothd or an oops with its call trace, to read on the host)
 VMDIR=${VMDIR:-$(cat /run/blefleet-vmdir 2>/dev/null)}
 BLUETOOTHD=/usr/libexec/bluetooth/bluetoothd
 
@@ -292,6 +294,7 @@ run() {
         echo "ok"
       fi ;;
     dmesg) shift; echo "ok $(kernel_lines "$@")" ;;
+    dmesg-save) dmesg >"$VMDIR/dmesg-now.log" && echo "ok" ;;
     btvirt-start)
       case "$2" in ''|*[!0-9]*) echo "error btvirt-start needs a controller count"; return ;; esac
       btvirt_start "$2" "$3" && echo "ok" ;;
