@@ -95,13 +95,22 @@ extension BlueZClient {
     /// client has one (about 0.1 s; bluetoothd keeps the device and its GATT objects), else
     /// through `Device1.Disconnect`, which holds it for bluetoothd's 2 s disconnect timer.
     /// `Device1.Disconnect` also cancels a connect still pending, which the kernel cannot.
+    /// Throws ``BlueZError/timeout(_:)`` when the link is still up after `timeout`, or at
+    /// once when its controller did not answer the kernel's disconnect.
     public func disconnect(_ device: BlueZDevice, timeout: Duration = .seconds(10)) async throws {
         let path = device.path
         let ticket = await mirror.register { snapshot -> MirrorWaitStep<Void> in
             guard let current = snapshot.tree.device(at: path) else { return .done(()) }
             return current.hasLink ? .pending : .done(())
         }
-        if await releaseThroughManagement(path) {
+        let released: Bool
+        do {
+            released = try await releaseThroughManagement(path)
+        } catch {
+            await mirror.discard(ticket)
+            throw error
+        }
+        if released {
             try await mirror.result(
                 of: ticket, timeout: timeout, description: "\(device.address) still connected after \(timeout)")
             return
@@ -122,7 +131,9 @@ extension BlueZClient {
 extension BlueZClient {
     /// Takes the link of the device at `path` down through the management interface;
     /// false when that cannot be done (no interface here, no link, or the kernel refused).
-    private func releaseThroughManagement(_ path: String) async -> Bool {
+    /// Throws ``BlueZError/timeout(_:)`` when the controller did not answer the kernel's
+    /// disconnect: `Device1.Disconnect` would go to the same controller.
+    private func releaseThroughManagement(_ path: String) async throws -> Bool {
         guard let management, !managementUnusable.load(ordering: .relaxed),
             let device = await mirror.tree.device(at: path), device.hasLink,
             let index = Self.controllerIndex(device.adapterPath)
@@ -132,6 +143,9 @@ extension BlueZClient {
                 controller: index, address: device.address, type: .init(bluez: device.addressType))
             return true
         } catch {
+            if error == .timeout || error == .status(0x08) {
+                throw BlueZError.timeout("\(device.adapterPath) did not answer the kernel's disconnect: \(error)")
+            }
             if error.interfaceUnavailable {
                 if !managementUnusable.exchange(true, ordering: .relaxed) {
                     logger.notice(

@@ -157,9 +157,17 @@ actor Board {
             connectTask = nil
             let device = self.device
             dropLink()
-            let client = context.client
+            let context = self.context
+            let address = self.address
             Task { [weak self] in
-                if let device { try? await client.disconnect(device) }
+                if let device {
+                    do {
+                        try await context.client.disconnect(device)
+                    } catch BlueZError.timeout {
+                        // The link did not go down: its controller is asked whether it answers at all.
+                        await context.releaseGotNoAnswer(address, onAdapter: device.adapterPath)
+                    } catch {}
+                }
                 await self?.apply { $0.disconnected(now: $1) }
             }
         case .abandonConnection(let code):

@@ -29,9 +29,11 @@ extension Fleet {
     /// none in time a command timed out.
     func probeAdapters(turn: Int) {
         // The kernel queues the question behind a connect under way (LE Create Connection
-        // holds its queue until the link is up): only an adapter connecting nothing, before
-        // and after, is judged by the answer.
-        func idle(_ adapter: FleetAdapter) -> Bool { adapter.connectsInProgress == 0 && adapter.linkingBoards.isEmpty }
+        // holds its queue until the link is up): only an adapter with no connect at the
+        // controller (no connect permit out), before and after, is judged by the answer.
+        // Boards queued for a permit do not count: with more boards than slots there always
+        // are some, and a controller that hangs then was never asked.
+        func idle(_ adapter: FleetAdapter) -> Bool { adapter.scheduler.runningCount == 0 }
         for adapter in adapters.values where adapter.adapter.powered && idle(adapter) {
             let current = adapter.adapter
             Task {
@@ -52,6 +54,19 @@ extension Fleet {
     /// was the one not there. With no link to ask about, the connect counts as a command
     /// timed out when another adapter heard the board lately (it was there to connect).
     func connectTimedOut(_ board: BoardAddress, on adapter: FleetAdapter) async {
+        await commandGotNoAnswer("a connect", for: board, on: adapter)
+    }
+
+    /// The release of `board`'s link through the adapter at `path` got no answer (the
+    /// kernel's disconnect timed out, or the link stayed up): judged as a connect that got
+    /// none. An adapter always connecting (more boards than slots) is never asked by the
+    /// periodic question, and its rotation releases a link before each connect.
+    func releaseGotNoAnswer(_ board: BoardAddress, onAdapter path: String) async {
+        guard let adapter = adapters[path] else { return }
+        await commandGotNoAnswer("a release", for: board, on: adapter)
+    }
+
+    private func commandGotNoAnswer(_ what: String, for board: BoardAddress, on adapter: FleetAdapter) async {
         let metadata: Logger.Metadata = ["ble.adapter": "\(adapter.name)", "ble.address": "\(board)"]
         do {
             if try await client.probeController(adapter.adapter, turn: 0) {
@@ -59,7 +74,7 @@ extension Fleet {
                 return
             }
         } catch BlueZError.timeout {
-            logger.debug("neither a connect nor the question after it got an answer", metadata: metadata)
+            logger.debug("neither \(what) nor the question after it got an answer", metadata: metadata)
             adapter.health.command(completed: false)
             adapter.health.command(completed: false)
             return
@@ -70,7 +85,7 @@ extension Fleet {
         guard let times = boards[board]?.live.current.heardAt,
             Self.heard(times, elsewhereThan: adapter.path, within: adapter.health.current.thresholds.silence, now: .now)
         else { return }
-        logger.debug("a connect got no answer although another adapter hears the board", metadata: metadata)
+        logger.debug("\(what) got no answer although another adapter hears the board", metadata: metadata)
         adapter.health.command(completed: false)
     }
 

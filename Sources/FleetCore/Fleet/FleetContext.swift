@@ -64,6 +64,12 @@ final class FleetContext: Sendable {
         await fleet.fleet?.connectTimedOut(board, on: adapter)
     }
 
+    /// A release of `board`'s link through the adapter at `path` got no answer: its
+    /// controller is asked.
+    func releaseGotNoAnswer(_ board: BoardAddress, onAdapter path: String) async {
+        await fleet.fleet?.releaseGotNoAnswer(board, onAdapter: path)
+    }
+
     /// A connect through `adapter` failed (its controller's health weighs it).
     func connectFailed(_ board: BoardAddress, on adapter: FleetAdapter) async {
         await fleet.fleet?.connectFailed(board, on: adapter)
