@@ -392,8 +392,7 @@ class RealLane:
         bluetoothd 5.66 segfaults when a GATT server's answer comes after its adapter went
         off, and the central of the VM is served by that same bluetoothd."""
         await self.vm.agent_async(f"power-cut {board.adapter_index}")
-        board.present = False
-        await board.answered()
+        await board.power_cut()
         await sim.advertise(board, False)
         await sim.power(board, False)
         board.present = False

@@ -248,16 +248,16 @@ class Board:
 
     @present.setter
     def present(self, on: bool) -> None:
-        """Power on or off; off ends every request's wait at once (it answers "Not connected")."""
         self._present = on
         if on:
             self._off.clear()
-        else:
-            self._off.set()
 
-    async def answered(self) -> None:
-        """Returns once no GATT request of this board is still waiting for its answer (their
-        replies are on the bus, ahead of anything sent after this)."""
+    async def power_cut(self) -> None:
+        """Power is cut: every request still waiting for its time on the air is answered at
+        once ("Not connected"); returns once all are (their replies are on the bus, ahead of
+        anything sent after this)."""
+        self._present = False
+        self._off.set()
         await self._idle.wait()
 
     @contextlib.asynccontextmanager
