@@ -210,6 +210,7 @@ class Soak:
         ended = time.monotonic()
         converged = await self.converged_after(ended)
         record["converged_s"] = round(converged, 2) if converged is not None else None
+        record["until_s"] = round(time.monotonic() - self.started, 1)
         return record
 
     async def injector(self, boards: list[dict], adapters: list[str]):
@@ -343,8 +344,15 @@ class Soak:
             await asyncio.sleep(0.1)
             end = self.process()
         orphans = await self.orphans(rpc, set(addresses))
+        # A bluetoothd crash takes every adapter away for seconds and starts a hang's detection
+        # over: the faults it fell into are marked, and their figures also given without them.
+        for f in self.faults:
+            if "until_s" in f:
+                f["bluetoothd_crashed"] = any(f["at_s"] <= c <= f["until_s"] for c in self.bluez_crashes)
         converged = [f.get("converged_s") for f in self.faults if "error" not in f]
+        calm = [f.get("converged_s") for f in self.faults if "error" not in f and not f.get("bluetoothd_crashed")]
         hangs = [f for f in self.faults if f["kind"] == "hang"]
+        calm_hangs = [f for f in hangs if not f.get("bluetoothd_crashed")]
         total = sum(self.calls.values())
         return {
             "minutes": self.args.minutes,
@@ -364,6 +372,9 @@ class Soak:
             "final_convergence_s": None if final is None else round(final, 2),
             "hang_detect_s": [f.get("detect_s") for f in hangs],
             "hang_recover_s": [f.get("recover_s") for f in hangs],
+            "longest_convergence_without_crash_s": None if None in calm or not calm else max(calm),
+            "hang_detect_without_crash_s": [f.get("detect_s") for f in calm_hangs],
+            "hang_recover_without_crash_s": [f.get("recover_s") for f in calm_hangs],
             "process_start": start,
             "process_end": end,
             "orphan_links": orphans,
