@@ -165,7 +165,7 @@ actor Board {
                         try await context.client.disconnect(device)
                     } catch BlueZError.timeout {
                         // The link did not go down: its controller is asked whether it answers at all.
-                        await context.releaseGotNoAnswer(address, onAdapter: device.adapterPath)
+                        await context.gotNoAnswer(to: .release, for: address, onAdapter: device.adapterPath)
                     } catch {}
                 }
                 await self?.apply { $0.disconnected(now: $1) }
@@ -272,7 +272,7 @@ actor Board {
         // still held so that no other connect queues in front of the question (a controller
         // that stops answering leaves every connect pending until it times out, and keeps
         // the periodic question away: that waits for an adapter connecting nothing).
-        if case .failed(.timeout) = outcome, !Task.isCancelled { await context.connectTimedOut(address, on: adapter) }
+        if case .failed(.timeout) = outcome, !Task.isCancelled { await context.gotNoAnswer(to: .connect, for: address, onAdapter: adapter.path) }
         permit.release()
         await adapter.discovery.release()
         guard !Task.isCancelled else { return }

@@ -48,25 +48,22 @@ extension Fleet {
         }
     }
 
-    /// A connect to `board` through `adapter` got no answer within its timeout: its
-    /// controller is asked about one of its links now. Unanswered too, that is two commands
-    /// timed out (the connect and the question): the adapter is stuck. Answered, the board
-    /// was the one not there. With no link to ask about, the connect counts as a command
-    /// timed out when another adapter heard the board lately (it was there to connect).
-    func connectTimedOut(_ board: BoardAddress, on adapter: FleetAdapter) async {
-        await commandGotNoAnswer("a connect", for: board, on: adapter)
+    /// What got no answer from an adapter's controller.
+    enum Unanswered: String, Sendable {
+        case connect = "a connect"
+        /// The release of a link: the kernel's disconnect timed out, or the link stayed up.
+        case release = "a release"
     }
 
-    /// The release of `board`'s link through the adapter at `path` got no answer (the
-    /// kernel's disconnect timed out, or the link stayed up): judged as a connect that got
-    /// none. An adapter always connecting (more boards than slots) is never asked by the
-    /// periodic question, and its rotation releases a link before each connect.
-    func releaseGotNoAnswer(_ board: BoardAddress, onAdapter path: String) async {
+    /// A connect or release of `board`'s link through the adapter at `path` got no answer in its time:
+    /// the controller is asked about one of its links now. Unanswered too, that is two
+    /// commands timed out (the first and the question): the adapter is stuck. Answered, the
+    /// board was the one not there. With no link to ask about, it counts as one command
+    /// timed out when another adapter heard the board lately (it was there to connect). An
+    /// adapter always connecting (more boards than slots) is found this way: a rotation
+    /// releases a link before each connect.
+    func gotNoAnswer(to what: Unanswered, for board: BoardAddress, onAdapter path: String) async {
         guard let adapter = adapters[path] else { return }
-        await commandGotNoAnswer("a release", for: board, on: adapter)
-    }
-
-    private func commandGotNoAnswer(_ what: String, for board: BoardAddress, on adapter: FleetAdapter) async {
         let metadata: Logger.Metadata = ["ble.adapter": "\(adapter.name)", "ble.address": "\(board)"]
         do {
             if try await client.probeController(adapter.adapter, turn: 0) {
@@ -74,7 +71,7 @@ extension Fleet {
                 return
             }
         } catch BlueZError.timeout {
-            logger.debug("neither \(what) nor the question after it got an answer", metadata: metadata)
+            logger.debug("neither \(what.rawValue) nor the question after it got an answer", metadata: metadata)
             adapter.health.command(completed: false)
             adapter.health.command(completed: false)
             return
@@ -85,7 +82,7 @@ extension Fleet {
         guard let times = boards[board]?.live.current.heardAt,
             Self.heard(times, elsewhereThan: adapter.path, within: adapter.health.current.thresholds.silence, now: .now)
         else { return }
-        logger.debug("\(what) got no answer although another adapter hears the board", metadata: metadata)
+        logger.debug("\(what.rawValue) got no answer although another adapter hears the board", metadata: metadata)
         adapter.health.command(completed: false)
     }
 

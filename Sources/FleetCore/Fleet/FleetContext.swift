@@ -59,15 +59,10 @@ final class FleetContext: Sendable {
         }
     }
 
-    /// A connect to `board` through `adapter` got no answer in its time: its controller is asked.
-    func connectTimedOut(_ board: BoardAddress, on adapter: FleetAdapter) async {
-        await fleet.fleet?.connectTimedOut(board, on: adapter)
-    }
-
-    /// A release of `board`'s link through the adapter at `path` got no answer: its
-    /// controller is asked.
-    func releaseGotNoAnswer(_ board: BoardAddress, onAdapter path: String) async {
-        await fleet.fleet?.releaseGotNoAnswer(board, onAdapter: path)
+    /// A connect or release of `board`'s link through the adapter at `path` got no answer:
+    /// its controller is asked.
+    func gotNoAnswer(to what: Fleet.Unanswered, for board: BoardAddress, onAdapter path: String) async {
+        await fleet.fleet?.gotNoAnswer(to: what, for: board, onAdapter: path)
     }
 
     /// A connect through `adapter` failed (its controller's health weighs it).
