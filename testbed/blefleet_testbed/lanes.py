@@ -395,7 +395,6 @@ class RealLane:
         await board.power_cut()
         await sim.advertise(board, False)
         await sim.power(board, False)
-        board.present = False
 
     async def switch_on(self, sim, board) -> None:
         board.present = True

@@ -197,7 +197,7 @@ class Board:
         self.sensor = profile.TemperatureSource(pattern, index, count)
         self.radio = radio
         self._present = True
-        self._off = asyncio.Event()  # set while the board has no power
+        self._off = asyncio.Event()  # set by a power cut that ends every wait (power_cut)
         self._busy = 0               # GATT requests being answered
         self._idle = asyncio.Event()
         self._idle.set()
