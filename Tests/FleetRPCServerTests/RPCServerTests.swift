@@ -262,6 +262,48 @@ extension SocketTests {
             }
         }
 
+        /// Clients that keep connecting while the server shuts down: some are accepted and set
+        /// up but never served (the server is draining). Each of them is closed, and closing
+        /// them does not stop the process (an `NIOAsyncChannel` dropped with its writer
+        /// unfinished did, once in a few hundred shutdowns).
+        @Test(arguments: 0..<20)
+        func connectionsAcceptedDuringShutdownAreClosed(round: Int) async throws {
+            let gate = self.gate
+            let key = "drain\(round)"
+            let directory = try makeTemporaryDirectory(prefix: "blefleet-rpc")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("rpc.sock").path
+            let server = RPCServer(
+                configuration: RPCServerConfiguration(listener: .path(path), socketGroup: nil, shutdownGracePeriod: .seconds(10)),
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate), logger: .silent)
+            try await server.bind()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await server.run() }
+                // A call in flight keeps the server draining, not stopped.
+                let caller = try UnixSocketClient(path: path)
+                try caller.send(#"{"jsonrpc":"2.0","method":"test.wait","params":{"key":"\#(key)"},"id":1}"# + "\n")
+                try await eventually("the call is in flight") { gate.waiting(key) }
+                let clients = Task {
+                    try await offPool {
+                        var clients: [UnixSocketClient] = []
+                        while let client = try? UnixSocketClient(path: path) { clients.append(client) }
+                        return clients
+                    }
+                }
+                server.triggerGracefulShutdown()
+                let connected = try await clients.value
+                for client in connected {
+                    let lines = try await offPool { try client.readToEnd() }
+                    #expect(lines.isEmpty)
+                }
+                gate.open(key)
+                let lines = try await offPool { try caller.readToEnd() }
+                #expect(try lines.map(parse) == [["jsonrpc": "2.0", "result": .string(key), "id": 1]])
+                try await group.waitForAll()
+            }
+            try await eventually("no socket left") { socketCount(boundTo: path) == 0 }
+        }
+
         @Test func shutdownCancelsCallsAfterTheGracePeriod() async throws {
             let gate = self.gate
             let clock = ContinuousClock()

@@ -3,12 +3,15 @@ import Synchronization
 
 /// A connection accepted and set up (peer credentials read, frames decoded), waiting to be
 /// served. One the server never takes to serve (accepted while it drains, or still queued
-/// when it stops) is closed when dropped, rather than left half-made.
+/// when it stops) is closed when dropped, rather than left half-made: through
+/// `executeThenClose`, as the served ones are, because an `NIOAsyncChannel` whose writer is
+/// dropped unfinished stops the process.
 final class AcceptedConnection: Sendable {
     typealias Channel = NIOAsyncChannel<ByteBuffer, ByteBuffer>
 
     let credentials: PeerCredentials
     private let channel: Channel
+    /// Taken to serve, or closed: either way, dropping it does nothing more.
     private let taken = Atomic(false)
 
     init(channel: Channel, credentials: PeerCredentials) {
@@ -24,10 +27,15 @@ final class AcceptedConnection: Sendable {
 
     /// Closes the connection without serving it.
     func close() {
-        channel.channel.close(promise: nil)
+        guard !taken.exchange(true, ordering: .relaxed) else { return }
+        Self.close(channel)
     }
 
     deinit {
-        if !taken.load(ordering: .relaxed) { close() }
+        if !taken.load(ordering: .relaxed) { Self.close(channel) }
+    }
+
+    private static func close(_ channel: Channel) {
+        Task { try? await channel.executeThenClose { _, _ in } }
     }
 }
