@@ -45,6 +45,17 @@ extension Board {
         }
     }
 
+    /// A board that enters standby (its connect found every slot it could use taken, or it
+    /// gave its slot to another) while an adapter that was not considered then (it reported
+    /// the board meanwhile, e.g. one just plugged in) has room: its turn, at once. The
+    /// advertisement that told it was seen before standby, so it wakes nobody later.
+    func wakeIfHeardWhereRoomIs() {
+        let elsewhere = devices.keys.filter { !placedAmong.contains($0) && $0 != lastLinkAdapter }
+        guard let adapter = elsewhere.first(where: { context.tally.hasFreeSlot(onAdapter: $0) }) else { return }
+        logger.debug("an adapter that heard it has room; connecting", metadata: ["ble.adapter": "\(Fleet.adapterName(adapter))"])
+        apply { $0.connectionRoomAppeared(now: $1) }
+    }
+
     private func closeStrayLink(_ device: BlueZDevice) {
         logger.info(
             "closing a second link to the board", metadata: ["stray.adapter": "\(Fleet.adapterName(device.adapterPath))"])

@@ -25,6 +25,10 @@ actor Board {
     }
     /// The adapter of the board's last link.
     var lastLinkAdapter: String?
+    /// The adapters that had reported the board when its last connect chose where to go
+    /// (every one was considered), and the one of its link: a board that enters standby is
+    /// woken at once by any other that has reported it since and has room.
+    var placedAmong: Set<String> = []
     /// The adapter of this daemon's connect of the current link (nil for a link adopted):
     /// its health learns whether the link lasted (``BoardStateMachine/settleTime``) or fell
     /// at once.
@@ -130,6 +134,7 @@ actor Board {
             context.events.publish(.boardPhaseChanged(address, from: before, to: after))
         }
         perform(action)
+        if before != .standby, machine.phase == .standby { wakeIfHeardWhereRoomIs() }
     }
 
     private func perform(_ action: BoardStateMachine.Action) {
@@ -242,6 +247,7 @@ actor Board {
             }
             choice = again
         }
+        placedAmong = choice.heard
         let adapter = choice.adapter
         let full = choice.full
         let device = choice.device

@@ -55,7 +55,7 @@ extension Fleet {
         context.slotsChanged.notify()
         return PlacementChoice(
             adapter: adapter, device: device, full: chosen.full, roomWhereUnheard: roomWhereUnheard,
-            freshRoomWhereUnheard: freshRoomWhereUnheard)
+            freshRoomWhereUnheard: freshRoomWhereUnheard, heard: Set(devices.keys))
     }
 
     /// Called by a board holding `adapter`'s connect permit: may it take a link there?
