@@ -344,6 +344,7 @@ def start(args) -> int:
             from .real import vm as vmmod
             args.vm = str(Path(args.vm).resolve())
             lease = vmmod.Lease.acquire(Path(args.vm), wait=VM_LEASE_WAIT, holder=str(run.path))
+            lease.info = vmmod.reboot_if_oopsed(lease.info)
     elif args.vm:
         raise TestbedError("--vm goes with --real")
 

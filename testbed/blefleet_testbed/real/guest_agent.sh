@@ -28,6 +28,9 @@
 #   dmesg [hciN ...]      the kernel's last lines (or its last lines naming hciN ...)
 #   dmesg-save            the kernel's whole log to $VMDIR/dmesg-now.log (a segfault of
 #                         bluetoothd or an oops with its call trace, to read on the host)
+#   tainted               "ok N": the kernel's taint flags (128: it oopsed since boot)
+#   taint-as-oopsed       marks the kernel as if it had oopsed (taint flag 128, which only
+#                         a reboot clears), to test that a testbed reboots such a VM
 VMDIR=${VMDIR:-$(cat /run/blefleet-vmdir 2>/dev/null)}
 BLUETOOTHD=/usr/libexec/bluetooth/bluetoothd
 
@@ -295,6 +298,8 @@ run() {
       fi ;;
     dmesg) shift; echo "ok $(kernel_lines "$@")" ;;
     dmesg-save) dmesg >"$VMDIR/dmesg-now.log" && echo "ok" ;;
+    tainted) echo "ok $(cat /proc/sys/kernel/tainted)" ;;
+    taint-as-oopsed) echo 128 >/proc/sys/kernel/tainted && echo "ok" ;;
     btvirt-start)
       case "$2" in ''|*[!0-9]*) echo "error btvirt-start needs a controller count"; return ;; esac
       btvirt_start "$2" "$3" && echo "ok" ;;

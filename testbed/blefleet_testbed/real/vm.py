@@ -74,6 +74,7 @@ class VMInfo:
     bus_port: int
     agent_port: int
     mgmt_port: int | None  # None: a VM booted by a testbed that had no management relay
+    owner_pid: int = 0     # the VM stops when this process exits (0: only on `vm stop`)
 
     @property
     def controllers(self) -> int:
@@ -139,7 +140,8 @@ def load(path: Path) -> VMInfo:
     except ValueError:
         raise TestbedError(f"the VM description {path / 'vm.json'} is unreadable") from None
     info = VMInfo(path=path, centrals=raw["centrals"], boards=raw["boards"],
-                  bus_port=raw["bus_port"], agent_port=raw["agent_port"], mgmt_port=raw.get("mgmt_port"))
+                  bus_port=raw["bus_port"], agent_port=raw["agent_port"], mgmt_port=raw.get("mgmt_port"),
+                  owner_pid=raw.get("owner_pid", 0))
     pids = _read_pids(path)
     if not pids or not all(is_alive(e) for e in pids):
         raise TestbedError(f"the testbed VM in {path} is not running (see {path / 'console.log'})")
@@ -315,7 +317,7 @@ def keeper_main(args) -> int:
 
     (path / "vm.json").write_text(json.dumps({"centrals": info.centrals, "boards": info.boards,
                                               "bus_port": bus_port, "agent_port": agent_port,
-                                              "mgmt_port": mgmt_port}))
+                                              "mgmt_port": mgmt_port, "owner_pid": args.owner_pid}))
     report({"ok": True})
     while not stopping and qemu.poll() is None and not owner_gone():
         time.sleep(0.2)
@@ -428,6 +430,33 @@ def stop(path: Path) -> None:
         (path / name).unlink(missing_ok=True)
     if left:
         raise TestbedError(f"VM processes {', '.join(str(e['pid']) for e in left)} did not stop")
+
+
+TAINT_DIE = 128  # the kernel's taint flag for an oops (a BUG or a fault inside the kernel)
+
+
+def reboot_if_oopsed(info: VMInfo) -> VMInfo:
+    """A VM whose kernel oopsed (the Bluetooth stack of Linux 6.1 does, now and then, in
+    hci_chan_del when a socket closes) is unreliable from then on: every later testbed on it
+    may fail for that. Such a VM is booted again, the same, its kernel log kept first as
+    oops-TIME.log. Returns the VM to use."""
+    try:
+        tainted = int(info.agent("tainted", timeout=5))
+    except (OSError, TestbedError, ValueError):
+        return info  # an agent from before this question: nothing known
+    if not tainted & TAINT_DIE:
+        return info
+    kept = info.path / f"oops-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    try:
+        info.agent("dmesg-save", timeout=10)
+        (info.path / "dmesg-now.log").rename(kept)
+        told = f"its log is in {kept}"
+    except (OSError, TestbedError):
+        told = "its log could not be saved"
+    print(f"testbed: the VM's kernel oopsed during an earlier testbed ({told}); booting the VM again",
+          file=sys.stderr, flush=True)
+    stop(info.path)
+    return start(info.path, info.centrals, info.boards, owner_pid=info.owner_pid)
 
 
 def _tail(file: Path, count: int = 3) -> str:
