@@ -76,6 +76,14 @@ final class RunningDaemon: @unchecked Sendable {
 
     var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 
+    /// The log's last `lines` lines, without the lines of clients coming and going (a test
+    /// that polls the daemon makes most of them).
+    func logTail(_ lines: Int) -> String {
+        log.split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { !$0.contains("Client connected") && !$0.contains("Client disconnected") }
+            .suffix(lines).joined(separator: "\n")
+    }
+
     /// SIGTERM, then waits
     /// (bounded; SIGKILL after) and returns the exit status.
     @discardableResult
@@ -94,7 +102,9 @@ final class RunningDaemon: @unchecked Sendable {
 
     /// A testbed, and a daemon serving it, for the duration of `body`. On the real lane the
     /// daemon releases links through the VM kernel's management interface, as it does
-    /// through this machine's kernel when installed (`BLEFLEET_MGMT_SOCKET`).
+    /// through this machine's kernel when installed (`BLEFLEET_MGMT_SOCKET`). An error from
+    /// `body` comes with the end of the daemon's log, which says what it was doing; with
+    /// BLEFLEET_TEST_LOG set the daemon logs at debug level.
     static func with<T>(
         lane: Lane = .bluezoo, boards: Int = 5, testbedArguments: [String] = [],
         configuration: String = "socket-group: root\n", environment: [String: String] = [:],
@@ -105,10 +115,18 @@ final class RunningDaemon: @unchecked Sendable {
             if let relay = testbed.managementSocket, environment["BLEFLEET_MGMT_SOCKET"] == nil {
                 environment["BLEFLEET_MGMT_SOCKET"] = relay
             }
+            var configuration = configuration
+            if ProcessInfo.processInfo.environment["BLEFLEET_TEST_LOG"] != nil, !configuration.contains("log-level:") {
+                configuration += "\nlog-level: debug\n"
+            }
             let daemon = try RunningDaemon(busAddress: testbed.busAddress, configuration: configuration, environment: environment)
             defer { daemon.terminate() }
             try await daemon.waitUntilServing()
-            return try await body(testbed, daemon)
+            do {
+                return try await body(testbed, daemon)
+            } catch {
+                throw FixtureError("\(error)\n--- the end of the daemon's log ---\n\(daemon.logTail(150))")
+            }
         }
     }
 }

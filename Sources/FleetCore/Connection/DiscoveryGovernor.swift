@@ -39,6 +39,14 @@ actor DiscoveryGovernor {
     /// A refresh runs discovery although connects hold it.
     private var refreshing = false
 
+    /// A StartDiscovery that failed is tried again after ``retryDelay`` (BlueZ refuses one
+    /// now and then: an adapter that has just come back, a call that reached a bluetoothd
+    /// that was dying): discovery must not stay off with nothing left to start it.
+    static let retryDelay: Duration = .seconds(2)
+    private var retry: Task<Void, Never>?
+    /// StartDiscovery failures in a row: the first is a warning, the others debug.
+    private var startFailures = 0
+
     /// Told whether each Start/Stop completed or timed out: the controller's health.
     private let health: AdapterHealthMonitor
 
@@ -182,12 +190,22 @@ actor DiscoveryGovernor {
                 if await settle(adapter, discovering: start) { health.command(completed: true) }
                 running = start
                 pausedSince = start ? nil : .now
+                if start { startFailures = 0 }
                 logger.debug(start ? "discovery on" : "discovery paused for connects", metadata: ["ble.adapter": "\(adapter.name)"])
             } catch {
                 if Self.timedOut(error) { health.command(completed: false) }
                 if start {
-                    logger.warning("could not start discovery", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
-                    break
+                    // The adapter changed during the call (BlueZ went and came back): try the
+                    // new one at once; else again after a moment.
+                    if self.adapter?.path == adapter.path, self.adapter != nil {
+                        logger.log(
+                            level: startFailures == 0 ? .warning : .debug, "could not start discovery; trying again shortly",
+                            metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
+                        startFailures += 1
+                        scheduleRetry()
+                        break
+                    }
+                    continue
                 }
                 // "No discovery started": it is off, which is what was asked for.
                 running = false
@@ -202,5 +220,18 @@ actor DiscoveryGovernor {
         let waiting = settled
         settled = []
         for continuation in waiting { continuation.resume() }
+    }
+
+    private func scheduleRetry() {
+        guard retry == nil else { return }
+        retry = Task { [weak self] in
+            try? await Task.sleep(for: Self.retryDelay)
+            await self?.retryFired()
+        }
+    }
+
+    private func retryFired() async {
+        retry = nil
+        await reconcile()
     }
 }
