@@ -25,6 +25,12 @@ extension Fleet {
         case .propertiesChanged(let path, let interface, let changed, _):
             if interface == BlueZInterfaces.adapter {
                 await refreshAdapters()
+                // Powered off and on again, both told before this signal is handled: the
+                // adapter looks powered throughout, but BlueZ ended every discovery session
+                // as it powered off, ours included.
+                if changed["Powered"]?.bool == false, let adapter = adapters[path], adapter.adapter.powered {
+                    await adapter.discovery.sessionEnded()
+                }
             } else if interface == BlueZInterfaces.device {
                 // Advertisements of boards that do not wait for one never get here: they are
                 // recorded on the mirror (see `run()`).
