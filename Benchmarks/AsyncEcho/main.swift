@@ -2,7 +2,9 @@
 // the way blefleetd's server is (NIOAsyncChannel, LineBasedFrameDecoder, one task per
 // connection, each line a child task of it, written back through the outbound writer), with
 // no JSON and no work: what the anchors' async server design costs per call by itself.
-// `--inline` answers in the connection's task instead (no child task: one call at a time).
+// `--inline` answers in the connection's task instead (no child task: one call at a time);
+// `--on-loop` answers in a channel handler on the event loop, as the daemon has answered a
+// call that never waits (daemon.status) since 2026-11-26.
 //
 // Measured 2026-11-23 (2 cores, 20 boards on the daemon; Benchmarks/fleet/rpc_rtt.py, three
 // runs, median of 2000 sequential calls each): socat's raw echo 28–34 µs; this echo with a
@@ -11,6 +13,12 @@
 // ≤ 2× a raw echo) is out of reach for any server built this way on this machine, before any
 // JSON is read or written: the child task per call (kept so a slow call does not hold up the
 // next ones on its connection) alone costs more than the goal allows.
+//
+// Measured 2026-11-26 (same machine, one run of rpc_rtt.py): on the event loop 22 µs, a child
+// task per line 105 µs, socat 54 µs (socat varies 26–54 µs between runs). daemon.status
+// answered on the loop went from 154 µs to 109–124 µs; what is left over the loop's floor is
+// Foundation's JSON (json-bench: reading the request 8.6 µs, writing the reply 21 µs, more in
+// the daemon with cold caches) and building the status.
 //
 //   swift build -c release --product async-echo
 //   .build/release/async-echo SOCKET [--inline] &
@@ -21,19 +29,33 @@ import NIOPosix
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let path = arguments.first else {
-    print("usage: async-echo SOCKET [--inline]")
+    print("usage: async-echo SOCKET [--inline | --on-loop]")
     exit(2)
 }
 let inline = arguments.contains("--inline")
+let onLoop = arguments.contains("--on-loop")
+
+/// `--on-loop`: each line answered by a channel handler on the event loop, as the daemon
+/// answers a call that never waits (daemon.status): no task at all.
+final class LoopEcho: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var reply = unwrapInboundIn(data)
+        reply.writeInteger(UInt8(ascii: "\n"))
+        context.writeAndFlush(wrapOutboundOut(reply), promise: nil)
+    }
+}
 
 let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
     .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
         channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineBasedFrameDecoder()))
+            if onLoop { try channel.pipeline.syncOperations.addHandler(LoopEcho()) }
             return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
         }
     }
-print("async-echo on \(path)\(inline ? " (inline)" : " (a child task per line)")")
+print("async-echo on \(path)\(onLoop ? " (on the event loop)" : inline ? " (inline)" : " (a child task per line)")")
 try await withThrowingDiscardingTaskGroup { connections in
     try await server.executeThenClose { inbound in
         for try await connection in inbound {

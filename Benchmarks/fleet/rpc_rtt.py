@@ -1,8 +1,8 @@
 """Round trip of one JSON-RPC call over a Unix socket, against a peer measured the same way
 in the same run: a raw line echo (socat PIPE) on another Unix socket, with this same client.
 With FLOOR_SOCKET, a third peer: Benchmarks/AsyncEcho (a line echo written the way the
-daemon's server is, NIOAsyncChannel and a child task per line, no JSON), the floor the
-server's design sets under any call. Then calls/s with CLIENTS concurrent connections.
+daemon's server is, no JSON; Benchmarks/fleet/run starts it --on-loop, as the daemon answers
+daemon.status), the floor the server's design sets under the call. Then calls/s with CLIENTS concurrent connections.
 
 Usage: python rpc_rtt.py DAEMON_SOCKET ECHO_SOCKET [CALLS] [CLIENTS] [FLOOR_SOCKET]
 """
@@ -54,7 +54,7 @@ def main() -> None:
     clients = int(sys.argv[4]) if len(sys.argv) > 4 else 16
     peers = {"daemon.status": daemon, "raw echo": echo}
     if len(sys.argv) > 5:
-        peers["async NIO echo"] = sys.argv[5]
+        peers["NIO echo"] = sys.argv[5]
     for path in peers.values():  # warm up each
         round_trips(path, 200)
     medians = {name: [] for name in peers}
@@ -64,9 +64,9 @@ def main() -> None:
     micros = {name: statistics.median(values) * 1e6 for name, values in medians.items()}
     d, e = micros["daemon.status"], micros["raw echo"]
     print(f"round trip, median of {calls} sequential calls: daemon.status {d:.0f} µs, raw echo {e:.0f} µs, ratio {d / e:.2f}x")
-    if "async NIO echo" in micros:
-        f = micros["async NIO echo"]
-        print(f"the server design's floor: async NIO echo {f:.0f} µs, {f / e:.2f}x the raw echo; daemon.status {d / f:.2f}x the floor")
+    if "NIO echo" in micros:
+        f = micros["NIO echo"]
+        print(f"the server design's floor: NIO echo {f:.0f} µs, {f / e:.2f}x the raw echo; daemon.status {d / f:.2f}x the floor")
     rate = asyncio.run(throughput(daemon, clients, 3.0))
     print(f"daemon.status with {clients} clients: {rate:.0f} calls/s")
 

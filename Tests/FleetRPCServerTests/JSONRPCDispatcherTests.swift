@@ -21,6 +21,43 @@ import Testing
 
     func errorCode(_ reply: JSONValue?) -> Int64? { reply?["error"]?["code"]?.int64Value }
 
+    /// What answerAtOnce answers now, as text; nil when the frame waits for a task.
+    func atOnce(_ frame: String, uid: UInt32 = 0, policy: AccessPolicy? = nil) -> String?? {
+        let dispatcher = policy.map { TestCatalogue.makeDispatcher(policy: $0) } ?? self.dispatcher
+        let credentials = PeerCredentials(pid: getpid(), uid: uid, gid: uid)
+        switch dispatcher.answerAtOnce(RPCIncoming(parsing: Array(frame.utf8)), credentials: credentials) {
+        case .waits: return nil
+        case .answered(let bytes): return .some(bytes.map { String(decoding: $0, as: UTF8.self) })
+        }
+    }
+
+    // MARK: Answered at once
+
+    @Test func aMethodThatNeverWaitsIsAnsweredAtOnceAndTheOthersWait() async throws {
+        #expect(atOnce(#"{"jsonrpc":"2.0","method":"test.snapshot","id":1}"#) == #"{"id":1,"jsonrpc":"2.0","result":false}"#)
+        #expect(atOnce(#"{"jsonrpc":"2.0","method":"test.snapshot"}"#) == .some(nil))
+        #expect(atOnce(#"{"jsonrpc":"2.0","method":"test.get_data","id":1}"#) == nil)
+        #expect(atOnce(#"[{"jsonrpc":"2.0","method":"test.snapshot","id":1}]"#) == nil)
+        // Errors need nothing to wait for: the same replies as through handle(frame:).
+        for frame in [
+            #"{"jsonrpc":"2.0","method":"nope","id":1}"#, #"{"jsonrpc": "2.0", "method": "foobar, "params"#,
+            #"{"jsonrpc":"2.0","method":1}"#, #"{"jsonrpc":"2.0","method":"test.snapshot","params":{"x":1},"id":"a"}"#,
+            #"{"jsonrpc":"2.0","method":"test.snapshot","params":{"fail":true},"id":2}"#,
+        ] {
+            #expect(atOnce(frame) == .some(await replyText(frame)), "\(frame)")
+        }
+    }
+
+    @Test func aCallerWhoseRoleIsNotKnownYetWaits() async throws {
+        // Finding a role asks NSS, which may block: never on the event loop.
+        let policy = AccessPolicy()
+        let frame = #"{"jsonrpc":"2.0","method":"test.snapshot","id":1}"#
+        #expect(atOnce(frame, uid: 4242, policy: policy) == nil)
+        _ = policy.role(for: PeerCredentials(pid: getpid(), uid: 4242, gid: 4242))
+        let refused = try #require(atOnce(frame, uid: 4242, policy: policy) ?? nil)
+        #expect(refused.contains("-32000"))
+    }
+
     // MARK: JSON-RPC 2.0 specification, section 7
 
     @Test func positionalParameters() async throws {

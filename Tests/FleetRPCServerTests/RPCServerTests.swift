@@ -141,6 +141,37 @@ extension SocketTests {
             }
         }
 
+        /// A call that never waits (daemon.status) is answered on the event loop as it is read:
+        /// also while the connection's every call place is taken, where a waiting call is
+        /// refused as busy. Its errors and refusals are answered the same way.
+        @Test func callsThatNeverWaitAreAnsweredOnTheEventLoopEvenWhenTheConnectionIsBusy() async throws {
+            let gate = self.gate
+            try await withServer(
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate),
+                configure: { $0.maxCallsInFlightPerConnection = 1 }
+            ) { path, _ in
+                let client = try UnixSocketClient(path: path)
+                let replies = try await offPool {
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.wait","params":{"key":"k"},"id":1}"# + "\n")
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.get_data","id":2}"# + "\n")
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.snapshot","id":3}"# + "\n")
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.snapshot","params":{"fail":true},"id":4}"# + "\n")
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.snapshot","params":{"fail":"yes"},"id":5}"# + "\n")
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.snapshot"}"# + "\n")
+                    return try (0..<4).map { _ in try parse(try client.readLine()) }
+                }
+                let byID = Dictionary(uniqueKeysWithValues: replies.map { ($0["id"]!.int64Value!, $0) })
+                #expect(byID[2]?["error"]?["code"] == -32004)
+                #expect(byID[3]?["result"] == true)
+                #expect(byID[4]?["error"]?["code"] == -32001)
+                #expect(byID[5]?["error"]?["code"] == -32602)
+                gate.open("k")
+                let last = try await offPool { try parse(try client.readLine()) }
+                #expect(last["id"] == 1)
+                #expect(last["result"] == "k")
+            }
+        }
+
         @Test func callsDoNotWaitBehindRunningCalls() async throws {
             let gate = self.gate
             try await withServer(

@@ -4,6 +4,7 @@ import FleetRPCServer
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import NIOPosix
 
 /// Toy methods for the protocol layer, named after the JSON-RPC 2.0 specification's examples.
 enum TestCatalogue {
@@ -50,6 +51,10 @@ enum TestCatalogue {
     static let open = RPCMethodDescriptor(
         name: "test.open", summary: "Opens a key.", params: [RPCParamDescriptor("key", .string(), required: true, "Key.")],
         result: RPCResultDescriptor("ok", "true"), access: .read)
+    static let snapshot = RPCMethodDescriptor(
+        name: "test.snapshot", summary: "Answered at once, on the event loop (as daemon.status is).",
+        params: [RPCParamDescriptor("fail", .boolean, "Throw instead.")],
+        result: RPCResultDescriptor("onEventLoop", "Whether it ran on an NIO event loop's thread."), access: .read)
     static let flood = RPCMethodDescriptor(
         name: "test.flood", summary: "Sends count notifications, stops when refused.",
         params: [RPCParamDescriptor("count", .integer(minimum: 0), required: true, "How many.")],
@@ -86,6 +91,10 @@ enum TestCatalogue {
         dispatcher.registerJSON(failInternal) { _, _ in throw SecretFailure() }
         dispatcher.registerJSON(failRPC) { _, _ in throw RPCError(.timeout, "The board did not answer within 5 s.") }
         dispatcher.registerJSON(failConvertible) { _, _ in throw MissingBoard() }
+        dispatcher.register(immediate: snapshot) { params in
+            if params["fail"] == true { throw MissingBoard() }
+            return JSONValue.bool(MultiThreadedEventLoopGroup.currentEventLoop != nil)
+        }
         dispatcher.register(Typed.self) { params, _ in
             FleetResult(outcomes: [
                 BoardOutcome(

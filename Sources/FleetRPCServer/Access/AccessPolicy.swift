@@ -38,15 +38,27 @@ public final class AccessPolicy: Sendable {
         self.configuration = configuration
     }
 
-    /// The role of a peer.
+    /// The role of a peer. A lookup (on a cache miss) asks NSS, which may wait on a directory
+    /// service: call it where blocking a while is acceptable, not on an event loop.
     public func role(for credentials: PeerCredentials) -> AccessRole {
-        if credentials.uid == 0 { return .control }
-        let key = UInt64(credentials.uid) << 32 | UInt64(credentials.gid)
         let now = ContinuousClock.now
-        if let cached = roles.withLockedValue({ $0[key] }), cached.expires > now { return cached.role }
+        if let role = cachedRole(for: credentials, now: now) { return role }
         let role = lookUpRole(for: credentials)
-        roles.withLockedValue { $0[key] = CachedRole(role: role, expires: now.advanced(by: configuration.cacheLifetime)) }
+        roles.withLockedValue {
+            $0[Self.key(credentials)] = CachedRole(role: role, expires: now.advanced(by: configuration.cacheLifetime))
+        }
         return role
+    }
+
+    /// The role of a peer if it is known without a lookup (root, or cached).
+    public func cachedRole(for credentials: PeerCredentials, now: ContinuousClock.Instant = .now) -> AccessRole? {
+        if credentials.uid == 0 { return .control }
+        guard let cached = roles.withLockedValue({ $0[Self.key(credentials)] }), cached.expires > now else { return nil }
+        return cached.role
+    }
+
+    private static func key(_ credentials: PeerCredentials) -> UInt64 {
+        UInt64(credentials.uid) << 32 | UInt64(credentials.gid)
     }
 
     private func lookUpRole(for credentials: PeerCredentials) -> AccessRole {

@@ -7,15 +7,36 @@ public import Logging
 /// (``RPCIncoming``, Foundation's decoder), checks params against the method's descriptor,
 /// applies the ``AccessPolicy``, runs the handler, maps its errors to codes, and writes the
 /// reply once (Foundation's encoder, the typed result as it is).
+///
+/// A method whose answer never waits (it reads a snapshot: `daemon.status`) is registered
+/// with ``register(immediate:handler:)`` and answered by ``answerAtOnce(_:credentials:)``
+/// on the connection's event loop, as the frame is read: no task, no thread hop.
 public struct JSONRPCDispatcher: Sendable {
     /// A handler: params checked against the descriptor; returns the result to encode.
     /// Throw ``RPCError`` or an ``RPCErrorConvertible``.
     public typealias Handler =
         @Sendable (_ params: RPCCheckedParams, _ context: RPCContext) async throws -> any Encodable & Sendable
+    /// A handler that answers without waiting or blocking (it reads what is already known).
+    public typealias ImmediateHandler = @Sendable (_ params: RPCCheckedParams) throws -> any Encodable & Sendable
+
+    private enum Run: Sendable {
+        case waits(Handler)
+        case atOnce(ImmediateHandler)
+        /// The discovery method, answered from the descriptors.
+        case discovery
+    }
 
     private struct Entry: Sendable {
         var descriptor: RPCMethodDescriptor
-        var handler: Handler?  // nil: the discovery method, answered from the descriptors
+        var run: Run
+    }
+
+    /// What ``answerAtOnce(_:credentials:)`` made of a frame.
+    public enum ImmediateAnswer: Sendable {
+        /// Answered: the reply to send, `nil` when there is none (a notification).
+        case answered([UInt8]?)
+        /// Something in the frame waits: answer it with ``handle(_:connection:)`` in a task.
+        case waits
     }
 
     private var entries: [String: Entry] = [:]
@@ -37,7 +58,7 @@ public struct JSONRPCDispatcher: Sendable {
     /// The OpenRPC document of the methods served (the discovery method itself left out).
     public var openRPCDocument: JSONValue {
         OpenRPCDocument.make(
-            methods: order.compactMap { entries[$0]!.handler == nil ? nil : entries[$0]!.descriptor },
+            methods: order.compactMap { if case .discovery = entries[$0]!.run { nil } else { entries[$0]!.descriptor } },
             title: discovery.title, apiVersion: discovery.version)
     }
 
@@ -45,7 +66,12 @@ public struct JSONRPCDispatcher: Sendable {
 
     /// Serves `descriptor.name` with `handler`. Registering a name twice is a programming error.
     public mutating func register(_ descriptor: RPCMethodDescriptor, handler: @escaping Handler) {
-        add(Entry(descriptor: descriptor, handler: handler))
+        add(Entry(descriptor: descriptor, run: .waits(handler)))
+    }
+
+    /// Serves `descriptor.name` with a handler that never waits, answered on the event loop.
+    public mutating func register(immediate descriptor: RPCMethodDescriptor, handler: @escaping ImmediateHandler) {
+        add(Entry(descriptor: descriptor, run: .atOnce(handler)))
     }
 
     /// Serves `method` with a handler taking its typed params and returning its typed result.
@@ -57,11 +83,18 @@ public struct JSONRPCDispatcher: Sendable {
         }
     }
 
+    /// Serves `method` with a handler that never waits (see ``register(immediate:handler:)``).
+    public mutating func register<Method: RPCMethod>(
+        immediate method: Method.Type, handler: @escaping @Sendable (Method.Params) throws -> Method.Result
+    ) {
+        register(immediate: method.descriptor) { checked in try handler(try Method.Params(checked: checked)) }
+    }
+
     /// Serves `method` (e.g. `rpc.discover`) with the OpenRPC document of every method
     /// registered, titled `title` at API version `version`.
     public mutating func registerDiscovery<Method: RPCMethod>(_ method: Method.Type, title: String, version: String) {
         discovery = (title, version)
-        add(Entry(descriptor: method.descriptor, handler: nil))
+        add(Entry(descriptor: method.descriptor, run: .discovery))
     }
 
     private mutating func add(_ entry: Entry) {
@@ -75,11 +108,14 @@ public struct JSONRPCDispatcher: Sendable {
     /// Answers one frame (without its newline). `nil` when nothing is to be sent
     /// (notifications only). The calls of a batch run concurrently.
     public func handle(frame: some Collection<UInt8>, connection: RPCConnection) async -> [UInt8]? {
-        switch RPCIncoming(parsing: frame) {
+        await handle(RPCIncoming(parsing: frame), connection: connection)
+    }
+
+    /// Answers one frame already read.
+    public func handle(_ incoming: RPCIncoming, connection: RPCConnection) async -> [UInt8]? {
+        switch incoming {
         case .refused(let error):
-            logger.debug(
-                "Refused a frame", metadata: ["client.pid": "\(connection.credentials.pid)", "rpc.error": "\(error.message)"])
-            return Self.write(RPCReply(id: .null, outcome: .error(error)))
+            return refused(error, pid: connection.credentials.pid)
         case .single(let item):
             return await handle(item, connection: connection).flatMap(Self.write)
         case .batch(let items):
@@ -97,22 +133,66 @@ public struct JSONRPCDispatcher: Sendable {
         }
     }
 
+    /// Answers `incoming` now if nothing in it waits: a frame refused as a whole, an invalid
+    /// request, an unknown method, a call refused by access or params, or a single call of a
+    /// method registered with ``register(immediate:handler:)``. Batches always wait, and so
+    /// does a call whose caller's role is not cached (finding it may wait on NSS).
+    public func answerAtOnce(_ incoming: RPCIncoming, credentials: PeerCredentials) -> ImmediateAnswer {
+        switch incoming {
+        case .refused(let error):
+            return .answered(refused(error, pid: credentials.pid))
+        case .batch:
+            return .waits
+        case .single(.invalid(let id, let error)):
+            return .answered(Self.write(RPCReply(id: id, outcome: .error(error))))
+        case .single(.request(let request)):
+            guard let role = policy.cachedRole(for: credentials) else { return .waits }
+            let outcome: RPCReply.Outcome
+            switch admit(request, credentials: credentials, role: role) {
+            case .failure(let error):
+                outcome = .error(error)
+            case .success(let (entry, params, _)):
+                switch entry.run {
+                case .waits: return .waits
+                case .discovery: outcome = .result(openRPCDocument)
+                case .atOnce(let handler):
+                    do {
+                        outcome = .result(try handler(params))
+                    } catch {
+                        outcome = .error(rpcError(for: error, method: request.method, credentials: credentials))
+                    }
+                }
+            }
+            return .answered(request.id.flatMap { Self.write(RPCReply(id: $0, outcome: outcome)) })
+        }
+    }
+
     /// Answers every request of `frame` that has an id with `error` without running anything
     /// (used when a connection has too many calls in flight). `nil` when nothing is to be sent.
     public func refuse(frame: some Collection<UInt8>, with error: RPCError) -> [UInt8]? {
+        refuse(RPCIncoming(parsing: frame), with: error)
+    }
+
+    /// ``refuse(frame:with:)`` for a frame already read.
+    public func refuse(_ incoming: RPCIncoming, with error: RPCError) -> [UInt8]? {
         func refusal(_ item: RPCIncoming.Item) -> RPCReply? {
             switch item {
             case .invalid(let id, let invalid): return RPCReply(id: id, outcome: .error(invalid))
             case .request(let request): return request.id.map { RPCReply(id: $0, outcome: .error(error)) }
             }
         }
-        switch RPCIncoming(parsing: frame) {
+        switch incoming {
         case .refused(let refusal): return Self.write(RPCReply(id: .null, outcome: .error(refusal)))
         case .single(let item): return refusal(item).flatMap(Self.write)
         case .batch(let items):
             let replies = items.compactMap(refusal)
             return replies.isEmpty ? nil : Self.write(replies)
         }
+    }
+
+    private func refused(_ error: RPCError, pid: Int32) -> [UInt8]? {
+        logger.debug("Refused a frame", metadata: ["client.pid": "\(pid)", "rpc.error": "\(error.message)"])
+        return Self.write(RPCReply(id: .null, outcome: .error(error)))
     }
 
     private func handle(_ item: RPCIncoming.Item, connection: RPCConnection) async -> RPCReply? {
@@ -125,41 +205,53 @@ public struct JSONRPCDispatcher: Sendable {
         }
     }
 
+    /// The method's entry, the params checked against it and the caller's role; or the error
+    /// that refuses the call (unknown method, permission, params).
+    private func admit(
+        _ request: RPCRequest, credentials: PeerCredentials, role knownRole: AccessRole? = nil
+    ) -> Result<(Entry, RPCCheckedParams, AccessRole), RPCError> {
+        guard let entry = entries[request.method] else { return .failure(.methodNotFound(request.method)) }
+        let role = knownRole ?? policy.role(for: credentials)
+        if let refusal = policy.refusal(for: entry.descriptor, role: role, credentials: credentials) {
+            logger.notice(
+                "Refused a call: permission denied",
+                metadata: [
+                    "rpc.method": "\(request.method)", "client.uid": "\(credentials.uid)",
+                    "client.pid": "\(credentials.pid)", "client.role": "\(role.rawValue)",
+                ])
+            return .failure(refusal)
+        }
+        do {
+            return .success((entry, try entry.descriptor.validate(request.params), role))
+        } catch {
+            return .failure(error)
+        }
+    }
+
     /// Runs one request: method lookup, access, params, handler. Returns its outcome (also
     /// for notifications, whose outcome is dropped).
     func call(_ request: RPCRequest, connection: RPCConnection) async -> RPCReply.Outcome {
-        guard let entry = entries[request.method] else { return .error(.methodNotFound(request.method)) }
+        let (entry, params, role): (Entry, RPCCheckedParams, AccessRole)
+        switch admit(request, credentials: connection.credentials) {
+        case .failure(let error): return .error(error)
+        case .success(let admitted): (entry, params, role) = admitted
+        }
         let descriptor = entry.descriptor
         var callLogger = logger
         callLogger[metadataKey: "rpc.method"] = "\(request.method)"
         callLogger[metadataKey: "client.uid"] = "\(connection.credentials.uid)"
         callLogger[metadataKey: "client.pid"] = "\(connection.credentials.pid)"
-
-        let role = policy.role(for: connection.credentials)
-        if let refusal = policy.refusal(for: descriptor, role: role, credentials: connection.credentials) {
-            callLogger.notice("Refused a call: permission denied", metadata: ["client.role": "\(role.rawValue)"])
-            return .error(refusal)
-        }
-        let params: RPCCheckedParams
-        do {
-            params = try descriptor.validate(request.params)
-        } catch {
-            return .error(error)
-        }
-        guard let handler = entry.handler else { return .result(openRPCDocument) }
-        let context = RPCContext(method: descriptor, id: request.id, connection: connection, role: role, logger: callLogger)
         let outcome: RPCReply.Outcome
         do {
-            outcome = .result(try await handler(params, context))
-        } catch let error as RPCError {
-            outcome = .error(error)
-        } catch let error as any RPCErrorConvertible {
-            outcome = .error(error.rpcError)
-        } catch is CancellationError {
-            outcome = .error(RPCError(.shuttingDown, "The call was cancelled because the daemon is shutting down."))
+            switch entry.run {
+            case .discovery: return .result(openRPCDocument)
+            case .atOnce(let handler): outcome = .result(try handler(params))
+            case .waits(let handler):
+                let context = RPCContext(method: descriptor, id: request.id, connection: connection, role: role, logger: callLogger)
+                outcome = .result(try await handler(params, context))
+            }
         } catch {
-            callLogger.error("A handler failed unexpectedly", metadata: ["error": "\(String(reflecting: error))"])
-            outcome = .error(.internalError)
+            outcome = .error(rpcError(for: error, method: request.method, credentials: connection.credentials))
         }
         if descriptor.access == .write {
             switch outcome {
@@ -168,6 +260,23 @@ public struct JSONRPCDispatcher: Sendable {
             }
         }
         return outcome
+    }
+
+    /// The error a handler's `error` is answered with.
+    private func rpcError(for error: any Error, method: String, credentials: PeerCredentials) -> RPCError {
+        switch error {
+        case let error as RPCError: return error
+        case let error as any RPCErrorConvertible: return error.rpcError
+        case is CancellationError: return RPCError(.shuttingDown, "The call was cancelled because the daemon is shutting down.")
+        default:
+            logger.error(
+                "A handler failed unexpectedly",
+                metadata: [
+                    "rpc.method": "\(method)", "client.uid": "\(credentials.uid)", "client.pid": "\(credentials.pid)",
+                    "error": "\(String(reflecting: error))",
+                ])
+            return .internalError
+        }
     }
 
     /// The reply's JSON text; a result that cannot be encoded (a non-finite number) becomes

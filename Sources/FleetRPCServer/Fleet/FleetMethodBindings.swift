@@ -118,7 +118,7 @@ public enum FleetMethodBindings {
         dispatcher.register(FleetMethods.EventsUnsubscribe.self) { params, context in
             EventsSubscriptionResult(topics: events.unsubscribe(context.connection, from: params.topics.map(Set.init)))
         }
-        dispatcher.register(FleetMethods.DaemonStatus.self) { _, _ in
+        dispatcher.register(immediate: FleetMethods.DaemonStatus.self) { _ in
             let status = fleet.status
             return FleetRPC.DaemonStatus(
                 version: environment.version,

@@ -7,7 +7,7 @@ import Synchronization
 /// `executeThenClose`, as the served ones are, because an `NIOAsyncChannel` whose writer is
 /// dropped unfinished stops the process.
 final class AcceptedConnection: Sendable {
-    typealias Channel = NIOAsyncChannel<ByteBuffer, ByteBuffer>
+    typealias Channel = NIOAsyncChannel<ReadFrame, ByteBuffer>
 
     let credentials: PeerCredentials
     private let channel: Channel

@@ -14,10 +14,15 @@ struct RPCConnectionHandler: Sendable {
     let dispatcher: JSONRPCDispatcher
     let configuration: RPCServerConfiguration
 
-    /// Frames a new connection's input by lines. Twice the frame limit is buffered at most: a
+    /// Frames a new connection's input by lines, and reads each frame (answering at once what
+    /// needs no waiting: ``ImmediateCalls``). Twice the frame limit is buffered at most: a
     /// frame is refused by its length, and a line that never ends by the buffer's limit.
-    static func addFrameDecoder(to pipeline: ChannelPipeline.SynchronousOperations, maxFrameBytes: Int) throws {
+    static func addFrameHandlers(
+        to pipeline: ChannelPipeline.SynchronousOperations, dispatcher: JSONRPCDispatcher, credentials: PeerCredentials,
+        maxFrameBytes: Int
+    ) throws {
         try pipeline.addHandler(ByteToMessageHandler(LineBasedFrameDecoder(), maximumBufferSize: 2 * maxFrameBytes + 2))
+        try pipeline.addHandler(ImmediateCalls(dispatcher: dispatcher, credentials: credentials, maxFrameBytes: maxFrameBytes))
     }
 
     /// Serves `accepted` until its input ends (the client half-closed or left, or the server
@@ -76,24 +81,22 @@ struct RPCConnectionHandler: Sendable {
     /// Reads calls until input ends, each frame run as a child task; returns once every call
     /// has answered.
     private func read(
-        _ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+        _ inbound: NIOAsyncChannelInboundStream<ReadFrame>, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
         connection: RPCConnection, logger: Logger
     ) async {
         let maxFrame = configuration.maxFrameBytes
         let admission = NIOLockedValueBox(CallAdmission(limit: configuration.maxCallsInFlightPerConnection))
         let dispatcher = self.dispatcher
         await withDiscardingTaskGroup { calls in
-            func dispatch(_ frame: ByteBuffer) {
-                let bytes = frame.readableBytesView
-                guard !bytes.allSatisfy(Self.isWhitespace) else { return }
+            func dispatch(_ incoming: RPCIncoming) {
                 switch admission.withLockedValue({ $0.admit() }) {
                 case .refused(let busy):
-                    if let reply = dispatcher.refuse(frame: bytes, with: busy) { connection.send(reply) }
+                    if let reply = dispatcher.refuse(incoming, with: busy) { connection.send(reply) }
                 case .admitted:
                     calls.addTask {
                         // The reply is written by the call: a client that does not read holds its
                         // call's place, so its next calls are refused as busy, not buffered.
-                        if let reply = await dispatcher.handle(frame: bytes, connection: connection) {
+                        if let reply = await dispatcher.handle(incoming, connection: connection) {
                             var buffer = ByteBuffer(bytes: reply)
                             buffer.writeInteger(UInt8(ascii: "\n"))
                             try? await outbound.write(buffer)
@@ -110,24 +113,25 @@ struct RPCConnectionHandler: Sendable {
             }
             do {
                 for try await frame in inbound {
-                    guard frame.readableBytes <= maxFrame else {
+                    switch frame {
+                    case .tooLarge:
                         tooLarge()
                         return
+                    case .incoming(let incoming):
+                        dispatch(incoming)
                     }
-                    dispatch(frame)
                 }
             } catch let leftover as NIOExtrasErrors.LeftOverBytesError {
                 // The client half-closed without a final newline: its last bytes are a frame.
-                dispatch(leftover.leftOverBytes)
+                let bytes = leftover.leftOverBytes
+                guard bytes.readableBytes <= maxFrame else { return tooLarge() }
+                guard !bytes.readableBytesView.allSatisfy(ImmediateCalls.isWhitespace) else { return }
+                dispatch(RPCIncoming(parsing: bytes.readableBytesView))
             } catch is ByteToMessageDecoderError.PayloadTooLargeError {
                 tooLarge()
             } catch {
                 logger.debug("Reading failed", metadata: ["error": "\(error)"])
             }
         }
-    }
-
-    private static func isWhitespace(_ byte: UInt8) -> Bool {
-        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r") || byte == UInt8(ascii: "\n")
     }
 }

@@ -6,7 +6,7 @@ import NIOPosix
 /// The server's listening socket: a Unix socket file it creates (replacing a stale one, with
 /// the configured mode and group) or one it is handed ready-made (systemd socket activation),
 /// and how it sets up each connection it accepts: the peer's credentials read
-/// (`SO_PEERCRED`), its input framed, and a ``QuiesceInput`` to stop it reading at shutdown.
+/// (`SO_PEERCRED`), its input framed and read (``ImmediateCalls``), and a ``QuiesceInput`` to stop it reading at shutdown.
 struct RPCListener: Sendable {
     /// Accepted connections, set up.
     let channel: NIOAsyncChannel<AcceptedConnection, Never>
@@ -16,7 +16,9 @@ struct RPCListener: Sendable {
 
     /// Creates the socket; it listens (clients wait in the backlog) but nothing is accepted
     /// until ``channel`` is read.
-    static func bind(configuration: RPCServerConfiguration, group: any EventLoopGroup) async throws -> RPCListener {
+    static func bind(
+        configuration: RPCServerConfiguration, dispatcher: JSONRPCDispatcher, group: any EventLoopGroup
+    ) async throws -> RPCListener {
         let quiescing = ServerQuiescingHelper(group: group)
         let maxFrameBytes = configuration.maxFrameBytes
         let bootstrap = ServerBootstrap(group: group)
@@ -31,7 +33,8 @@ struct RPCListener: Sendable {
             PeerCredentials.ofPeer(of: channel).flatMapThrowing { credentials in
                 let pipeline = channel.pipeline.syncOperations
                 try pipeline.addHandler(QuiesceInput())
-                try RPCConnectionHandler.addFrameDecoder(to: pipeline, maxFrameBytes: maxFrameBytes)
+                try RPCConnectionHandler.addFrameHandlers(
+                    to: pipeline, dispatcher: dispatcher, credentials: credentials, maxFrameBytes: maxFrameBytes)
                 let connection = try AcceptedConnection.Channel(
                     wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: false))
                 return AcceptedConnection(channel: connection, credentials: credentials)

@@ -7,7 +7,8 @@ import Synchronization
 /// The daemon's JSON-RPC 2.0 server on a Unix socket: one JSON text per line, written the
 /// way NIO's async servers are: each accepted connection is an `NIOAsyncChannel` served by
 /// one structured task (``RPCConnectionHandler``), its calls child tasks of it, bounded in
-/// number (``CallAdmission``); graceful drain by `ServerQuiescingHelper`.
+/// number (``CallAdmission``); a call that never waits (`daemon.status`) is answered on the
+/// event loop as it is read (``ImmediateCalls``); graceful drain by `ServerQuiescingHelper`.
 ///
 /// `bind()` creates the socket (``RPCListener``; errors surface at start, before the daemon
 /// reports ready); nothing is answered until `run()`, which serves until graceful shutdown
@@ -48,7 +49,7 @@ public final class RPCServer: Service, Sendable {
         }
         let socket: RPCListener
         do {
-            socket = try await RPCListener.bind(configuration: configuration, group: group)
+            socket = try await RPCListener.bind(configuration: configuration, dispatcher: handler.dispatcher, group: group)
         } catch {
             state.withLock { $0.bindFailed() }
             throw error
