@@ -14,14 +14,16 @@
 // JSON is read or written: the child task per call (kept so a slow call does not hold up the
 // next ones on its connection) alone costs more than the goal allows.
 //
-// Measured 2026-11-26 (same machine, one run of rpc_rtt.py): on the event loop 22 µs, a child
-// task per line 105 µs, socat 54 µs (socat varies 26–54 µs between runs). daemon.status
-// answered on the loop went from 154 µs to 109–124 µs; what is left over the loop's floor is
-// Foundation's JSON (json-bench: reading the request 8.6 µs, writing the reply 21 µs, more in
-// the daemon with cold caches) and building the status.
+// Measured 2026-11-26 (same machine; rpc_rtt.py with the client on CPU 0 and the servers on
+// CPU 1, as Benchmarks/fleet/run now runs it, two runs each of two daemons on one testbed):
+// on the event loop this echo is 0.8-1.1x socat's; daemon.status answered on the loop is
+// 3.0-3.9x socat's echo (the daemon before it, a child task per call: 4.2-4.9x). Unpinned, the
+// same medians swing 1.6-5.1x between runs. What is left over the floor is Foundation's JSON
+// (json-bench: reading the request 8.6 µs, writing the reply 21 µs; more in the daemon, with
+// cold caches) and building the status.
 //
 //   swift build -c release --product async-echo
-//   .build/release/async-echo SOCKET [--inline] &
+//   .build/release/async-echo SOCKET [--inline | --on-loop] &
 //   python3 Benchmarks/fleet/rpc_rtt.py SOCKET ECHO_SOCKET   # ECHO_SOCKET: socat PIPE, the raw peer
 import NIOCore
 import NIOExtras
