@@ -75,7 +75,7 @@ import Testing
         #expect(line == "online")
 
         // The referee sees the retained "online" (so it is subscribed), then the will.
-        let referee = try broker.startSubscriber("fleet/status", count: 2)
+        let referee = try await broker.startSubscriber("fleet/status", count: 2)
         #expect(try await referee.waitForLines(1) == ["fleet/status online"])
         child.signal(SIGKILL)
         #expect(try await referee.waitForLines(2) == ["fleet/status online", "fleet/status offline"])
@@ -104,7 +104,7 @@ import Testing
         try await events.connected()
         try await events.published(try client.publish(topic: "fleet/status", payload: Array("online".utf8), retain: true))
 
-        let referee = try broker.startSubscriber("fleet/status", count: 2)
+        let referee = try await broker.startSubscriber("fleet/status", count: 2)
         #expect(try await referee.waitForLines(1) == ["fleet/status online"])
         client.shutdown()
         try await events.next("final .disconnected") { $0 == .disconnected(reason: "The client disconnected.") }

@@ -40,11 +40,18 @@ extension MosquittoBroker {
         _ = try await runProcess(Self.publishExecutable, arguments)
     }
 
-    /// Starts `mosquitto_sub -v` on `topic` in the background; read its lines as they come.
-    public func startSubscriber(_ topic: String, count: Int, timeout: Int = 20) throws -> MosquittoSubscriber {
+    /// Starts `mosquitto_sub -v` on `topic` in the background and returns once the broker has
+    /// it subscribed, so nothing published afterwards is missed: a retained probe on a topic
+    /// of its own, subscribed to as well, has come back (and is left out of its lines). Read
+    /// its lines as they come.
+    public func startSubscriber(_ topic: String, count: Int, timeout: Int = 20) async throws -> MosquittoSubscriber {
+        let probe = "blefleet-test-probe/\(UUID().uuidString)"
+        try await publish(probe, "subscribed", retain: true)
         let arguments = clientArguments(username: nil, password: nil)
-            + ["-t", topic, "-v", "-q", "1", "-C", String(count), "-W", String(timeout)]
-        return try MosquittoSubscriber(arguments)
+            + ["-t", probe, "-t", topic, "-v", "-q", "1", "-C", String(count + 1), "-W", String(timeout)]
+        let subscriber = try MosquittoSubscriber(arguments, probeTopic: probe)
+        try await subscriber.waitUntilSubscribed()
+        return subscriber
     }
 }
 
@@ -57,8 +64,11 @@ public final class MosquittoSubscriber: @unchecked Sendable {
     private var received = Data()
     /// The reader saw the end of the output: no more lines will come.
     private var ended = false
+    /// The probe's topic: its line says the subscription is in place, and is no line of ours.
+    private let probeTopic: String
 
-    init(_ arguments: [String]) throws {
+    init(_ arguments: [String], probeTopic: String) throws {
+        self.probeTopic = probeTopic
         let pipe = Pipe()
         _ = fcntl(pipe.fileHandleForReading.fileDescriptor, F_SETFD, FD_CLOEXEC)
         child = try ChildProcess(
@@ -86,12 +96,19 @@ public final class MosquittoSubscriber: @unchecked Sendable {
 
     /// The complete lines so far.
     public var lines: [String] {
-        lock.withLock { Self.lines(in: received) }
+        lock.withLock { lines(in: received) }
     }
 
-    private static func lines(in received: Data) -> [String] {
+    private func lines(in received: Data) -> [String] {
         String(decoding: received, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-            .dropLast().map(String.init)
+            .dropLast().map(String.init).filter { !$0.hasPrefix(probeTopic + " ") }
+    }
+
+    /// Waits for the probe's line (the broker has the subscription).
+    func waitUntilSubscribed() async throws {
+        _ = try await waitForLines(timeout: .seconds(10), "the probe") { [probeTopic] _ in
+            self.lock.withLock { String(decoding: self.received, as: UTF8.self).contains(probeTopic + " ") }
+        }
     }
 
     /// Waits until `count` lines arrived; throws (with what did arrive) after `timeout`.
@@ -109,7 +126,7 @@ public final class MosquittoSubscriber: @unchecked Sendable {
     ) async throws -> [String] {
         let deadline = ContinuousClock.now + timeout
         while true {
-            let (lines, ended) = lock.withLock { (Self.lines(in: received), self.ended) }
+            let (lines, ended) = lock.withLock { (self.lines(in: received), self.ended) }
             if done(lines) { return lines }
             if ContinuousClock.now >= deadline || ended {
                 throw FixtureError("mosquitto_sub gave \(lines) instead of \(what) (exit status \(String(describing: child.status)))")

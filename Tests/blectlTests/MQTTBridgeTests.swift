@@ -101,7 +101,7 @@ struct MQTTBridgeTests {
             #expect(daemon.log.contains("ignored a fleet-wide LED command"), "\(daemon.log)")
 
             // A board switched off shows offline.
-            let availability = try broker.startSubscriber(
+            let availability = try await broker.startSubscriber(
                 "blefleet/room-1/\(ids[1])/availability", count: 2, timeout: lane == .real ? 120 : 20)
             _ = try await availability.waitForLines(1)
             _ = try await testbed.run(["board", "drop", "nano-02"])
@@ -127,7 +127,7 @@ struct MQTTBridgeTests {
                 _ = try await broker.subscribe("blefleet/+/status", count: 2)
 
                 // Through the broker itself: both gateways answer once, with every board.
-                let results = try broker.startSubscriber("blefleet/+/result/r1", count: 2)
+                let results = try await broker.startSubscriber("blefleet/+/result/r1", count: 2)
                 try await broker.publish("blefleet/all/led/set", #"{"on": true, "request": "r1", "timeoutMs": 5000}"#)
                 let lines = try await results.waitForLines(2, timeout: .seconds(15))
                 for (gateway, count) in [("room-1", 2), ("room-2", 3)] {
@@ -155,7 +155,7 @@ struct MQTTBridgeTests {
                 #expect(json["boards"]?.arrayValue?.count == 5, "\(json)")
                 // A new reading reaches the table once the board has notified it.
                 let id = FleetTopics.boardID(try await first.state()[0].address)
-                let states = try broker.startSubscriber("blefleet/room-1/\(id)/state", count: 100, timeout: 60)
+                let states = try await broker.startSubscriber("blefleet/room-1/\(id)/state", count: 100, timeout: 60)
                 _ = try await states.waitForLines(1)
                 try await first.run(["board", "temp", "nano-01", "-7"])
                 _ = try await states.waitForLine(timeout: .seconds(20)) { $0.contains(#""celsius":-7"#) }
@@ -184,7 +184,7 @@ struct MQTTBridgeTests {
             // commands: false (the default): a command is not carried out. Home Assistant
             // coming online afterwards is (the bridge answers it with its discovery), so
             // the command had its chance first.
-            let again = try broker.startSubscriber("homeassistant/light/blefleet_\(id)/led/config", count: 2)
+            let again = try await broker.startSubscriber("homeassistant/light/blefleet_\(id)/led/config", count: 2)
             _ = try await again.waitForLines(1)
             try await broker.publish("blefleet/lab/\(id)/led/set", "ON")
             try await broker.publish("blefleet/all/led/set", #"{"on": true, "request": "x"}"#)
