@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 // blefleet: one daemon owns the BlueZ adapter and serves a fleet of BLE boards to
 // unprivileged clients over JSON-RPC on a Unix socket.
 //
@@ -13,6 +13,7 @@
 //             → Systemd → CSystemd (libsystemd)
 //             → FleetMQTT (the MQTT bridge) → MQTT → CMosquitto (libmosquitto)
 //   blectl --broker → MQTT; FleetWire: a board of the core (a snapshot) as the wire describes it
+//   blefleetd → FleetHistory (every reading kept: SQLite through vapor/sqlite-nio)
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -30,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
     ],
     targets: [
         // MARK: C libraries (Debian -dev packages)
@@ -124,6 +126,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "FleetHistory",
+            dependencies: [
+                "FleetModel",
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "FleetRPCServer",
             dependencies: [
                 "FleetRPC", "JSONRPC",
@@ -161,7 +172,7 @@ let package = Package(
         .target(
             name: "BlefleetDaemon",
             dependencies: [
-                "FleetRPCServer", "FleetCore", "FleetMQTT", "Systemd",
+                "FleetRPCServer", "FleetCore", "FleetMQTT", "FleetHistory", "Systemd",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -273,6 +284,11 @@ let package = Package(
         .testTarget(
             name: "BlefleetDaemonTests",
             dependencies: ["BlefleetDaemon"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FleetHistoryTests",
+            dependencies: ["FleetHistory", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -159,6 +159,11 @@ public enum Tables {
             if mqtt.dropped > 0 { facts.append("\(mqtt.dropped) temperature updates dropped") }
             rows.append(("MQTT", "\(mqtt.broker) as \(mqtt.gateway): \(facts.joined(separator: ", "))"))
         }
+        if let history = status.history {
+            var line = history.enabled ? "kept in \(history.path)" : "off: \(history.reason ?? "no reason given")"
+            if history.dropped > 0 { line += " (\(history.dropped) readings not kept)" }
+            rows.append(("History", line))
+        }
         let width = rows.map(\.0.count).max() ?? 0
         return rows.map { key, value in key + ":" + String(repeating: " ", count: width - key.count + 1) + value }
     }

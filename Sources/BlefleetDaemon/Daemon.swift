@@ -1,7 +1,9 @@
 import FleetCore
+import FleetHistory
 import FleetMQTT
 import FleetRPC
 import FleetRPCServer
+import JSONRPC
 import Foundation
 import Synchronization
 public import Logging
@@ -72,7 +74,11 @@ public struct Daemon: Sendable {
         } catch {
             throw DaemonExit(status: DaemonExit.configuration, "mqtt: \(error)")
         }
-        let server = try makeServer(fleet: fleet, bridge: bridge)
+        var historySettings = config.history
+        historySettings.path = (config.stateDirectory as NSString).appendingPathComponent("history.sqlite3")
+        let history = HistoryStore(settings: historySettings, logger: logger)
+        await history.open()
+        let server = try makeServer(fleet: fleet, bridge: bridge, history: history)
         do {
             try await server.bind()
         } catch {
@@ -105,6 +111,7 @@ public struct Daemon: Sendable {
             ReloadService(
                 fleet: fleet, running: config, reread: reread, logLevel: logLevel, notifier: notifier, logger: logger),
             NotifyService(fleet: fleet, notifier: notifier, logger: logger),
+            HistoryService(store: history, fleet: fleet, logger: logger),
         ] + (bridge.map { [$0] } ?? [])
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
@@ -119,7 +126,7 @@ public struct Daemon: Sendable {
         logger.info("stopped")
     }
 
-    private func makeServer(fleet: Fleet, bridge: MQTTBridge?) throws -> RPCServer {
+    private func makeServer(fleet: Fleet, bridge: MQTTBridge?, history: HistoryStore) throws -> RPCServer {
         let config = configuration
         let activated = (try? ActivatedSocket.fromEnvironment()) ?? []
         let listener: RPCServerConfiguration.Listener
@@ -147,7 +154,20 @@ public struct Daemon: Sendable {
                             broker: status.broker, gateway: status.gateway, connected: status.connected,
                             queued: status.queued, dropped: status.dropped)
                     }
-                }))
+                },
+                history: .init(
+                    status: {
+                        let reason: String? = if case .off(let reason) = history.state { reason } else { nil }
+                        return DaemonStatus.History(
+                            enabled: reason == nil, reason: reason, path: history.settings.path, dropped: history.droppedCount)
+                    },
+                    read: { boards, sensor, since, until, resolution in
+                        do {
+                            return try await history.read(boards, sensor: sensor, since: since, until: until, resolution: resolution)
+                        } catch {
+                            throw RPCError(.historyUnavailable, "\(error)")
+                        }
+                    })))
         let server = RPCServer(
             configuration: RPCServerConfiguration(
                 // 0660 for the control group; with a read-only group the socket must be

@@ -1,5 +1,6 @@
 import FleetCore
 import Foundation
+import FleetHistory
 import Yams
 
 extension DaemonConfiguration {
@@ -205,7 +206,45 @@ extension DaemonConfiguration {
             }
             config.mqtt = try mqttSettings(node)
         },
+        Setting(
+            key: "history",
+            allowed: "a mapping of " + HistorySettings.keys.map(\.key).joined(separator: ", ") + " (see blefleetd.conf(5))"
+        ) { config, node in
+            config.history = try historySettings(node)
+        },
     ]
+
+    static func historySettings(_ node: Node) throws -> HistorySettings {
+        guard let mapping = node.mapping else {
+            throw SettingProblem(text: "expected a mapping of " + HistorySettings.keys.map(\.key).joined(separator: ", "))
+        }
+        var settings = HistorySettings()
+        var seen = Set<String>()
+        for (keyNode, value) in mapping {
+            guard let key = keyNode.string else { throw SettingProblem(text: "keys must be plain words") }
+            guard seen.insert(key).inserted else { throw SettingProblem(text: "\(key) is set twice") }
+            func problem(_ error: any Error) -> SettingProblem {
+                let allowed = HistorySettings.keys.first { $0.key == key }?.allowed ?? ""
+                return SettingProblem(text: "\(key): \((error as? SettingProblem)?.text ?? "\(error)"); allowed: \(allowed)")
+            }
+            do {
+                switch key {
+                case "enabled": settings.enabled = try boolean(value)
+                case "raw-days": settings.rawDays = try integer(value, in: 1...3650)
+                case "five-minute-days": settings.fiveMinuteDays = try integer(value, in: 1...36500)
+                case "max-size-mb": settings.maxBytes = Int64(try integer(value, in: 1...1_048_576)) << 20
+                default:
+                    throw SettingProblem(
+                        text: "\(key) is not a key of history; its keys are \(HistorySettings.keys.map(\.key).joined(separator: ", "))")
+                }
+            } catch let error as SettingProblem where error.text.hasPrefix(key) {
+                throw error
+            } catch {
+                throw problem(error)
+            }
+        }
+        return settings
+    }
 
     static func mqttSettings(_ node: Node) throws -> MQTTSettings {
         guard let mapping = node.mapping else { throw SettingProblem(text: "expected a mapping with at least url") }

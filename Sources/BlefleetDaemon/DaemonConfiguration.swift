@@ -1,4 +1,5 @@
 public import FleetCore
+public import FleetHistory
 
 /// Everything `blefleetd` can be told, from `/etc/blefleet/blefleetd.conf` and its flags.
 /// Flags override the file; the file overrides the defaults below.
@@ -47,6 +48,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var maxQueuedNotifications: Int = 1024
     /// The bridge to an MQTT broker (`mqtt`); nil: off.
     public var mqtt: MQTTSettings? = nil
+    /// How the history of readings is kept (`history`); its file is in the state directory.
+    public var history = HistorySettings()
     /// Where board profiles are (`blefleet-profile(5)`): every `*.yaml` there.
     public var profileDirectory: String = "/etc/blefleet/profiles"
 

@@ -66,7 +66,7 @@ import JSONRPC
                 "led.set", "temperature.read", "boards.list", "boards.scan", "boards.connect", "boards.disconnect",
                 "boards.forget", "boards.alias", "gatt.read", "gatt.write", "gatt.notify", "events.subscribe",
                 "events.unsubscribe",
-                "daemon.status", "switch.set", "sensor.read",
+                "daemon.status", "switch.set", "sensor.read", "history.read",
             ])
         #expect(FleetMethods.SwitchSet.descriptor.access == .write)
         #expect(FleetMethods.SensorRead.descriptor.access == .read)

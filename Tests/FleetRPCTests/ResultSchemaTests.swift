@@ -37,7 +37,8 @@ import JSONRPC
                                       recovered: "2026-11-25T05:00:09Z"))
         ],
         boards: .init(known: 1, connected: 1, ready: 1), clients: 1,
-        mqtt: .init(broker: "mqtt://b:1883", gateway: "room", connected: true, queued: 0, dropped: 0))
+        mqtt: .init(broker: "mqtt://b:1883", gateway: "room", connected: true, queued: 0, dropped: 0),
+        history: .init(enabled: false, reason: "the disk is full", path: "/var/lib/blefleet/history.sqlite3", dropped: 3))
 
     static func json<Value: Encodable>(_ values: [Value]) throws -> [JSONValue] {
         try values.map { try JSONValue(parsing: JSONEncoder().encode($0)) }
@@ -64,7 +65,23 @@ import JSONRPC
             var older = status
             older.mqtt = nil
             older.adapter = nil
+            older.history = nil
             return try json([status, older])
+        case "history.read":
+            let readings = HistorySeries(
+                address: a, name: "nano-01", sensor: "temperature",
+                points: [HistoryPoint(time: 1_795_507_200_000, value: 21), HistoryPoint(time: 1_795_507_201_500, value: 22)])
+            let buckets = HistorySeries(
+                address: a, name: nil, sensor: "temperature",
+                points: [HistoryPoint(time: 1_795_507_200_000, mean: 21.5, min: 21, max: 22, count: 2)],
+                latest: HistoryPoint(time: 1_795_507_201_500, value: 22))
+            let empty = HistorySeries(address: a, name: "nano-01", sensor: "temperature", points: [])
+            return try json([
+                HistoryResult(sensor: "temperature", since: 0, until: 1_795_507_260_000, resolution: .raw, series: [readings, empty]),
+                HistoryResult(
+                    sensor: "temperature", since: 0, until: 1_795_507_260_000, resolution: .fiveMinutes, series: [buckets],
+                    unmatched: [.name("x")]),
+            ])
         default:
             // led.set, switch.set, boards.connect/disconnect/forget, gatt.write, gatt.notify.
             return try json([result(Done())])
@@ -78,7 +95,7 @@ import JSONRPC
         var declared = Set<String>()
         var written = Set<String>()
         let writesOutcomes = !["boards.list", "boards.scan", "boards.alias", "temperature.read", "sensor.read", "gatt.read",
-                               "events.subscribe", "events.unsubscribe", "daemon.status"].contains(name)
+                               "events.subscribe", "events.unsubscribe", "daemon.status", "history.read"].contains(name)
         if writesOutcomes {
             #expect(schema == FleetMethods.LedSet.descriptor.result.schema, "\(name) writes plain outcomes")
         }

@@ -32,6 +32,10 @@ struct BlefleetdConfManPageTests {
         let rest = entry[index].components(separatedBy: "Default:")[1].trimmingCharacters(in: .whitespaces)
         let text = rest.isEmpty && index + 1 < entry.endIndex ? String(entry[index + 1]) : rest
         let words = text.split(separator: " ").filter { !$0.hasPrefix(".") }
+        // A mapping, written whole: `{key: value, ...}`.
+        if words.first?.hasPrefix("{") == true, let end = words.firstIndex(where: { $0.hasSuffix("}") }) {
+            return words[...end].joined(separator: " ")
+        }
         return words.first.map { $0.hasSuffix(".") ? String($0.dropLast()) : String($0) }
     }
 

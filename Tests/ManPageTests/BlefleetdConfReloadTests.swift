@@ -26,6 +26,7 @@ struct BlefleetdConfReloadTests {
         max-calls-per-client: 2
         max-queued-notifications: 32
         mqtt: {url: "mqtt://broker.lan", gateway: other}
+        history: {raw-days: 5}
         """
 
     @Test("The keys documented as taking effect on SIGHUP are the ones the daemon does not ask to restart for")

@@ -22,7 +22,7 @@ final class RunningDaemon: @unchecked Sendable {
     /// Starts the daemon; `launcher` (e.g. systemd-socket-activate …) runs it when given.
     init(
         busAddress: String, configuration: String = "socket-group: root\n", arguments: [String] = [],
-        environment extra: [String: String] = [:], launcher: [String] = []
+        environment extra: [String: String] = [:], launcher: [String] = [], stateDirectory: String? = nil
     ) throws {
         directory = try makeTemporaryDirectory(prefix: "blefleetd")
         socket = directory.appendingPathComponent("blefleetd.sock").path
@@ -31,7 +31,8 @@ final class RunningDaemon: @unchecked Sendable {
         try configuration.write(to: config, atomically: true, encoding: .utf8)
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let daemonArguments = [
-            "--config", config.path, "--socket", socket, "--state-dir", directory.appendingPathComponent("state").path,
+            "--config", config.path, "--socket", socket,
+            "--state-dir", stateDirectory ?? directory.appendingPathComponent("state").path,
             "--bus", busAddress, "--log-target", "stderr",
         ] + arguments
         let command = launcher + [try Self.binary()] + daemonArguments
@@ -104,10 +105,11 @@ final class RunningDaemon: @unchecked Sendable {
     /// daemon releases links through the VM kernel's management interface, as it does
     /// through this machine's kernel when installed (`BLEFLEET_MGMT_SOCKET`). An error from
     /// `body` comes with the end of the daemon's log, which says what it was doing; with
-    /// BLEFLEET_TEST_LOG set the daemon logs at debug level.
+    /// BLEFLEET_TEST_LOG set the daemon logs at debug level. `stateDirectory`: one of the
+    /// caller's, kept after (default: one of the daemon's own, removed with it).
     static func with<T>(
         lane: Lane = .bluezoo, boards: Int = 5, testbedArguments: [String] = [],
-        configuration: String = "socket-group: root\n", environment: [String: String] = [:],
+        configuration: String = "socket-group: root\n", environment: [String: String] = [:], stateDirectory: String? = nil,
         _ body: (Testbed, RunningDaemon) async throws -> T
     ) async throws -> T {
         try await Testbed.with(lane: lane, boards: boards, extraArguments: testbedArguments) { testbed in
@@ -119,7 +121,8 @@ final class RunningDaemon: @unchecked Sendable {
             if ProcessInfo.processInfo.environment["BLEFLEET_TEST_LOG"] != nil, !configuration.contains("log-level:") {
                 configuration += "\nlog-level: debug\n"
             }
-            let daemon = try RunningDaemon(busAddress: testbed.busAddress, configuration: configuration, environment: environment)
+            let daemon = try RunningDaemon(
+                busAddress: testbed.busAddress, configuration: configuration, environment: environment, stateDirectory: stateDirectory)
             defer { daemon.terminate() }
             try await daemon.waitUntilServing()
             do {

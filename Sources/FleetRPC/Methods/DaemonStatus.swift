@@ -35,6 +35,27 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
     public var clients: Int
     /// The MQTT bridge, when one is configured.
     public var mqtt: MQTT?
+    /// The history of readings (absent from a daemon that keeps none).
+    public var history: History?
+
+    /// The history of readings in `daemon.status`.
+    public struct History: Sendable, Hashable, Codable {
+        /// Whether readings are being kept now.
+        public var enabled: Bool
+        /// Why not, when they are not.
+        public var reason: String?
+        /// The SQLite file.
+        public var path: String
+        /// Readings not kept since the daemon started (the history off, or a write that failed).
+        public var dropped: Int
+
+        public init(enabled: Bool, reason: String? = nil, path: String, dropped: Int) {
+            self.enabled = enabled
+            self.reason = reason
+            self.path = path
+            self.dropped = dropped
+        }
+    }
 
     /// The MQTT bridge in `daemon.status`.
     public struct MQTT: Sendable, Hashable, Codable {
@@ -124,9 +145,11 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
 
     public init(
         version: String, uptimeSeconds: Double, bluez: Bool, adapter: String? = nil, powered: Bool,
-        discovering: Bool, adapters: [Adapter] = [], boards: Counts, clients: Int, mqtt: MQTT? = nil
+        discovering: Bool, adapters: [Adapter] = [], boards: Counts, clients: Int, mqtt: MQTT? = nil,
+        history: History? = nil
     ) {
         self.mqtt = mqtt
+        self.history = history
         self.adapters = adapters
         self.version = version
         self.uptimeSeconds = uptimeSeconds
@@ -139,7 +162,7 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case version, uptimeSeconds, bluez, adapter, powered, discovering, adapters, boards, clients, mqtt
+        case version, uptimeSeconds, bluez, adapter, powered, discovering, adapters, boards, clients, mqtt, history
     }
 
     /// A daemon older than `adapters` sends none: then it is an empty list.
@@ -155,5 +178,6 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
         boards = try container.decode(Counts.self, forKey: .boards)
         clients = try container.decode(Int.self, forKey: .clients)
         mqtt = try container.decodeIfPresent(MQTT.self, forKey: .mqtt)
+        history = try container.decodeIfPresent(History.self, forKey: .history)
     }
 }

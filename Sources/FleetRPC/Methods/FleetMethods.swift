@@ -8,7 +8,7 @@ public enum FleetMethods {
     public static let all: [any RPCMethod.Type] = [
         BoardsList.self, BoardsScan.self, BoardsConnect.self, BoardsDisconnect.self, BoardsForget.self,
         BoardsAlias.self, LedSet.self, TemperatureRead.self, SwitchSet.self, SensorRead.self, GattRead.self, GattWrite.self, GattNotify.self,
-        EventsSubscribe.self, EventsUnsubscribe.self, DaemonStatus.self,
+        EventsSubscribe.self, EventsUnsubscribe.self, DaemonStatus.self, HistoryRead.self,
     ]
 
     /// The errors of a method that works on boards.
@@ -127,6 +127,14 @@ enum Schemas {
                 "properties": [
                     "broker": ["type": "string"], "gateway": ["type": "string"], "connected": ["type": "boolean"],
                     "queued": ["type": "integer"], "dropped": ["type": "integer"],
+                ],
+            ],
+            "history": [
+                "type": "object",
+                "required": ["enabled", "path", "dropped"],
+                "properties": [
+                    "enabled": ["type": "boolean"], "reason": ["type": "string"], "path": ["type": "string"],
+                    "dropped": ["type": "integer"],
                 ],
             ],
         ],

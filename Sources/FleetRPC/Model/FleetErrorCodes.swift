@@ -34,12 +34,15 @@ extension RPCErrorCode {
     /// The frame is longer than the daemon accepts; the connection is closed after this reply.
     public static let frameTooLarge = RPCErrorCode(
         -32010, name: "frameTooLarge", meaning: "The frame is longer than the daemon accepts.")
+    /// The history is off (turned off, or its file cannot be opened or written) or failed.
+    public static let historyUnavailable = RPCErrorCode(
+        -32011, name: "historyUnavailable", meaning: "The history of readings is off or cannot be read.")
 
     /// Every code the daemon answers with: JSON-RPC 2.0's own, then blefleet's.
     public static let allCases: [RPCErrorCode] =
         specified + [
             permissionDenied, boardNotFound, adapterUnavailable, timeout, busy, bluezUnavailable, notConnected, gattError,
-            characteristicNotFound, shuttingDown, frameTooLarge,
+            characteristicNotFound, shuttingDown, frameTooLarge, historyUnavailable,
         ]
 }
 

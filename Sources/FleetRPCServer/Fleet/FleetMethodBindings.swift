@@ -15,15 +15,39 @@ public enum FleetMethodBindings {
         public var clientCount: @Sendable () -> Int
         /// The MQTT bridge's state, when one is configured.
         public var mqttStatus: @Sendable () -> DaemonStatus.MQTT?
+        /// The history of readings: its state, and how to read it (`nil`: none is kept).
+        public var history: History?
+
+        /// The history of readings as the bindings need it.
+        public struct History: Sendable {
+            public var status: @Sendable () -> DaemonStatus.History
+            /// The series of each board (address and name) of a sensor over a span (ms since
+            /// the epoch) at a resolution; throws an `RPCError` when it cannot.
+            public var read:
+                @Sendable (
+                    _ boards: [(address: BoardAddress, name: String?)], _ sensor: String, _ since: Int64, _ until: Int64,
+                    _ resolution: HistoryResolution
+                ) async throws -> [HistorySeries]
+
+            public init(
+                status: @escaping @Sendable () -> DaemonStatus.History,
+                read: @escaping @Sendable ([(address: BoardAddress, name: String?)], String, Int64, Int64, HistoryResolution) async throws
+                    -> [HistorySeries]
+            ) {
+                self.status = status
+                self.read = read
+            }
+        }
 
         public init(
             version: String, startedAt: ContinuousClock.Instant = .now, clientCount: @escaping @Sendable () -> Int,
-            mqttStatus: @escaping @Sendable () -> DaemonStatus.MQTT? = { nil }
+            mqttStatus: @escaping @Sendable () -> DaemonStatus.MQTT? = { nil }, history: History? = nil
         ) {
             self.version = version
             self.startedAt = startedAt
             self.clientCount = clientCount
             self.mqttStatus = mqttStatus
+            self.history = history
         }
     }
 
@@ -138,7 +162,25 @@ public enum FleetMethodBindings {
                         })
                 },
                 boards: .init(known: status.boardCount, connected: status.connectedCount, ready: status.readyCount),
-                clients: environment.clientCount(), mqtt: environment.mqttStatus())
+                clients: environment.clientCount(), mqtt: environment.mqttStatus(), history: environment.history?.status())
+        }
+        dispatcher.register(FleetMethods.HistoryRead.self) { params, _ in
+            guard let history = environment.history else {
+                throw RPCError(.historyUnavailable, "This daemon keeps no history of readings.")
+            }
+            let sensor = params.sensor ?? BoardProfile.temperatureSensor
+            try requireKnown(sensor, role: "sensor", "sensor", among: fleet.profiles.sensorNames)
+            let match = params.select.match(await fleet.snapshots().map(\.identity))
+            guard !match.boards.isEmpty else {
+                let named = match.unmatched.isEmpty ? "all" : match.unmatched.map { "\"\($0)\"" }.joined(separator: ", ")
+                throw RPCError(.boardNotFound, "No board matches \(named); `blectl boards` lists the known boards.")
+            }
+            let until = params.until ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
+            let resolution = params.resolution ?? .suited(toSpanMilliseconds: until - params.since)
+            let series = try await history.read(
+                match.boards.map { ($0.address, $0.alias ?? $0.name) }, sensor, params.since, until, resolution)
+            return HistoryResult(
+                sensor: sensor, since: params.since, until: until, resolution: resolution, series: series, unmatched: match.unmatched)
         }
         dispatcher.registerDiscovery(FleetMethods.Discover.self, title: "blefleet", version: environment.version)
     }
