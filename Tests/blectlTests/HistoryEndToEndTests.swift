@@ -132,4 +132,55 @@ import TestSupport
             #expect(daemon.log.contains("history is off"), "\(daemon.log)")
         }
     }
+
+    /// A state directory that fills up while the daemon runs: the history turns off and says
+    /// the disk is full, the fleet goes on.
+    @Test func aFullStateDirectoryTurnsTheHistoryOffAndTheFleetGoesOn() async throws {
+        let state = try makeTemporaryDirectory(prefix: "history-full")
+        defer { try? FileManager.default.removeItem(at: state) }
+        _ = try runCommand("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", state.path])
+        defer { _ = try? runCommand("/usr/bin/umount", ["-l", state.path]) }
+        try await RunningDaemon.with(boards: 2, stateDirectory: state.path) { testbed, daemon in
+            try await BlefleetdEndToEndTests.waitForReadyBoards(2, socket: daemon.socket)
+            // Whatever room is left, taken.
+            let filler = state.appendingPathComponent("filler").path
+            _ = FileManager.default.createFile(atPath: filler, contents: nil)
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: filler))
+            while (try? handle.write(contentsOf: Data(count: 16384))) != nil {}
+            try handle.close()
+            let deadline = ContinuousClock.now + .seconds(20)
+            var line = ""
+            while ContinuousClock.now < deadline {
+                let status = try await Blectl.run(["--socket", daemon.socket, "status"])
+                line = status.stdout.split(separator: "\n").first { $0.hasPrefix("History:") }.map(String.init) ?? ""
+                if line.contains("off") { break }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            #expect(line.contains("off") && line.contains("full"), "\(line)")
+            let led = try await Blectl.run(["--socket", daemon.socket, "led", "on", "--all"])
+            #expect(led.status == 0, "\(led)")
+            #expect(try await testbed.state().allSatisfy { $0.led == 1 })
+            #expect(daemon.process.isRunning)
+        }
+    }
+
+    /// A history file that is not a database: set aside, logged, a new one started; the fleet
+    /// never noticed.
+    @Test func aCorruptHistoryFileIsSetAsideAndANewOneKeepsTheReadings() async throws {
+        let state = try makeTemporaryDirectory(prefix: "history-corrupt")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let garbage = Data(repeating: 0x42, count: 16384)
+        try garbage.write(to: state.appendingPathComponent("history.sqlite3"))
+        try await RunningDaemon.with(boards: 2, stateDirectory: state.path) { _, daemon in
+            try await BlefleetdEndToEndTests.waitForReadyBoards(2, socket: daemon.socket)
+            let boards = try await Self.waitForHistory(socket: daemon.socket, lane: .bluezoo, "readings in the new file") { boards in
+                boards.count == 2 && boards.allSatisfy { !Self.values($0).isEmpty }
+            }
+            #expect(boards.count == 2)
+            let aside = try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.hasPrefix("history.sqlite3.corrupt-") }
+            #expect(aside.count == 1, "\(aside)")
+            #expect(try Data(contentsOf: state.appendingPathComponent(aside.first ?? "-")) == garbage)
+            #expect(daemon.log.contains("history database was corrupt"), "\(daemon.log)")
+        }
+    }
 }
