@@ -187,7 +187,13 @@ actor DiscoveryGovernor {
                 // it on).
                 // Discovering following is the controller at work; one that does not
                 // follow in time proves nothing (another client's scan may hold it on).
-                if await settle(adapter, discovering: start) { health.command(completed: true) }
+                let followed = await settle(adapter, discovering: start)
+                if followed { health.command(completed: true) }
+                // A start the adapter did not follow: BlueZ took it (seen after bluetoothd
+                // restarted, the adapter just powered) but the controller may never scan.
+                // Looked at again shortly; a session still not running is started afresh.
+                if start, !followed { scheduleCheck() }
+                if start, followed { restartsForStoppedScan = 0 }
                 running = start
                 pausedSince = start ? nil : .now
                 if start { startFailures = 0 }
@@ -220,6 +226,40 @@ actor DiscoveryGovernor {
         let waiting = settled
         settled = []
         for continuation in waiting { continuation.resume() }
+    }
+
+    /// The adapter's `Discovering` turned false. While our session is on and wanted, BlueZ or
+    /// the controller ended the scan without a word to us: nothing would start it again
+    /// (seen on real BlueZ 5.66 after bluetoothd crashed and came back: the adapter showed
+    /// `Discovering` false for good, every board unheard). Looked at again shortly, and
+    /// started afresh (stopped and started: BlueZ may still count our session) if the scan is
+    /// still off.
+    func discoveringStopped() {
+        guard running, wanted, !reconciling else { return }
+        scheduleCheck()
+    }
+
+    private var check: Task<Void, Never>?
+    /// Restarts of a scan that stopped by itself since one last followed: said once.
+    private var restartsForStoppedScan = 0
+
+    private func scheduleCheck() {
+        guard check == nil else { return }
+        check = Task { [weak self] in
+            try? await Task.sleep(for: Self.retryDelay)
+            await self?.checkFired()
+        }
+    }
+
+    private func checkFired() async {
+        check = nil
+        guard running, wanted, !reconciling, let adapter else { return }
+        guard let current = await client.mirror.tree.adapter(at: adapter.path), current.powered, !current.discovering else { return }
+        logger.log(
+            level: restartsForStoppedScan == 0 ? .info : .debug, "the adapter stopped scanning by itself; discovery started again",
+            metadata: ["ble.adapter": "\(adapter.name)"])
+        restartsForStoppedScan += 1
+        await restart()
     }
 
     private func scheduleRetry() {

@@ -31,6 +31,9 @@ extension Fleet {
                 if changed["Powered"]?.bool == false, let adapter = adapters[path], adapter.adapter.powered {
                     await adapter.discovery.sessionEnded()
                 }
+                if changed["Discovering"]?.bool == false, let adapter = adapters[path] {
+                    await adapter.discovery.discoveringStopped()
+                }
             } else if interface == BlueZInterfaces.device {
                 // Advertisements of boards that do not wait for one never get here: they are
                 // recorded on the mirror (see `run()`).

@@ -74,7 +74,7 @@ struct History: AsyncParsableCommand {
             return
         }
         let unicode = HistoryText.unicode(environment: Output.environment)
-        // The trend takes what the terminal has left after the figures (60 without one).
+        // The trend takes what the line has left after the figures (80 columns without a terminal).
         let figures = HistoryText.table(result, trendWidth: 0, unicode: unicode).render(legend: true).map(\.count).max() ?? 0
         let trendWidth = max(10, Self.terminalWidth() - figures - 2)
         let style = Output.style
