@@ -35,29 +35,19 @@ extension SocketTests {
         }
 
         /// Sends one line through socat run as `uid` (with `groups`) and returns the reply line.
+        /// (ChildProcess and a shell pipe, not Foundation's Process: that one, at high
+        /// concurrency, can close a pipe's descriptor twice, swiftlang/swift#57827.)
         func call(path: String, setprivArguments: [String], _ frame: String) async throws -> String {
-            try await offPool {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-                process.arguments = setprivArguments + ["/usr/bin/socat", "-t", "5", "-", "UNIX-CONNECT:\(path)"]
-                let input = Pipe()
-                let output = Pipe()
-                let errors = Pipe()
-                process.standardInput = input
-                process.standardOutput = output
-                process.standardError = errors
-                try process.run()
-                input.fileHandleForWriting.write(Data((frame + "\n").utf8))
-                try input.fileHandleForWriting.close()
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-                guard process.terminationStatus == 0, !text.isEmpty else {
-                    throw TestFailure("socat exited \(process.terminationStatus): \(errorText)")
-                }
-                return text
+            let command = "printf '%s\\n' \"$FRAME\" | exec /usr/bin/setpriv \"$@\" /usr/bin/socat -t 5 - \"UNIX-CONNECT:$SOCKET\""
+            var environment = ProcessInfo.processInfo.environment
+            environment["FRAME"] = frame
+            environment["SOCKET"] = path
+            let result = try await ChildProcess.run("/bin/sh", ["-c", command, "sh"] + setprivArguments, environment: environment)
+            let text = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard result.status == 0, !text.isEmpty else {
+                throw TestFailure("socat exited \(result.status): \(result.stderr)")
             }
+            return text
         }
 
         @Test func nobodyIsRefusedAndGroupMembersGetTheirRights() async throws {

@@ -54,15 +54,10 @@ struct BlectlDocumentationTests {
 
     @Test("mandoc -Tlint finds nothing but the cross references to pages not installed yet")
     func manPageLints() async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/mandoc")
-        process.arguments = ["-Tlint", Self.manPage]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        // ChildProcess, not Foundation's Process: that one, at high concurrency, can close a
+        // pipe's descriptor twice (swiftlang/swift#57827), and another test's FileHandle dies.
+        let result = try await ChildProcess.run("/usr/bin/mandoc", ["-Tlint", Self.manPage])
+        let text = result.stdout + result.stderr
         let allowed = [
             "Xr blefleetd 8", "Xr blefleetd.conf 5", "Xr blefleet-rpc 7", "Xr blefleet-mqtt 7", "Xr blefleet-profile 5",
         ]
