@@ -194,6 +194,14 @@ actor Board {
             connectTask?.cancel()
             connectTask = nil
             dropLink()
+            // The link fell with its adapter (powered off; BlueZ told the link's end after
+            // the fleet took the adapter's): no failed connect. The board moves as every
+            // board of a lost adapter does (to another that hears it), not into a retry floor
+            // in which a call would find it absent.
+            if let adapter, !adapter.adapter.powered {
+                adapterLost(adapter.path)
+                return
+            }
             // Said like any failed connect: the streak's first at warning, the rest at debug.
             logger.log(
                 level: attempts <= 1 ? .warning : .debug, "connect failed",

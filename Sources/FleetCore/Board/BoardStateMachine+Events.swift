@@ -260,6 +260,7 @@ extension BoardStateMachine {
     /// already knows it (`heardElsewhere`) connects it; until one hears it, a call waits for
     /// it (``isMoving(at:)``) rather than be answered `absent`.
     public mutating func linkAdapterWent(heardElsewhere: Bool, now: ContinuousClock.Instant) -> Action {
+        movedAt = now
         guard case .absent = state else { return .none }
         state = .absent(since: now, moving: true)
         return heardElsewhere ? advertisementSeen(now: now) : .none
@@ -382,6 +383,12 @@ extension BoardStateMachine {
             state = .backingOff(token: token)
             return .scheduleRetry(after: delay, token: token)
         case .waitForAdvertisement:
+            // No adapter hears it yet, moments after its adapter went: it is moving, and the
+            // callers waiting for it go on waiting (within their deadline).
+            if errorClass == .absent, let movedAt, movedAt.duration(to: now) < Self.moveGrace {
+                state = .absent(since: movedAt, moving: true)
+                return .none
+            }
             state = .absent(since: now, moving: false)
             return .waitForAdvertisement(failWaiters: .absent)
         case .giveUp:

@@ -127,6 +127,10 @@ public struct BoardStateMachine: Sendable {
     /// After a link lost as soon as it came up: how long after the loss the next connect
     /// waits, once the board advertises again (the streak's backoff).
     var retryFloor: Duration?
+    /// When the board's link last went with its adapter: for ``moveGrace`` after it, a
+    /// connect that finds no adapter hearing the board yet leaves it moving (a call waits for
+    /// it), not absent.
+    var movedAt: ContinuousClock.Instant?
 
     /// A board found by discovery (present) or loaded from the registry (not yet seen:
     /// `present == false`, it starts absent).
