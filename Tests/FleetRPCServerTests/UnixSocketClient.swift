@@ -7,7 +7,11 @@ import Glibc
 /// `@unchecked Sendable` because tests hand a client to a helper thread and back: it is used
 /// by one thread at a time, never concurrently.
 final class UnixSocketClient: @unchecked Sendable {
-    let fd: Int32
+    /// -1 once closed: a class whose init throws after its properties are set is deinited,
+    /// and closing the same number twice closes whatever another thread opened under it
+    /// meanwhile (it crashed the test process on another test's pipe: FileHandle's "Bad
+    /// file descriptor").
+    private(set) var fd: Int32
     private var pending: [UInt8] = []
 
     struct Failure: Error, CustomStringConvertible {
@@ -28,11 +32,12 @@ final class UnixSocketClient: @unchecked Sendable {
         guard result == 0 else {
             let message = String(cString: strerror(errno))
             close(fd)
+            fd = -1
             throw Failure(description: "connect \(path): \(message)")
         }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     func send(_ text: String) throws { try send(Array(text.utf8)) }
 

@@ -34,6 +34,11 @@ extension BoardStateMachine {
             wanted = true
             if then == .idle || (then == .standby && reason == .command) { state = .disconnecting(then: .reconnect) }
             return .none
+        case .absent(let since, true) where since.duration(to: now) < Self.moveGrace:
+            // Moving to another adapter that will hear it: the caller waits (its deadline
+            // bounds the wait).
+            wanted = true
+            return .none
         case .absent:
             // Already waiting for its advertisement (said once, when it began): the caller
             // is told it is absent.
@@ -155,7 +160,10 @@ extension BoardStateMachine {
         switch state {
         case .resolving, .preparing, .ready:
             // Lost before it was resolved, or within the settle time after: the connect failed.
-            let early = !withAdapter
+            // Moments after its adapter went, a link that falls (a stale one adopted) went with
+            // that adapter too: the board is still moving.
+            let moving = withAdapter || movedAt.map { $0.duration(to: now) < Self.moveGrace } ?? false
+            let early = !moving
                 && (state == .resolving || resolvedAt.map { $0.duration(to: now) < Self.settleTime } ?? false)
             guard wanted else {
                 state = .idle
@@ -164,7 +172,7 @@ extension BoardStateMachine {
             // Link lost: reconnect once the board is seen advertising again (a board that
             // lost its link because it was switched off or left would only tie up the
             // adapter's connect queue; one that is still there advertises again at once).
-            state = .absent(since: now, moving: false)
+            state = moving && !withAdapter ? .absent(since: movedAt ?? now, moving: true) : .absent(since: now, moving: false)
             guard early else { return endLink(.abandonConnection(failWaiters: nil)) }
             // A failed connect: its retry waits the streak's backoff (past the cap of
             // attempts, the next advertisement starts afresh).
