@@ -300,6 +300,38 @@ import Testing
         #expect(retryDelay(later.linkAdapterWent(heardElsewhere: true, now: at(2))) == policy.minimumDelay)
     }
 
+    @Test func aBoardMovingFromItsLostAdapterIsWaitedForNotAnsweredAbsent() {
+        // Its adapter went and no other hears it yet: a call waits for it.
+        var m = readyMachine()
+        _ = m.disconnected(now: at(1), withAdapter: true)
+        _ = m.linkAdapterWent(heardElsewhere: false, now: at(1))
+        #expect(m.connectRequested(reason: .command, now: at(1.2)) == .none)
+        #expect(m.isMoving(at: at(1.2)))
+        // Past the grace it is absent, and a call is told so.
+        #expect(m.connectRequested(reason: .command, now: at(1) + BoardStateMachine.moveGrace) == .failWaiters(.absent))
+
+        // Heard elsewhere, its connect finds no adapter hearing it after all (an advertisement
+        // from before): still moving, the callers wait.
+        var n = readyMachine()
+        _ = n.disconnected(now: at(1), withAdapter: true)
+        let retry = n.linkAdapterWent(heardElsewhere: true, now: at(1))
+        if case .scheduleRetry(_, let token) = retry { #expect(n.backoffTimerFired(token: token, now: at(1.3)) == .startConnect) }
+        _ = n.connectAttemptStarted(now: at(1.3))
+        #expect(n.connectFailed(.absent, now: at(1.4)) == .none)
+        #expect(n.isMoving(at: at(1.4)))
+    }
+
+    @Test func aStaleLinkAdoptedAndLostWhileMovingIsTheMoveNotAFailedConnect() {
+        var m = readyMachine()
+        _ = m.disconnected(now: at(1), withAdapter: true)
+        _ = m.linkAdapterWent(heardElsewhere: false, now: at(1))
+        // BlueZ reports the old link up once more, then down.
+        _ = m.connectSucceeded(now: at(1.1))
+        #expect(m.disconnected(now: at(1.2)) == .abandonConnection(failWaiters: nil))
+        #expect(m.failedAttempts == 0 && m.lastFailure == nil)
+        #expect(m.isMoving(at: at(1.3)))
+    }
+
     @Test func aLinkThatLastedWithoutItsSettleTimerIsNoFailureWhenLost() {
         var m = readyMachine()
         #expect(m.disconnected(now: at(0.2) + BoardStateMachine.settleTime) == .abandonConnection(failWaiters: nil))
