@@ -71,15 +71,28 @@ import TestSupport
             #expect(csvLines.dropFirst().allSatisfy { $0.hasPrefix("\(address),nano-01,temperature,") }, "\(csv)")
             #expect(csvLines.count >= 4, "\(csv)")
 
-            // 5-minute buckets of one span agree with its readings: count, minimum (the read's
-            // -5), maximum and mean.
-            let span = ["--since", WireTime.text(WireTime.milliseconds(Date()) - 600_000), "--until", WireTime.text(WireTime.milliseconds(Date()))]
+            // 5-minute buckets agree with the readings they hold: count, minimum (the read's
+            // -5), maximum and mean. nano-02 is switched off first, so that no reading comes
+            // between the two queries, and the span reaches past every bucket it touches.
+            _ = try await testbed.run(["board", "drop", "nano-02"])
+            let span = [
+                "--since", WireTime.text(WireTime.milliseconds(Date()) - 600_000),
+                "--until", WireTime.text(WireTime.milliseconds(Date()) + 600_000),
+            ]
             func history(_ resolution: String) async throws -> JSONValue {
                 let output = try await Blectl.run(
                     ["--socket", daemon.socket, "--json", "history", "nano-02", "--resolution", resolution] + span)
                 return try JSONValue(parsing: output.stdout)
             }
-            let raw = Self.values(try #require(try await history("raw")["boards"]?.arrayValue?.first))
+            // Its last reading written: two reads a flush apart agree.
+            var raw: [Double] = []
+            let deadline = ContinuousClock.now + lane.allowing(.seconds(20))
+            while ContinuousClock.now < deadline {
+                let before = Self.values(try #require(try await history("raw")["boards"]?.arrayValue?.first))
+                try await Task.sleep(for: .milliseconds(1500))
+                raw = Self.values(try #require(try await history("raw")["boards"]?.arrayValue?.first))
+                if raw == before { break }
+            }
             let buckets = try await history("5m")
             #expect(buckets["resolution"] == "5m")
             let points = try #require(buckets["boards"]?.arrayValue?.first?["points"]?.arrayValue)
