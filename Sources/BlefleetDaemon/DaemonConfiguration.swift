@@ -49,7 +49,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// The bridge to an MQTT broker (`mqtt`); nil: off.
     public var mqtt: MQTTSettings? = nil
     /// How the history of readings is kept (`history`); its file is in the state directory.
-    public var history = HistorySettings()
+    public var history: HistorySettings = HistorySettings()
     /// Where board profiles are (`blefleet-profile(5)`): every `*.yaml` there.
     public var profileDirectory: String = "/etc/blefleet/profiles"
 

@@ -200,6 +200,8 @@ def normalize_swift(value: str) -> str:
         return value.strip('"')
     if value == "nil":
         return ""
+    if value == "HistorySettings()":  # its defaults, as blefleetd.conf(5) writes them
+        return "{enabled: true, raw-days: 10, five-minute-days: 90, max-size-mb: 512}"
     named = re.fullmatch(r'\.named\("([^"]*)"\)', value)  # AdapterSelection.named("hci0")
     if named:
         return named.group(1)
