@@ -146,6 +146,8 @@ public struct JSONRPCDispatcher: Sendable {
         case .single(.invalid(let id, let error)):
             return .answered(Self.write(RPCReply(id: id, outcome: .error(error))))
         case .single(.request(let request)):
+            // A method that waits is admitted once, by its task (not checked here and again).
+            if case .waits = entries[request.method]?.run { return .waits }
             guard let role = policy.cachedRole(for: credentials) else { return .waits }
             let outcome: RPCReply.Outcome
             switch admit(request, credentials: credentials, role: role) {
