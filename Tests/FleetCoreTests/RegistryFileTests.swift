@@ -154,17 +154,17 @@ import Glibc
             var seenGenerations: [Int] = []
             var random = SystemRandomNumberGenerator()
             for round in 0..<10 {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: executable)
-                process.arguments = [dir, String(generation)]
+                // ChildProcess (bounded waits, its own waitpid), not Foundation's Process,
+                // whose exit monitor can miss a child's exit under concurrent tests.
                 let stdout = Pipe()
-                process.standardOutput = stdout
-                process.standardError = FileHandle.standardError
-                try process.run()
-                let pid = process.processIdentifier
+                _ = fcntl(stdout.fileHandleForReading.fileDescriptor, F_SETFD, FD_CLOEXEC)
+                let process = try ChildProcess(
+                    executable, [dir, String(generation)],
+                    stdout: stdout.fileHandleForWriting.fileDescriptor, stderr: FileHandle.standardError.fileDescriptor)
+                try stdout.fileHandleForWriting.close()
                 defer {
-                    if process.isRunning { kill(pid, SIGKILL) }
-                    process.waitUntilExit()
+                    process.signal(SIGKILL)
+                    process.wait(timeout: 10)
                 }
                 // Wait (bounded) for the first complete save.
                 let started = DispatchSemaphore(value: 0)
@@ -176,9 +176,8 @@ import Glibc
                 try #require(started.wait(timeout: .now() + 30) == .success, "registry-writer did not start")
                 // Let it write for a random while, then kill it wherever it is.
                 usleep(UInt32.random(in: 1_000...40_000, using: &random))
-                kill(pid, SIGKILL)
-                process.waitUntilExit()
-                #expect(process.terminationReason == .uncaughtSignal, "round \(round)")
+                process.signal(SIGKILL)
+                #expect(process.wait(timeout: 10) == 128 + SIGKILL, "round \(round)")
 
                 let loaded = RegistryFile(directory: dir).load()
                 #expect(!loaded.issues.contains { $0.severity != .notice }, "round \(round): \(loaded.issues)")

@@ -25,8 +25,13 @@ final class ErrorCollector: @unchecked Sendable {
         }
     }
 
-    func finish() -> String {
-        done.wait()
+    /// The pipe's whole text, once its last writer closed it. A process the child left
+    /// running may hold it open: after `timeout` the test goes on with a note instead of
+    /// waiting on it for ever (this may run on a thread of Swift's cooperative pool).
+    func finish(timeout: TimeInterval = 30) -> String {
+        guard done.wait(timeout: .now() + timeout) == .success else {
+            return "(the output was still open after \(Int(timeout)) s: a process the command started holds it)"
+        }
         return String(decoding: data, as: UTF8.self)
     }
 }

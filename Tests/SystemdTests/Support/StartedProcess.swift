@@ -2,11 +2,12 @@ import Foundation
 import TestSupport
 
 /// A child process a test talks to while it runs. Killed in `deinit` if still running, so a
-/// failing test leaves nothing behind.
+/// failing test leaves nothing behind. Spawned and reaped with ``ChildProcess`` (bounded
+/// waits), not Foundation's `Process`, whose exit monitor can miss a child's exit.
 final class StartedProcess: @unchecked Sendable {
     // Safe: `process` and the pipes are set in init and only read afterwards; `stderrText`
     // is guarded by `lock`.
-    private let process: Process
+    private let process: ChildProcess
     private let out = Pipe()
     private let err = Pipe()
     private let lock = NSCondition()
@@ -16,14 +17,14 @@ final class StartedProcess: @unchecked Sendable {
     private var stdoutClosed = false
 
     init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        for handle in [out.fileHandleForReading, err.fileHandleForReading] {
+            _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        }
+        process = try ChildProcess(
+            executable, arguments, environment: environment,
+            stdout: out.fileHandleForWriting.fileDescriptor, stderr: err.fileHandleForWriting.fileDescriptor)
+        try out.fileHandleForWriting.close()
+        try err.fileHandleForWriting.close()
         Thread.detachNewThread { [self] in
             while true {
                 let chunk = err.fileHandleForReading.availableData
@@ -67,17 +68,18 @@ final class StartedProcess: @unchecked Sendable {
             }
         }
         lock.unlock()
-        process.waitUntilExit()
+        guard let status = process.wait(timeout: max(1, deadline.timeIntervalSinceNow)) else {
+            stop()
+            throw FixtureError("process closed its output but did not exit within \(timeout) s: \(stderrText)")
+        }
         return ProcessOutput(
-            status: process.terminationStatus, stdout: String(decoding: stdoutData, as: UTF8.self),
+            status: status, stdout: String(decoding: stdoutData, as: UTF8.self),
             stderr: stderrText)
     }
 
     func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-        }
-        process.waitUntilExit()
+        process.signal(SIGKILL)
+        process.wait(timeout: 10)
     }
 
     deinit { stop() }
