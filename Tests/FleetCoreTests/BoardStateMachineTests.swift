@@ -438,6 +438,27 @@ import Testing
         #expect(m.advertisementSeen(now: at(5)) == .startConnect)
     }
 
+    @Test func aBoardWhoseLinkFellMomentsAgoIsWaitedForBeforeItIsCalledAbsent() {
+        var m = readyMachine()
+        // Long after its resolve: a lost link, not a failed connect.
+        _ = m.disconnected(now: at(10))
+        #expect(m.phase == .absent)
+        #expect(m.relinkGraceLeft(at: at(10.2)) == .milliseconds(300))
+        #expect(m.relinkGraceLeft(at: at(10.5)) == nil)
+        // Its adapter's loss told just after: it moves, and the grace no longer applies.
+        _ = m.linkAdapterWent(heardElsewhere: false, now: at(10.1))
+        #expect(m.isMoving(at: at(10.2)))
+        #expect(m.relinkGraceLeft(at: at(10.2)) == nil)
+    }
+
+    @Test func aBoardWhoseDeviceVanishedGetsNoRelinkGrace() {
+        var m = readyMachine()
+        _ = m.disconnected(now: at(10))
+        _ = m.deviceVanished(now: at(10.1))
+        #expect(m.relinkGraceLeft(at: at(10.2)) == nil)
+        #expect(m.connectRequested(now: at(10.2)) == .failWaiters(.absent))
+    }
+
     @Test func advertisementRightAfterAbsenceStillWaitsTheFloor() {
         var m = machine()
         _ = m.connectRequested(now: at(0))

@@ -548,18 +548,36 @@ actor Board {
         if machine.isReady { return }
         nextWaiterID &+= 1
         let id = nextWaiterID
-        let moving = machine.isMoving(at: .now)
+        let now = ContinuousClock.now
+        let moving = machine.isMoving(at: now)
+        let relinking = moving ? nil : machine.relinkGraceLeft(at: now)
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 waiters[id] = continuation
                 // A moving board is about to be heard elsewhere: its advertisement connects it.
+                // One whose link fell moments ago is waited for (it advertises again, or its
+                // adapter's loss is told and it moves) before it is called absent.
                 if !machine.isReady && !moving {
-                    apply { $0.connectRequested(reason: .command, now: $1) }
+                    if let relinking {
+                        Task { [weak self] in
+                            guard (try? await Task.sleep(for: relinking)) != nil else { return }
+                            await self?.relinkGraceEnded()
+                        }
+                    } else {
+                        apply { $0.connectRequested(reason: .command, now: $1) }
+                    }
                 }
             }
         } onCancel: {
             Task { await self.cancelWaiter(id) }
         }
+    }
+
+    /// The grace a call gave a board whose link fell has passed: a board still not ready,
+    /// and not moving, is connected for the call now, or the call is told why not.
+    private func relinkGraceEnded() {
+        guard !waiters.isEmpty, !machine.isReady, !machine.isMoving(at: .now) else { return }
+        apply { $0.connectRequested(reason: .command, now: $1) }
     }
 
     private func cancelWaiter(_ id: UInt64) {

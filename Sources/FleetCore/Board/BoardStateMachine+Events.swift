@@ -173,6 +173,7 @@ extension BoardStateMachine {
             // lost its link because it was switched off or left would only tie up the
             // adapter's connect queue; one that is still there advertises again at once).
             state = moving && !withAdapter ? .absent(since: movedAt ?? now, moving: true) : .absent(since: now, moving: false)
+            linkLostAt = now
             guard early else { return endLink(.abandonConnection(failWaiters: nil)) }
             // A failed connect: its retry waits the streak's backoff (past the cap of
             // attempts, the next advertisement starts afresh).
@@ -209,6 +210,8 @@ extension BoardStateMachine {
 
     /// The `Device1` object was removed from BlueZ (InterfacesRemoved).
     public mutating func deviceVanished(now: ContinuousClock.Instant) -> Action {
+        // No adapter knows the board any more: it is gone, not about to relink.
+        linkLostAt = nil
         switch state {
         case .idle, .standby, .backingOff:
             state = .absent(since: now, moving: false)
@@ -370,6 +373,7 @@ extension BoardStateMachine {
     private mutating func beginConnect() -> Action {
         state = .connecting(inFlight: false)
         retryFloor = nil
+        linkLostAt = nil
         attemptStartedAt = nil
         return .startConnect
     }

@@ -116,6 +116,11 @@ public struct BoardStateMachine: Sendable {
     public internal(set) var work = 0
     /// How long a board whose adapter went counts as moving, not gone.
     public static let moveGrace: Duration = .seconds(10)
+    /// How long after its link fell a board that waits for its advertisement counts as just
+    /// disconnected, not absent: a call waits that long for it. Its adapter's loss (the board
+    /// then moves) may be told moments after the link's, and a board that is still there
+    /// advertises again at once; one switched off is told absent after it.
+    public static let relinkGrace: Duration = .milliseconds(500)
     /// How long a link must last, from its resolve, for its connect to count as one that
     /// worked. A link lost sooner came up and fell (a controller's `0x3e` "Connection Failed
     /// to be Established", a MIC failure, a supervision timeout at once): a failed connect,
@@ -131,6 +136,9 @@ public struct BoardStateMachine: Sendable {
     /// connect that finds no adapter hearing the board yet leaves it moving (a call waits for
     /// it), not absent.
     var movedAt: ContinuousClock.Instant?
+    /// When the board's last link fell (it then waited for its advertisement): for
+    /// ``relinkGrace`` after it a call waits rather than be answered absent.
+    var linkLostAt: ContinuousClock.Instant?
 
     /// A board found by discovery (present) or loaded from the registry (not yet seen:
     /// `present == false`, it starts absent).
@@ -176,6 +184,14 @@ public struct BoardStateMachine: Sendable {
     public func isMoving(at now: ContinuousClock.Instant) -> Bool {
         guard case .absent(let since, true) = state else { return false }
         return since.duration(to: now) < Self.moveGrace
+    }
+
+    /// How much of ``relinkGrace`` is left for a board whose link fell moments ago and that
+    /// waits for its advertisement; nil for any other board.
+    public func relinkGraceLeft(at now: ContinuousClock.Instant) -> Duration? {
+        guard case .absent(_, false) = state, let linkLostAt else { return nil }
+        let left = Self.relinkGrace - linkLostAt.duration(to: now)
+        return left > .zero ? left : nil
     }
 
     /// Whether the board holds (or is about to hold) a controller connection slot.
