@@ -11,8 +11,10 @@
 //   FleetModel: the fleet's vocabulary (a board's address, a selection, an outcome, an
 //   error code, a phase), defined once under both FleetCore and FleetRPC
 //             → Systemd → CSystemd (libsystemd)
-//             → FleetMQTT (the MQTT bridge) → MQTT → CMosquitto (libmosquitto)
 //   blectl --broker → MQTT; FleetWire: a board of the core (a snapshot) as the wire describes it
+//   blefleet-mqtt (the MQTT bridge, an unprivileged client of the socket) → FleetMQTT
+//             → FleetRPCClient, MQTT → CMosquitto (libmosquitto); FleetMQTTSettings: the
+//             mqtt: keys of blefleetd.conf, read by it and checked by blefleetd
 //   blefleetd → FleetHistory (every reading kept: SQLite through vapor/sqlite-nio)
 import PackageDescription
 
@@ -114,10 +116,15 @@ let package = Package(
         .target(
             name: "FleetMQTT",
             dependencies: [
-                "FleetCore", "FleetRPC", "JSONRPC", "FleetWire", "MQTT",
+                "FleetRPCClient", "FleetRPC", "FleetModel", "JSONRPC", "MQTT", "FleetMQTTSettings",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "FleetMQTTSettings",
+            dependencies: [.product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -172,7 +179,7 @@ let package = Package(
         .target(
             name: "BlefleetDaemon",
             dependencies: [
-                "FleetRPCServer", "FleetCore", "FleetMQTT", "FleetHistory", "Systemd",
+                "FleetRPCServer", "FleetCore", "FleetMQTTSettings", "FleetHistory", "Systemd",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -213,6 +220,18 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+
+        .executableTarget(
+            name: "blefleet-mqtt",
+            dependencies: [
+                "FleetMQTT", "FleetMQTTSettings", "FleetRPCClient", "Systemd",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Sources/blefleet-mqtt",
             swiftSettings: swiftSettings
         ),
 
@@ -283,7 +302,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BlefleetDaemonTests",
-            dependencies: ["BlefleetDaemon"],
+            dependencies: ["BlefleetDaemon", "FleetMQTTSettings"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

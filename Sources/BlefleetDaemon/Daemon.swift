@@ -1,6 +1,5 @@
 import FleetCore
 import FleetHistory
-import FleetMQTT
 import FleetRPC
 import FleetRPCServer
 import JSONRPC
@@ -61,24 +60,17 @@ public struct Daemon: Sendable {
         }
         defer { fleet.close() }
 
-        let bridge: MQTTBridge?
-        do {
-            bridge = try config.mqtt.map { settings in
-                try MQTTBridge(
-                    configuration: MQTTBridge.Configuration(
-                        url: settings.url, gateway: settings.gatewayName, username: settings.username,
-                        password: try settings.readPassword(), caFile: settings.caFile, topicPrefix: settings.topicPrefix,
-                        discoveryPrefix: settings.discoveryPrefix, commands: settings.commands),
-                    fleet: fleet, logger: logger)
-            }
-        } catch {
-            throw DaemonExit(status: DaemonExit.configuration, "mqtt: \(error)")
+        if let mqtt = config.mqtt {
+            // The daemon has no network: the bridge is blefleet-mqtt, a client of the socket.
+            logger.notice(
+                "the mqtt: section is served by blefleet-mqtt (blefleet-mqtt.service) now, not by blefleetd",
+                metadata: ["mqtt.broker": "\(mqtt.url)"])
         }
         var historySettings = config.history
         historySettings.path = (config.stateDirectory as NSString).appendingPathComponent("history.sqlite3")
         let history = HistoryStore(settings: historySettings, logger: logger)
         await history.open()
-        let server = try makeServer(fleet: fleet, bridge: bridge, history: history)
+        let server = try makeServer(fleet: fleet, history: history)
         do {
             try await server.bind()
         } catch {
@@ -112,7 +104,7 @@ public struct Daemon: Sendable {
                 fleet: fleet, running: config, reread: reread, logLevel: logLevel, notifier: notifier, logger: logger),
             NotifyService(fleet: fleet, notifier: notifier, logger: logger),
             HistoryService(store: history, fleet: fleet, logger: logger),
-        ] + (bridge.map { [$0] } ?? [])
+        ]
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
@@ -126,7 +118,7 @@ public struct Daemon: Sendable {
         logger.info("stopped")
     }
 
-    private func makeServer(fleet: Fleet, bridge: MQTTBridge?, history: HistoryStore) throws -> RPCServer {
+    private func makeServer(fleet: Fleet, history: HistoryStore) throws -> RPCServer {
         let config = configuration
         let activated = (try? ActivatedSocket.fromEnvironment()) ?? []
         let listener: RPCServerConfiguration.Listener
@@ -147,14 +139,7 @@ public struct Daemon: Sendable {
             on: &dispatcher, fleet: fleet, events: subscriptions,
             environment: .init(
                 version: Self.version, clientCount: { clients.count },
-                mqttStatus: {
-                    bridge.map {
-                        let status = $0.status
-                        return DaemonStatus.MQTT(
-                            broker: status.broker, gateway: status.gateway, connected: status.connected,
-                            queued: status.queued, dropped: status.dropped)
-                    }
-                },
+                mqttStatus: { nil },
                 history: .init(
                     status: {
                         let reason: String? = if case .off(let reason) = history.state { reason } else { nil }

@@ -1,6 +1,7 @@
 import FleetCore
 import Foundation
 import FleetHistory
+import FleetMQTTSettings
 import Yams
 
 extension DaemonConfiguration {
@@ -247,57 +248,11 @@ extension DaemonConfiguration {
     }
 
     static func mqttSettings(_ node: Node) throws -> MQTTSettings {
-        guard let mapping = node.mapping else { throw SettingProblem(text: "expected a mapping with at least url") }
-        var values: [String: Node] = [:]
-        for (keyNode, valueNode) in mapping {
-            guard let key = keyNode.string else { throw SettingProblem(text: "keys must be plain words") }
-            guard MQTTSettings.keys.contains(where: { $0.key == key }) else {
-                throw SettingProblem(text: "\(key) is not a key of mqtt")
-            }
-            guard values.updateValue(valueNode, forKey: key) == nil else { throw SettingProblem(text: "\(key) is set twice") }
+        do {
+            return try MQTTSettings.parse(node)
+        } catch {
+            throw SettingProblem(text: error.text)
         }
-        func text(_ key: String) throws -> String? {
-            guard let node = values[key] else { return nil }
-            guard let scalar = node.scalar else { throw SettingProblem(text: "\(key): expected a single value") }
-            return scalar.string
-        }
-        guard let url = try text("url"), !url.isEmpty else { throw SettingProblem(text: "url is missing") }
-        guard url.hasPrefix("mqtt://") || url.hasPrefix("mqtts://") else {
-            throw SettingProblem(text: "url: got \"\(url)\", which is not mqtt:// or mqtts://")
-        }
-        var settings = MQTTSettings(url: url)
-        if let gateway = try text("gateway") {
-            guard !gateway.isEmpty, gateway != "all", gateway.utf8.count <= 128,
-                !gateway.contains(where: { "/+#".contains($0) })
-            else {
-                throw SettingProblem(text: "gateway: got \"\(gateway)\"; a name without /, + or #, not \"all\"")
-            }
-            settings.gateway = gateway
-        }
-        settings.username = try text("username").flatMap { $0.isEmpty ? nil : $0 }
-        if let path = try text("password-file") {
-            guard path.hasPrefix("/") else { throw SettingProblem(text: "password-file: got \"\(path)\", not an absolute path") }
-            settings.passwordFile = path
-            guard settings.username != nil else { throw SettingProblem(text: "password-file is given without username") }
-        }
-        if let path = try text("ca-file") {
-            guard path.hasPrefix("/") else { throw SettingProblem(text: "ca-file: got \"\(path)\", not an absolute path") }
-            guard url.hasPrefix("mqtts://") else { throw SettingProblem(text: "ca-file is only used with an mqtts:// url") }
-            settings.caFile = path
-        }
-        if let prefix = try text("topic-prefix") {
-            guard !prefix.isEmpty, !prefix.hasPrefix("/"), !prefix.hasSuffix("/"), !prefix.contains(where: { "+#".contains($0) })
-            else { throw SettingProblem(text: "topic-prefix: got \"\(prefix)\"") }
-            settings.topicPrefix = prefix
-        }
-        if let prefix = try text("discovery-prefix") {
-            guard !prefix.hasPrefix("/"), !prefix.hasSuffix("/"), !prefix.contains(where: { "+#".contains($0) }) else {
-                throw SettingProblem(text: "discovery-prefix: got \"\(prefix)\"")
-            }
-            settings.discoveryPrefix = prefix
-        }
-        if let node = values["commands"] { settings.commands = try boolean(node) }
-        return settings
     }
 
     static func scalar(_ node: Node) throws -> String {

@@ -1,5 +1,6 @@
 public import FleetCore
 public import FleetHistory
+public import FleetMQTTSettings
 
 /// Everything `blefleetd` can be told, from `/etc/blefleet/blefleetd.conf` and its flags.
 /// Flags override the file; the file overrides the defaults below.

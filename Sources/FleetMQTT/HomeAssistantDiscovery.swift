@@ -1,4 +1,3 @@
-import FleetCore
 import FleetRPC
 
 /// Home Assistant MQTT discovery configs of one board: a `light` (its LED) and a `sensor`
@@ -56,7 +55,7 @@ struct HomeAssistantDiscovery: Sendable {
 
     func lightTopic(_ address: String) -> String { "\(discoveryPrefix)/light/\(Self.nodeID(address))/led/config" }
     /// The config topic of a board's sensor (`…/sensor/blefleet_f00d00000001/humidity/config`).
-    func sensorTopic(_ address: String, sensor: String = BoardProfile.temperatureSensor) -> String {
+    func sensorTopic(_ address: String, sensor: String = MQTTBridgeCore.temperatureSensor) -> String {
         "\(discoveryPrefix)/sensor/\(Self.nodeID(address))/\(sensor)/config"
     }
 
@@ -73,13 +72,13 @@ struct HomeAssistantDiscovery: Sendable {
     }
 
     /// A sensor of the board's profile, with the device class and unit the profile gives.
-    func sensor(_ address: String, name: String, sensor: BoardProfile.Characteristic) -> Sensor {
+    func sensor(_ address: String, name: String, sensor: String, unit: String?, deviceClass: String?) -> Sensor {
         let node = Self.nodeID(address)
         return Sensor(
-            name: sensor.name.prefix(1).uppercased() + sensor.name.dropFirst(),
-            unique_id: node + "_" + sensor.name, object_id: node + "_" + sensor.name,
-            state_topic: topics.sensor(gateway, address, sensor.name), device_class: sensor.deviceClass,
-            unit_of_measurement: sensor.unit, expire_after: expireAfter,
+            name: sensor.prefix(1).uppercased() + sensor.dropFirst(),
+            unique_id: node + "_" + sensor, object_id: node + "_" + sensor,
+            state_topic: topics.sensor(gateway, address, sensor), device_class: deviceClass,
+            unit_of_measurement: unit, expire_after: expireAfter,
             availability_topic: topics.availability(gateway, address), device: device(address, name: name))
     }
 }

@@ -1,7 +1,7 @@
-public import FleetCore
 public import Logging
 public import ServiceLifecycle
 import FleetRPC
+import FleetRPCClient
 import Foundation
 import MQTT
 import Synchronization
@@ -9,6 +9,11 @@ import Synchronization
 /// Publishes the fleet to an MQTT broker (`blefleet-mqtt(7)`): the gateway's status, each
 /// board's availability, LED, temperature and state, Home Assistant discovery configs; and,
 /// with `commands`, carries out LED commands for one board or the whole fleet.
+///
+/// A client of `blefleetd`'s socket like any other (`blefleet-mqtt`, its own unit and user):
+/// the daemon that owns the adapters has no network. The fleet comes from `boards.list` and
+/// the event stream; commands go as `led.set`. A daemon that goes away is followed: the
+/// gateway says `offline` until it is back, and everything is published again then.
 ///
 /// The broker never slows the fleet: fleet events go into a bounded ``MQTTOutbox`` (one
 /// entry per topic, oldest temperature updates dropped first), and the outbox hands at most
@@ -71,11 +76,12 @@ public final class MQTTBridge: Service, Sendable {
     let configuration: Configuration
     let client: MQTTClient
     let core: MQTTBridgeCore
-    let fleet: Fleet
+    let socketPath: String
+    let logger: Logger
 
-    /// Checks the configuration; nothing touches the network until ``run()``. Throws a
-    /// ``MQTTBridgeError`` naming what is wrong.
-    public init(configuration: Configuration, fleet: Fleet, logger: Logger) throws {
+    /// Checks the configuration; nothing touches the network or the daemon until ``run()``.
+    /// Throws a ``MQTTBridgeError`` naming what is wrong.
+    public init(configuration: Configuration, socketPath: String, logger: Logger) throws {
         guard FleetTopics.isValidLevel(configuration.gateway), configuration.gateway != "all" else {
             throw MQTTBridgeError(
                 "gateway: \"\(configuration.gateway)\" cannot be a topic level (1–128 bytes, no /, + or #, not \"all\")")
@@ -92,7 +98,7 @@ public final class MQTTBridge: Service, Sendable {
         do {
             client = try MQTTClient(
                 configuration: MQTTClient.Configuration(
-                    url: url, clientID: "blefleetd-\(configuration.gateway)-\(getpid())",
+                    url: url, clientID: "blefleet-mqtt-\(configuration.gateway)-\(getpid())",
                     username: configuration.username, password: configuration.password, caFile: configuration.caFile,
                     will: .init(topic: topics.status(configuration.gateway), payload: Array("offline".utf8), retain: true)),
                 logger: logger)
@@ -100,8 +106,9 @@ public final class MQTTBridge: Service, Sendable {
             throw MQTTBridgeError("\(error)")
         }
         self.configuration = configuration
-        self.fleet = fleet
-        core = MQTTBridgeCore(configuration: configuration, broker: "\(url)", client: client, fleet: fleet, logger: logger)
+        self.socketPath = socketPath
+        self.logger = logger
+        core = MQTTBridgeCore(configuration: configuration, broker: "\(url)", client: client, logger: logger)
     }
 
     public var status: Status { core.status }
@@ -114,7 +121,7 @@ public final class MQTTBridge: Service, Sendable {
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.followBroker() }
-                group.addTask { await self.followFleet() }
+                group.addTask { await self.followDaemon() }
                 group.addTask { await self.republishPeriodically() }
                 await group.next()
                 group.cancelAll()
@@ -131,14 +138,52 @@ public final class MQTTBridge: Service, Sendable {
         }
     }
 
-    private func followFleet() async {
-        for await delivery in fleet.events.subscribe(bufferSize: 4096) {
-            switch delivery {
-            case .event(let event): await core.handle(event)
-            case .dropped: await core.publishEverything()
+    /// The daemon's boards and events, for as long as the bridge runs: connected again with
+    /// backoff (a quarter second, doubling to 5 s) whenever the daemon goes away.
+    private func followDaemon() async {
+        var delay: Duration = .milliseconds(250)
+        var away = false
+        while !Task.isCancelled {
+            do {
+                let rpc = try FleetRPCClient(socketPath: socketPath)
+                let notifications = rpc.notifications()
+                _ = try await rpc.call(
+                    FleetMethods.EventsSubscribe.self, EventsSubscribeParams(topics: [.boards, .temperature, .led, .sensor]))
+                logger.notice("following blefleetd", metadata: ["socket": "\(socketPath)"])
+                away = false
+                delay = .milliseconds(250)
+                await core.daemonConnected(rpc)
+                for try await notification in notifications {
+                    if notification.method == EventNotification.method {
+                        guard let event = notification.params(as: EventNotification.self) else { continue }
+                        await core.handle(event)
+                    } else if notification.method == Self.droppedMethod {
+                        // Events were lost (the bridge fell behind): publish the fleet afresh.
+                        await core.publishEverything()
+                    }
+                }
+                throw FleetRPCClientError.connectionClosed(method: nil)
+            } catch {
+                if Task.isCancelled { return }
+                if !away {
+                    logger.warning(
+                        "cannot reach blefleetd; the gateway shows offline until it is back",
+                        metadata: ["socket": "\(socketPath)", "reason": "\(error)"])
+                    away = true
+                }
+                await core.daemonLost()
             }
+            do {
+                try await Task.sleep(for: delay)
+            } catch {
+                return
+            }
+            delay = min(delay * 2, .seconds(5))
         }
     }
+
+    /// The notification the daemon sends when a subscriber fell behind and events were lost.
+    static let droppedMethod = "events.dropped"
 
     private func republishPeriodically() async {
         while !Task.isCancelled {

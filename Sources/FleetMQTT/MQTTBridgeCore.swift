@@ -1,14 +1,14 @@
-import FleetCore
+import FleetModel
 import FleetRPC
+import FleetRPCClient
 import JSONRPC
-import FleetWire
 import Foundation
 import Logging
 import MQTT
 import Synchronization
 
 /// The bridge's state: what was last published per board, the outbox, the commands running.
-/// Every fleet event, broker event and timer tick passes through this actor in turn.
+/// Every daemon event, broker event and timer tick passes through this actor in turn.
 actor MQTTBridgeCore {
     /// What the broker holds (retained) for one board, as last published.
     struct Published: Sendable, Hashable {
@@ -42,17 +42,21 @@ actor MQTTBridgeCore {
     let gateway: String
     let discovery: HomeAssistantDiscovery?
     let client: MQTTClient
-    let fleet: Fleet
     let logger: Logger
+    /// The daemon's socket connection while it is up.
+    private var rpc: FleetRPCClient?
     nonisolated let statusBox: Mutex<MQTTBridge.Status>
 
     private var outbox: MQTTOutbox
-    private var published: [FleetCore.BoardAddress: Published] = [:]
+    private var published: [BoardAddress: Published] = [:]
     private var connected = false
     private var runningCommands = 0
     private var waitingForSend: [Int32: CheckedContinuation<Void, Never>] = [:]
 
-    init(configuration: MQTTBridge.Configuration, broker: String, client: MQTTClient, fleet: Fleet, logger: Logger) {
+    /// The sensor `temperature.read` names, published on its own topic.
+    static let temperatureSensor = "temperature"
+
+    init(configuration: MQTTBridge.Configuration, broker: String, client: MQTTClient, logger: Logger) {
         self.configuration = configuration
         topics = FleetTopics(prefix: configuration.topicPrefix)
         gateway = configuration.gateway
@@ -63,7 +67,6 @@ actor MQTTBridgeCore {
                 discoveryPrefix: configuration.discoveryPrefix, topics: topics,
                 gateway: configuration.gateway, expireAfter: Int(configuration.republishInterval.components.seconds) * 5)
         self.client = client
-        self.fleet = fleet
         self.logger = logger
         outbox = MQTTOutbox(limit: configuration.queueLimit)
         statusBox = Mutex(
@@ -118,14 +121,68 @@ actor MQTTBridgeCore {
 
     private var loggedFailure = false
 
+    // MARK: Daemon
+
+    /// Connected to the daemon (again): everything is published afresh.
+    func daemonConnected(_ client: FleetRPCClient) async {
+        rpc = client
+        await publishEverything()
+    }
+
+    /// The daemon went away: the gateway and its boards say `offline` (retained) until it
+    /// is back; commands meanwhile are refused with a warning.
+    func daemonLost() {
+        rpc?.close()
+        rpc = nil
+        guard daemonOnline != false else { return }
+        daemonOnline = false
+        batching = true
+        for address in published.keys {
+            put(topics.availability(gateway, address.rawValue), "offline", retain: true)
+            published[address]?.available = false
+        }
+        put(topics.status(gateway), "offline", retain: true)
+        batching = false
+        flush()
+    }
+
+    /// Whether the gateway was last said online (nil: nothing said yet).
+    private var daemonOnline: Bool?
+
+    /// The boards as the daemon lists them (all, or those of `select`); empty when it
+    /// cannot be asked.
+    private func boards(_ select: Selection? = nil) async -> [BoardInfo] {
+        guard let rpc else { return [] }
+        do {
+            return try await rpc.call(FleetMethods.BoardsList.self, .init(select: select)).boards
+        } catch {
+            logger.debug("boards.list failed", metadata: ["error": "\(error)"])
+            return []
+        }
+    }
+
     /// Publishes the gateway's status and every board's retained topics (and discovery)
-    /// afresh: after a (re)connect, when Home Assistant comes online, after missed events.
+    /// afresh: after a (re)connect to the broker or the daemon, when Home Assistant comes
+    /// online, after missed events.
     func publishEverything() async {
+        guard rpc != nil else {
+            // The daemon is away: a (restarted) broker learns again that the gateway is
+            // offline. Before the first try of the daemon nothing is said (at start the
+            // broker usually answers first; the daemon a moment later).
+            if daemonOnline == false {
+                daemonOnline = nil
+                daemonLost()
+            }
+            return
+        }
+        let boards = await boards()
+        guard rpc != nil else { return }
         // One batch: what was queued for the same topics is replaced, not sent twice.
         batching = true
+        daemonOnline = true
         put(topics.status(gateway), "online", retain: true)
         published = [:]
-        for board in await fleet.snapshots() {
+        for board in boards {
             update(board)
         }
         batching = false
@@ -138,16 +195,16 @@ actor MQTTBridgeCore {
     /// Temperatures are retained and republished at least every `republishInterval`, so
     /// that a sensor's `expire_after` only expires when a board is really gone.
     func republishTemperatures() async {
-        for board in await fleet.snapshots() {
-            guard let reading = board.temperature, reading.age(at: .now) < configuration.republishInterval * 5 else {
-                continue
+        let fresh = configuration.republishInterval * 5
+        func isFresh(_ ageMs: Int?) -> Bool { ageMs.map { Duration.milliseconds($0) < fresh } ?? false }
+        for board in await boards() {
+            let address = board.address.rawValue
+            if let reading = board.temperature, reading.age < fresh {
+                put(topics.temperature(gateway, address), "\(reading.value.degrees)", retain: true, isTemperature: true)
             }
-            put(topics.temperature(gateway, board.address.rawValue), "\(reading.celsius.degrees)", retain: true, isTemperature: true)
-            for (sensor, reading) in board.readings
-            where sensor != BoardProfile.temperatureSensor && reading.age(at: .now) < configuration.republishInterval * 5 {
-                put(
-                    topics.sensor(gateway, board.address.rawValue, sensor), SensorNumber.text(reading.value), retain: true,
-                    isTemperature: true)
+            for (sensor, info) in board.sensors ?? [:] where sensor != Self.temperatureSensor && isFresh(info.ageMs) {
+                guard let value = info.value else { continue }
+                put(topics.sensor(gateway, address, sensor), SensorNumber.text(value), retain: true, isTemperature: true)
             }
         }
     }
@@ -182,69 +239,81 @@ actor MQTTBridgeCore {
 
     // MARK: Fleet
 
-    func handle(_ event: FleetEvent) async {
-        switch event {
-        case .boardRemoved(let address):
+    func handle(_ event: EventNotification) async {
+        guard let text = event.address, let address = BoardAddress(text) else { return }
+        switch event.topic {
+        case .boards where event.data["event"]?.stringValue == "removed":
             forget(address)
-        case .temperature(let address, let celsius) where published[address]?.temperature == celsius.degrees:
-            // The same value again (each notification): nothing to publish, no hop to the board.
             return
-        case .sensor(let address, let name, let value, _) where published[address]?.sensors[name] == SensorNumber.text(value):
+        case .temperature where event.data["celsius"]?.int64Value.map(Int.init) == published[address]?.temperature:
+            // The same value again (each notification): nothing to publish, no call.
             return
-        case .boardAdded(let address, _), .boardPhaseChanged(let address, _, _), .temperature(let address, _),
-            .sensor(let address, _, _, _), .ledApplied(let address, _):
-            guard let board = await fleet.snapshot(of: address) else { return }
-            update(board)
-        case .adapterPowered:
+        case .sensor:
+            if let name = event.data["sensor"]?.stringValue, let value = event.data["value"]?.doubleValue,
+                published[address]?.sensors[name] == SensorNumber.text(value)
+            {
+                return
+            }
+        case .adapter:
+            return
+        default:
             break
         }
+        guard let board = await boards(Selection([.address(address)])).first else { return }
+        update(board)
     }
 
     /// Publishes what changed of `board` since it was last published.
-    private func update(_ board: BoardSnapshot) {
+    private func update(_ board: BoardInfo) {
         let address = board.address.rawValue
         var last = published[board.address] ?? Published()
-        let name = board.alias ?? board.name ?? address
-        let sensors = Set(board.profile.sensors.map(\.name))
-        if let discovery, last.name != name || last.discovered != sensors {
+        let name = board.alias ?? (board.name.isEmpty ? address : board.name)
+        // The profile's sensors, the temperature first, then by name.
+        func rank(_ name: String) -> (Int, String) { (name == Self.temperatureSensor ? 0 : 1, name) }
+        let sensors: [(key: String, value: SensorInfo)] = (board.sensors ?? [:]).sorted { rank($0.key) < rank($1.key) }
+        let sensorNames = Set(sensors.map(\.key))
+        if let discovery, last.name != name || last.discovered != sensorNames {
             put(discovery.lightTopic(address), json(discovery.light(address, name: name)), retain: true)
-            for sensor in board.profile.sensors {
+            for (sensor, info) in sensors {
                 put(
-                    discovery.sensorTopic(address, sensor: sensor.name),
-                    json(discovery.sensor(address, name: name, sensor: sensor)), retain: true)
+                    discovery.sensorTopic(address, sensor: sensor),
+                    json(discovery.sensor(address, name: name, sensor: sensor, unit: info.unit, deviceClass: info.deviceClass)),
+                    retain: true)
             }
             // A sensor the board's profile no longer has: its config goes.
-            for gone in last.discovered.subtracting(sensors) { put(discovery.sensorTopic(address, sensor: gone), "", retain: true) }
+            for gone in last.discovered.subtracting(sensorNames) { put(discovery.sensorTopic(address, sensor: gone), "", retain: true) }
             last.name = name
-            last.discovered = sensors
+            last.discovered = sensorNames
         }
-        let available = ![.absent, .waitingForAdapter, .failed].contains(board.phase)
+        let available = ![.absent, .waitingForAdapter, .failed].contains(board.state)
         if last.available != available {
             put(topics.availability(gateway, address), available ? "online" : "offline", retain: true)
             last.available = available
         }
-        if let led = board.appliedLED, last.led != led {
+        if let led = board.led, last.led != led {
             put(topics.led(gateway, address), led ? "ON" : "OFF", retain: true)
             last.led = led
         }
-        if let celsius = board.temperature?.celsius.degrees, last.temperature != celsius {
+        if let celsius = board.temperature?.value.degrees, last.temperature != celsius {
             put(topics.temperature(gateway, address), "\(celsius)", retain: true, isTemperature: true)
             last.temperature = celsius
         }
-        for (sensor, reading) in board.readings where sensor != BoardProfile.temperatureSensor && sensors.contains(sensor) {
-            let payload = SensorNumber.text(reading.value)
+        var values: [String: Double] = [:]
+        for (sensor, info) in sensors {
+            guard let value = info.value else { continue }
+            values[sensor] = value
+            guard sensor != Self.temperatureSensor else { continue }
+            let payload = SensorNumber.text(value)
             guard last.sensors[sensor] != payload else { continue }
             put(topics.sensor(gateway, address, sensor), payload, retain: true, isTemperature: true)
             last.sensors[sensor] = payload
         }
-        let info = BoardInfo(board)
         let key = StateKey(
-            name: info.name, alias: info.alias, state: info.state, led: info.led, desiredLed: info.desiredLed,
-            celsius: info.temperature?.value.degrees, adapter: info.adapter, profile: info.profile,
-            sensors: board.readings.mapValues(\.value))
+            name: board.name, alias: board.alias, state: board.state, led: board.led, desiredLed: board.desiredLed,
+            celsius: board.temperature?.value.degrees, adapter: board.adapter, profile: board.profile, sensors: values)
         if last.state != key {
             let readingOnly = last.state.map { $0.celsius != key.celsius || $0.sensors != key.sensors } ?? false
-            put(topics.state(gateway, address), json(info), retain: true, isTemperature: readingOnly)
+            put(topics.state(gateway, address), json(board), retain: true, isTemperature: readingOnly)
             last.state = key
         }
         published[board.address] = last
@@ -252,7 +321,7 @@ actor MQTTBridgeCore {
 
     /// A forgotten board: its retained topics and discovery configs are removed (an empty
     /// retained message deletes one).
-    private func forget(_ address: FleetCore.BoardAddress) {
+    private func forget(_ address: BoardAddress) {
         let text = address.rawValue
         let last = published[address] ?? Published()
         var cleared = [
@@ -261,7 +330,7 @@ actor MQTTBridgeCore {
         ] + last.sensors.keys.map { topics.sensor(gateway, text, $0) }
         if let discovery {
             cleared += [discovery.lightTopic(text)]
-                + last.discovered.union([BoardProfile.temperatureSensor]).map { discovery.sensorTopic(text, sensor: $0) }
+                + last.discovered.union([Self.temperatureSensor]).map { discovery.sensorTopic(text, sensor: $0) }
         }
         for topic in cleared { put(topic, "", retain: true) }
         published[address] = nil
@@ -282,7 +351,7 @@ actor MQTTBridgeCore {
         let levels = message.topic.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         // <prefix…>/<gateway>/<board>/led/set
         guard levels.count >= 4, levels.suffix(2) == ["led", "set"],
-            let address = FleetTopics.address(ofBoardID: levels[levels.count - 3]).flatMap(FleetCore.BoardAddress.init)
+            let address = FleetTopics.address(ofBoardID: levels[levels.count - 3]).flatMap(BoardAddress.init)
         else {
             logger.warning("ignored an MQTT command on an unknown topic", metadata: ["mqtt.topic": "\(message.topic)"])
             return
@@ -297,8 +366,8 @@ actor MQTTBridgeCore {
                 metadata: ["mqtt.topic": "\(message.topic)", "payload": "\(message.text.prefix(64))"])
             return
         }
-        run("led \(on ? "on" : "off") \(address)") { fleet in
-            let result = await fleet.setLED(Selection([.address(address)]), on: on)
+        run("led \(on ? "on" : "off") \(address)") { rpc in
+            let result = try await rpc.call(FleetMethods.LedSet.self, .init(select: Selection([.address(address)]), on: on), timeout: nil)
             return result.outcomes.isEmpty ? nil : result
         } then: { _ in nil }
     }
@@ -317,9 +386,8 @@ actor MQTTBridgeCore {
             logger.warning("ignored a fleet-wide LED command", metadata: ["mqtt.topic": "\(message.topic)", "problem": "\(problem)"])
             return
         }
-        let timeout = command.timeoutMs.map { Duration.milliseconds($0) }
-        run("led \(command.on ? "on" : "off") for request \(command.request)") { fleet in
-            await fleet.setLED(.all, on: command.on, timeout: timeout)
+        run("led \(command.on ? "on" : "off") for request \(command.request)") { rpc in
+            try await rpc.call(FleetMethods.LedSet.self, .init(select: .all, on: command.on, timeoutMs: command.timeoutMs), timeout: nil)
         } then: { [topics, gateway] result in
             guard let result else { return nil }
             return (topics.result(gateway, command.request), result)
@@ -327,20 +395,29 @@ actor MQTTBridgeCore {
     }
 
     /// Runs a command from the broker in its own task (at most ``MQTTBridge/concurrentCommands``
-    /// at once) and publishes what `then` makes of its result.
+    /// at once) through the daemon, and publishes what `then` makes of its result.
     private func run(
-        _ what: String, _ command: @escaping @Sendable (Fleet) async -> FleetResult<Done>?,
+        _ what: String, _ command: @escaping @Sendable (FleetRPCClient) async throws -> FleetResult<Done>?,
         then reply: @escaping @Sendable (FleetResult<Done>?) -> (String, FleetResult<Done>)?
     ) {
+        guard let rpc else {
+            logger.warning("ignored an MQTT command: blefleetd is not reachable", metadata: ["command": "\(what)"])
+            return
+        }
         guard runningCommands < MQTTBridge.concurrentCommands else {
             logger.warning("ignored an MQTT command: too many running", metadata: ["command": "\(what)"])
             return
         }
         runningCommands += 1
         logger.info("MQTT command", metadata: ["command": "\(what)"])
-        let fleet = self.fleet
+        let logger = self.logger
         Task {
-            let result = await command(fleet)
+            var result: FleetResult<Done>?
+            do {
+                result = try await command(rpc)
+            } catch {
+                logger.warning("an MQTT command failed", metadata: ["command": "\(what)", "error": "\(error)"])
+            }
             self.finished(reply(result))
         }
     }

@@ -21,7 +21,9 @@ extension BoardInfo {
                 let reading = board.readings[sensor.name]
                 return (
                     sensor.name,
-                    SensorInfo(value: reading?.value, unit: sensor.unit, ageMs: reading.map { $0.age(at: now).wholeMilliseconds })
+                    SensorInfo(
+                        value: reading?.value, unit: sensor.unit, ageMs: reading.map { $0.age(at: now).wholeMilliseconds },
+                        deviceClass: sensor.deviceClass)
                 )
             }))
     }

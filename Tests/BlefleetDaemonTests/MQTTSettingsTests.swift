@@ -1,4 +1,5 @@
 import BlefleetDaemon
+import FleetMQTTSettings
 import Foundation
 import Testing
 

@@ -26,7 +26,7 @@ import JSONRPC
         address: a, name: "nano-01", alias: "lab-1", state: .ready, rssi: -60, led: true, desiredLed: false,
         temperature: TemperatureReading(value: Celsius(degrees: -4), age: .milliseconds(80)),
         lastSeen: "2024-05-01T12:00:00Z", adapter: "hci0", profile: "nano",
-        sensors: ["humidity": SensorInfo(value: 45.5, unit: "%", ageMs: 10), "temperature": SensorInfo()])
+        sensors: ["humidity": SensorInfo(value: 45.5, unit: "%", ageMs: 10, deviceClass: "humidity"), "temperature": SensorInfo()])
 
     static let status = DaemonStatus(
         version: "1", uptimeSeconds: 1.5, bluez: true, adapter: "hci0", powered: true, discovering: true,

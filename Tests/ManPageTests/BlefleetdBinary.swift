@@ -3,14 +3,7 @@ import TestSupport
 
 /// The `blefleetd` that `swift build --build-tests` puts next to the test bundle.
 enum BlefleetdBinary {
-    static func path() throws -> String {
-        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let candidate = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("blefleetd").path
-        guard FileManager.default.isExecutableFile(atPath: candidate) else {
-            throw FixtureError("blefleetd not found at \(candidate); run `swift build --build-tests` first")
-        }
-        return candidate
-    }
+    static func path() throws -> String { try builtExecutable("blefleetd") }
 
     /// Runs blefleetd with `arguments` and returns its exit status and standard error. Used
     /// only where the daemon exits at once (help, usage and start-up errors); killed after 20 s.

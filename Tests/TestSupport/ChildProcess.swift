@@ -94,6 +94,16 @@ public final class ChildProcess: @unchecked Sendable {
         if isRunning { kill(pid, signal) }
     }
 
+    /// SIGTERM, then waits (bounded; SIGKILL after) and returns the exit status.
+    @discardableResult
+    public func terminate(timeout: TimeInterval = 15) -> Int32 {
+        if let status { return status }
+        signal(SIGTERM)
+        if let status = wait(timeout: timeout) { return status }
+        signal(SIGKILL)
+        return wait(timeout: 10) ?? -1
+    }
+
     /// Waits up to `timeout` for the child to exit without holding a thread; nil if still running.
     public func exit(timeout: Duration) async -> Int32? {
         let deadline = ContinuousClock.now + timeout

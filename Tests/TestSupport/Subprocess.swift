@@ -48,6 +48,16 @@ public let repositoryRoot: URL = {
     return url
 }()
 
+/// The executable `name` that `swift build --build-tests` put next to the test bundle.
+public func builtExecutable(_ name: String) throws -> String {
+    let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    let candidate = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent(name).path
+    guard FileManager.default.isExecutableFile(atPath: candidate) else {
+        throw FixtureError("\(name) not found at \(candidate); run `swift build --build-tests` first")
+    }
+    return candidate
+}
+
 /// A fresh temporary directory under $TMPDIR, removed by the caller.
 public func makeTemporaryDirectory(prefix: String) throws -> URL {
     let base = URL(fileURLWithPath: NSTemporaryDirectory())

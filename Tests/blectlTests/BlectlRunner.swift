@@ -13,14 +13,7 @@ struct BlectlOutput: CustomStringConvertible {
 
 /// Runs the `blectl` built next to the test bundle (`swift build --build-tests`).
 enum Blectl {
-    static func path() throws -> String {
-        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let candidate = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("blectl").path
-        guard FileManager.default.isExecutableFile(atPath: candidate) else {
-            throw FixtureError("blectl not found at \(candidate); run `swift build --build-tests` first")
-        }
-        return candidate
-    }
+    static func path() throws -> String { try builtExecutable("blectl") }
 
     /// The environment without BLEFLEET_SOCKET or colour settings, plus `extra`.
     static func environment(_ extra: [String: String] = [:]) -> [String: String] {

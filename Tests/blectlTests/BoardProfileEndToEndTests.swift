@@ -125,6 +125,10 @@ extension BoardProfileEndToEndTests {
             configuration: MQTTBridgeTests.configuration(broker, gateway: "room-h", commands: false)
                 + "profile-dir: \(profiles.path)\n"
         ) { testbed, daemon in
+            // The bridge is blefleet-mqtt, a client of the daemon's socket: the profile's
+            // sensors reach it through boards.list, with their unit and device class.
+            let bridge = try RunningBridge(for: daemon)
+            defer { bridge.terminate() }
             try await BlefleetdEndToEndTests.waitForReadyBoards(2, socket: daemon.socket, lane: lane)
             let ids = try await testbed.state().map { FleetTopics.boardID($0.address) }
             let configs = try await broker.subscribe("homeassistant/sensor/+/humidity/config", count: 2)

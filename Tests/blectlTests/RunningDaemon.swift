@@ -9,15 +9,10 @@ final class RunningDaemon: @unchecked Sendable {
     let directory: URL
     let socket: String
     let logFile: URL
+    /// The configuration file the daemon was started with.
+    var configFile: URL { directory.appendingPathComponent("blefleetd.conf") }
 
-    static func binary() throws -> String {
-        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let candidate = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("blefleetd").path
-        guard FileManager.default.isExecutableFile(atPath: candidate) else {
-            throw FixtureError("blefleetd not found at \(candidate); run `swift build --build-tests` first")
-        }
-        return candidate
-    }
+    static func binary() throws -> String { try builtExecutable("blefleetd") }
 
     /// Starts the daemon; `launcher` (e.g. systemd-socket-activate …) runs it when given.
     init(
@@ -88,13 +83,7 @@ final class RunningDaemon: @unchecked Sendable {
     /// SIGTERM, then waits
     /// (bounded; SIGKILL after) and returns the exit status.
     @discardableResult
-    func terminate(timeout: TimeInterval = 15) -> Int32 {
-        if let status = process.status { return status }
-        process.signal(SIGTERM)
-        if let status = process.wait(timeout: timeout) { return status }
-        process.signal(SIGKILL)
-        return process.wait(timeout: 10) ?? -1
-    }
+    func terminate(timeout: TimeInterval = 15) -> Int32 { process.terminate(timeout: timeout) }
 
     deinit {
         terminate()

@@ -29,6 +29,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SERVICE = "lib/systemd/system/blefleetd.service"
 SOCKET_UNIT = "lib/systemd/system/blefleetd.socket"
+MQTT_SERVICE = "lib/systemd/system/blefleet-mqtt.service"
 CONFFILE = "etc/blefleet/blefleetd.conf"
 POLICY = "usr/share/blefleet/dbus/zz-blefleet-restrict-bluez.conf"
 BLUEZ_RESTART = "lib/systemd/system/bluetooth.service.d/blefleet-restart.conf"
@@ -38,9 +39,11 @@ EXPECTED_FILES = {
     "etc/blefleet/blefleetd.conf": 0o644,
     "lib/systemd/system/blefleetd.service": 0o644,
     "lib/systemd/system/blefleetd.socket": 0o644,
+    "lib/systemd/system/blefleet-mqtt.service": 0o644,
     "lib/systemd/system/bluetooth.service.d/blefleet-restart.conf": 0o644,
     "usr/bin/blectl": 0o755,
     "usr/sbin/blefleetd": 0o755,
+    "usr/bin/blefleet-mqtt": 0o755,
     "usr/lib/sysusers.d/blefleet.conf": 0o644,
     "usr/share/blefleet/dbus/zz-blefleet-restrict-bluez.conf": 0o644,
     "usr/share/bash-completion/completions/blectl": 0o644,
@@ -175,6 +178,11 @@ def test_maintainer_scripts_create_the_user_reload_systemd_and_enable_the_socket
     assert "daemon-reload" in postinst
     assert "deb-systemd-helper enable 'blefleetd.socket'" in postinst
     assert "deb-systemd-invoke start 'blefleetd.socket'" in postinst
+    # The MQTT bridge is tracked, not enabled: it needs an mqtt: section first.
+    assert "deb-systemd-helper update-state 'blefleet-mqtt.service'" in postinst
+    assert "enable 'blefleet-mqtt.service'" not in postinst
+    assert "blefleet-mqtt.service" in (tree / "DEBIAN/prerm").read_text()
+    assert "blefleet-mqtt.service" in (tree / "DEBIAN/postrm").read_text()
 
 
 # MARK: the default configuration
@@ -240,7 +248,8 @@ def test_units_pass_systemd_analyze_verify_as_installed(tree, tmp_path):
     (root / "bin").mkdir(exist_ok=True)
     shutil.copy2(os.path.realpath("/bin/kill"), root / "bin/kill")
     env = dict(os.environ, MANPATH=str(tree / "usr/share/man"))
-    result = run("systemd-analyze", "verify", f"--root={root}", SERVICE, SOCKET_UNIT, cwd=root, env=env, check=False)
+    result = run(
+        "systemd-analyze", "verify", f"--root={root}", SERVICE, SOCKET_UNIT, MQTT_SERVICE, cwd=root, env=env, check=False)
     report = [line for line in (result.stdout + result.stderr).splitlines()
               if line and "running with root privileges is not recommended" not in line]
     assert (result.returncode, report) == (0, [])
@@ -250,6 +259,21 @@ def test_service_exposure_is_at_most_1_5(tree):
     result = run("systemd-analyze", "security", "--offline=yes", tree / SERVICE)
     score = float(re.search(r"Overall exposure level for blefleetd.service: ([0-9.]+)", result.stdout).group(1))
     assert score <= 1.5
+
+
+def test_mqtt_bridge_unit_has_ip_and_the_daemons_socket_and_nothing_else(tree):
+    result = run("systemd-analyze", "security", "--offline=yes", tree / MQTT_SERVICE)
+    score = float(re.search(r"Overall exposure level for blefleet-mqtt.service: ([0-9.]+)", result.stdout).group(1))
+    assert score <= 2.5, result.stdout
+    service = unit_settings(tree / MQTT_SERVICE)
+    assert service["ExecStart"] == ["/usr/bin/blefleet-mqtt"]
+    assert service["DynamicUser"] == ["yes"] and service["SupplementaryGroups"] == ["blefleet"]
+    assert service["RestrictAddressFamilies"] == ["AF_UNIX AF_INET AF_INET6"]
+    assert service["CapabilityBoundingSet"] == [""] and service["NoNewPrivileges"] == ["yes"]
+    assert service["RestartPreventExitStatus"] == ["78"]
+    # The daemon has no IP at all: the bridge is the only unit facing the network.
+    daemon = unit_settings(tree / SERVICE)
+    assert "AF_INET" not in daemon["RestrictAddressFamilies"][0] and daemon["IPAddressDeny"] == ["any"]
 
 
 def test_service_and_socket_settings(tree):

@@ -68,7 +68,11 @@ enum Schemas {
         ],
     ]
     static let sensorInfo: JSONValue = [
-        "type": "object", "properties": ["value": ["type": "number"], "unit": ["type": "string"], "ageMs": ["type": "integer"]],
+        "type": "object",
+        "properties": [
+            "value": ["type": "number"], "unit": ["type": "string"], "ageMs": ["type": "integer"],
+            "deviceClass": ["type": "string"],
+        ],
     ]
     static let sensorOutcome: JSONValue = outcome([
         "sensor": ["type": "string"], "value": ["type": "number"], "unit": ["type": "string"], "ageMs": ["type": "integer"],

@@ -75,10 +75,14 @@ public struct SensorInfo: Sendable, Hashable, Codable {
     public var unit: String?
     /// Age of the latest value in milliseconds; absent before the first.
     public var ageMs: Int?
+    /// Home Assistant's device class of the sensor (`temperature`, `humidity`…), as its
+    /// profile gives it; absent when it gives none.
+    public var deviceClass: String?
 
-    public init(value: Double? = nil, unit: String? = nil, ageMs: Int? = nil) {
+    public init(value: Double? = nil, unit: String? = nil, ageMs: Int? = nil, deviceClass: String? = nil) {
         self.value = value
         self.unit = unit
         self.ageMs = ageMs
+        self.deviceClass = deviceClass
     }
 }
