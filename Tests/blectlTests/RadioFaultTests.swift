@@ -294,4 +294,59 @@ struct RadioFaultTests {
             print("hung hci0: found stuck after \(detected); status after recovery: \(recovered)")
         }
     }
+    /// An adapter that only listens (no link to ask about, no connect under way) is asked
+    /// for its controller's local clock: hung, it is found stuck by that alone, within the
+    /// goal of 15 s, and recovered; the boards on the other adapter never notice.
+    @Test(arguments: lanes(realOnly: true))
+    func aControllerWithNoLinkThatHangsIsFoundByAskingItAndRecovered(lane: Lane) async throws {
+        try await Testbed.with(lane: lane, boards: 2, extraArguments: ["--centrals", "2"]) { testbed in
+            // Both boards near hci0: hci1 hears them, faintly, and holds no link.
+            for board in ["nano-01", "nano-02"] {
+                try await testbed.run(["board", "signal", board, "-35", "--adapter", "hci0"])
+                try await testbed.run(["board", "signal", board, "-85", "--adapter", "hci1"])
+            }
+            var environment: [String: String] = [:]
+            if let relay = testbed.managementSocket { environment["BLEFLEET_MGMT_SOCKET"] = relay }
+            let daemon = try RunningDaemon(
+                busAddress: testbed.busAddress, configuration: "socket-group: root\nadapter: [hci0, hci1]\n",
+                environment: environment)
+            defer { daemon.terminate() }
+            try await daemon.waitUntilServing()
+            try await BlefleetdEndToEndTests.waitForReadyBoards(2, socket: daemon.socket, lane: lane, timeout: 30)
+            try await SeveralAdaptersTests.waitForStatus(daemon.socket, lane: lane, "both links on hci0, none on hci1") {
+                let adapters = SeveralAdaptersTests.adapters($0)
+                return adapters["hci0"]?.used == 2 && adapters["hci1"]?.used == 0
+            }
+            _ = try await testbed.run(["fault", "hang", "hci1", "--until-reset"])
+            let hung = ContinuousClock.now
+            func health(_ status: JSONValue) -> String? {
+                status["adapters"]?.arrayValue?.first { $0["name"]?.stringValue == "hci1" }?["health"]?.stringValue
+            }
+            do {
+                try await SeveralAdaptersTests.waitForStatus(daemon.socket, lane: lane, "hci1 stuck", timeout: .seconds(10)) {
+                    ["recovering", "failed"].contains(health($0) ?? "")
+                }
+            } catch {
+                throw FixtureError("\(error)\n\(daemon.logTail(200))")
+            }
+            let detected = hung.duration(to: .now)
+            #expect(detected < .seconds(15), "found stuck after \(detected)")
+            // The boards on hci0 never noticed.
+            let result = try await Self.led(true, "all", socket: daemon.socket, deadlineMs: 20_000)
+            #expect(result["totals"]?["ok"]?.int64Value == 2, "\(result)")
+            // Recovered without a restart of anything; what found it was its commands timing
+            // out (the question about its clock), not the silence that follows a while later.
+            let recovered = try await SeveralAdaptersTests.waitForStatus(
+                daemon.socket, lane: lane, "hci1 recovered", timeout: .seconds(15)
+            ) {
+                health($0) == "ok"
+                    && $0["adapters"]?.arrayValue?.first { $0["name"]?.stringValue == "hci1" }?["lastRecovery"]?["recovered"]?
+                        .stringValue != nil
+            }
+            let recovery = recovered["adapters"]?.arrayValue?.first { $0["name"]?.stringValue == "hci1" }?["lastRecovery"]
+            #expect(recovery?["symptom"]?.stringValue == "commands-time-out", "\(String(describing: recovery))")
+            #expect(daemon.process.status == nil, "the daemon kept running")
+            print("idle hung hci1: found stuck after \(detected)")
+        }
+    }
 }

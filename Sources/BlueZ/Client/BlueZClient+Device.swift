@@ -201,11 +201,12 @@ extension BlueZClient {
     }
 
     /// Probes `adapter`'s controller through one of its links (the `turn`-th, so that turns
-    /// visit them all): true when it answered, false when it has no link to ask about.
+    /// visit them all), or, with no link, by asking it for its local clock: true when it
+    /// answered, false when nothing was learned (no management interface, the link went).
     /// Throws ``BlueZError/timeout(_:)`` when it did not answer.
     public func probeController(_ adapter: BlueZAdapter, turn: Int) async throws -> Bool {
         let linked = await mirror.tree.devices(onAdapter: adapter.path).filter(\.hasLink)
-        guard !linked.isEmpty else { return false }
+        guard !linked.isEmpty else { return try await probeIdleController(adapter) }
         let device = linked[turn % linked.count]
         do {
             _ = try await probeLink(device.path)
@@ -213,6 +214,31 @@ extension BlueZClient {
         } catch BlueZError.notAvailable {
             return false  // the link went meanwhile, or no interface: nothing learned
         }
+    }
+
+    /// Asks a controller with no link for its local clock through the kernel's management
+    /// interface (an adapter that only scans and connects is otherwise judged by nothing
+    /// until a connect times out): true when it answered in time, false when nothing was
+    /// learned. Throws ``BlueZError/timeout(_:)`` when the kernel's command to it timed out
+    /// (the answer took the kernel's HCI command timeout; see
+    /// ``ManagementInterface/readLocalClock(controller:timeout:)``).
+    func probeIdleController(_ adapter: BlueZAdapter) async throws -> Bool {
+        guard adapter.powered, let management, !managementUnusable.load(ordering: .relaxed),
+            let index = Self.controllerIndex(adapter.path)
+        else { return false }
+        let answer: (status: UInt8, took: Duration)
+        do {
+            answer = try await management.readLocalClock(controller: index)
+        } catch .timeout {
+            throw BlueZError.timeout("\(adapter.path) did not answer the kernel's Read Clock")
+        } catch {
+            return false
+        }
+        if ManagementInterface.Failure.isKernelsRefusal(answer.status) { return false }
+        if answer.status == ManagementInterface.Failure.commandTimedOut || answer.took >= ManagementInterface.commandTimeoutSign {
+            throw BlueZError.timeout("\(adapter.path) did not answer the kernel's Read Clock within \(answer.took)")
+        }
+        return true
     }
 
     /// The controller index of an adapter path (`/org/bluez/hci3` → 3).

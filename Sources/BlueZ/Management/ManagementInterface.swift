@@ -72,6 +72,14 @@ public struct ManagementInterface: Sendable, Hashable {
         public static let disconnected: UInt8 = 0x0e
         /// `MGMT_STATUS_PERMISSION_DENIED`: the caller lacks `CAP_NET_ADMIN`.
         public static let permissionDenied: UInt8 = 0x14
+        /// `MGMT_STATUS_TIMEOUT`: the kernel's command to the controller got no answer.
+        public static let commandTimedOut: UInt8 = 0x08
+
+        /// Whether the kernel refused a request without asking the controller: not
+        /// supported, invalid parameters, not powered, invalid index, rfkilled, permission denied.
+        public static func isKernelsRefusal(_ status: UInt8) -> Bool {
+            [0x0c, 0x0d, 0x0f, 0x11, 0x12, permissionDenied].contains(status)
+        }
 
         static func statusName(_ status: UInt8) -> String {
             switch status {
@@ -79,6 +87,7 @@ public struct ManagementInterface: Sendable, Hashable {
             case notConnected: "not connected"
             case 0x03: "failed"
             case 0x04: "connect failed"
+            case commandTimedOut: "timeout"
             case 0x0a: "busy"
             case 0x0c: "not supported"
             case 0x0d: "invalid parameters"
@@ -154,6 +163,29 @@ public struct ManagementInterface: Sendable, Hashable {
         return rssi == 127 ? nil : rssi
     }
 
+    /// Asks the controller for its local clock (`MGMT_OP_GET_CLOCK_INFO` for `BDADDR_ANY`):
+    /// the kernel sends it HCI Read Clock even when it has no link. Returns the kernel's
+    /// status and how long the answer took. The time is what tells: Linux 6.1 answers
+    /// `not connected` for `BDADDR_ANY` whatever the controller did (it looks up a link after
+    /// reading the clock; measured on the real lane), in milliseconds from a controller that
+    /// answers and after the kernel's HCI command timeout (2 s) from one that does not.
+    public func readLocalClock(
+        controller index: UInt16, timeout: Duration = .seconds(4)
+    ) async throws(Failure) -> (status: UInt8, took: Duration) {
+        let endpoint = self.endpoint
+        // Address BDADDR_ANY (6 zero bytes), address type BR/EDR (0): the local clock only.
+        let request = Packet(code: Self.opGetClockInfo, index: index, parameters: [UInt8](repeating: 0, count: 7))
+        return try await Self.offThePool { () throws(Failure) in
+            let started = ContinuousClock.now
+            let (status, _) = try Self.exchange(request, at: endpoint, timeout: timeout)
+            return (status, started.duration(to: .now))
+        }
+    }
+
+    /// How long an answer to a command the kernel passes to the controller may take before
+    /// it counts as the kernel's HCI command timeout (2 s) rather than the controller's answer.
+    public static let commandTimeoutSign: Duration = .milliseconds(1500)
+
     /// Sends `request` on a channel of its own; throws unless its answer is a success, and
     /// returns the answer's parameters after its status.
     @discardableResult
@@ -181,6 +213,7 @@ public struct ManagementInterface: Sendable, Hashable {
     static let opDisconnect: UInt16 = 0x0014
     static let opSetPowered: UInt16 = 0x0005
     static let opGetConnectionInfo: UInt16 = 0x0031
+    static let opGetClockInfo: UInt16 = 0x0032
     /// Not a kernel opcode: the testbed's relay closes the controller (`HCIDEVDOWN`) in the
     /// kernel it serves, and answers with a Command Complete for it.
     static let opRelayCloseController: UInt16 = 0xff02

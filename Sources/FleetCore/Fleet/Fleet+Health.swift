@@ -25,8 +25,10 @@ extension Fleet {
 
     /// Every few seconds: each adapter with links is asked about one of them through the
     /// kernel, which asks the controller (a fully connected fleet advertises nothing, so
-    /// silence cannot tell a stuck controller there); an answer is a command completed,
-    /// none in time a command timed out.
+    /// silence cannot tell a stuck controller there), and one with no link for its
+    /// controller's clock (an adapter that only listens is otherwise judged by nothing until
+    /// a connect through it times out); an answer is a command completed, none in time a
+    /// command timed out.
     func probeAdapters(turn: Int) {
         // The kernel queues the question behind a connect under way (LE Create Connection
         // holds its queue until the link is up): only an adapter with no connect at the
