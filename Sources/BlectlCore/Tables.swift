@@ -9,7 +9,7 @@ public enum Tables {
     /// last advertised, or `connected` (a connected board stops advertising). LED is what the
     /// board has, with the wish beside it when they differ (``led(_:)``).
     public static func boards(_ boards: [BoardInfo], now: Double) -> TextTable {
-        let sensors = Set(boards.flatMap { $0.sensors?.keys.map { $0 } ?? [] }).subtracting(["temperature"]).sorted()
+        let sensors = Set(boards.flatMap { $0.sensors?.keys.map { $0 } ?? [] }).subtracting([TemperatureReading.sensor]).sorted()
         return TextTable(
             columns: [
                 .init("NAME"), .init("ADDRESS"), .init("STATE"), .init("ADAPTER"), .init("RSSI", .right), .init("LED"),
@@ -153,12 +153,6 @@ public enum Tables {
             ("Boards", "\(status.boards.known) known, \(status.boards.connected) connected, \(status.boards.ready) ready"),
             ("Clients", String(status.clients)),
         ]
-        if let mqtt = status.mqtt {
-            var facts = [mqtt.connected ? "connected" : "not connected (retrying)"]
-            if mqtt.queued > 0 { facts.append("\(mqtt.queued) queued") }
-            if mqtt.dropped > 0 { facts.append("\(mqtt.dropped) temperature updates dropped") }
-            rows.append(("MQTT", "\(mqtt.broker) as \(mqtt.gateway): \(facts.joined(separator: ", "))"))
-        }
         if let history = status.history {
             var line = history.enabled ? "kept in \(history.path)" : "off: \(history.reason ?? "no reason given")"
             if history.dropped > 0 { line += " (\(history.dropped) readings not kept)" }

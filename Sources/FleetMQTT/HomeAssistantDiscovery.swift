@@ -55,7 +55,7 @@ struct HomeAssistantDiscovery: Sendable {
 
     func lightTopic(_ address: String) -> String { "\(discoveryPrefix)/light/\(Self.nodeID(address))/led/config" }
     /// The config topic of a board's sensor (`…/sensor/blefleet_f00d00000001/humidity/config`).
-    func sensorTopic(_ address: String, sensor: String = MQTTBridgeCore.temperatureSensor) -> String {
+    func sensorTopic(_ address: String, sensor: String = TemperatureReading.sensor) -> String {
         "\(discoveryPrefix)/sensor/\(Self.nodeID(address))/\(sensor)/config"
     }
 

@@ -157,7 +157,7 @@ public final class MQTTBridge: Service, Sendable {
                     if notification.method == EventNotification.method {
                         guard let event = notification.params(as: EventNotification.self) else { continue }
                         await core.handle(event)
-                    } else if notification.method == Self.droppedMethod {
+                    } else if notification.method == EventNotification.droppedMethod {
                         // Events were lost (the bridge fell behind): publish the fleet afresh.
                         await core.publishEverything()
                     }
@@ -181,9 +181,6 @@ public final class MQTTBridge: Service, Sendable {
             delay = min(delay * 2, .seconds(5))
         }
     }
-
-    /// The notification the daemon sends when a subscriber fell behind and events were lost.
-    static let droppedMethod = "events.dropped"
 
     private func republishPeriodically() async {
         while !Task.isCancelled {

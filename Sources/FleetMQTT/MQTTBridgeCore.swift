@@ -53,9 +53,6 @@ actor MQTTBridgeCore {
     private var runningCommands = 0
     private var waitingForSend: [Int32: CheckedContinuation<Void, Never>] = [:]
 
-    /// The sensor `temperature.read` names, published on its own topic.
-    static let temperatureSensor = "temperature"
-
     init(configuration: MQTTBridge.Configuration, broker: String, client: MQTTClient, logger: Logger) {
         self.configuration = configuration
         topics = FleetTopics(prefix: configuration.topicPrefix)
@@ -202,7 +199,7 @@ actor MQTTBridgeCore {
             if let reading = board.temperature, reading.age < fresh {
                 put(topics.temperature(gateway, address), "\(reading.value.degrees)", retain: true, isTemperature: true)
             }
-            for (sensor, info) in board.sensors ?? [:] where sensor != Self.temperatureSensor && isFresh(info.ageMs) {
+            for (sensor, info) in board.sensors ?? [:] where sensor != TemperatureReading.sensor && isFresh(info.ageMs) {
                 guard let value = info.value else { continue }
                 put(topics.sensor(gateway, address, sensor), SensorNumber.text(value), retain: true, isTemperature: true)
             }
@@ -269,7 +266,7 @@ actor MQTTBridgeCore {
         var last = published[board.address] ?? Published()
         let name = board.alias ?? (board.name.isEmpty ? address : board.name)
         // The profile's sensors, the temperature first, then by name.
-        func rank(_ name: String) -> (Int, String) { (name == Self.temperatureSensor ? 0 : 1, name) }
+        func rank(_ name: String) -> (Int, String) { (name == TemperatureReading.sensor ? 0 : 1, name) }
         let sensors: [(key: String, value: SensorInfo)] = (board.sensors ?? [:]).sorted { rank($0.key) < rank($1.key) }
         let sensorNames = Set(sensors.map(\.key))
         if let discovery, last.name != name || last.discovered != sensorNames {
@@ -302,7 +299,7 @@ actor MQTTBridgeCore {
         for (sensor, info) in sensors {
             guard let value = info.value else { continue }
             values[sensor] = value
-            guard sensor != Self.temperatureSensor else { continue }
+            guard sensor != TemperatureReading.sensor else { continue }
             let payload = SensorNumber.text(value)
             guard last.sensors[sensor] != payload else { continue }
             put(topics.sensor(gateway, address, sensor), payload, retain: true, isTemperature: true)
@@ -330,7 +327,7 @@ actor MQTTBridgeCore {
         ] + last.sensors.keys.map { topics.sensor(gateway, text, $0) }
         if let discovery {
             cleared += [discovery.lightTopic(text)]
-                + last.discovered.union([Self.temperatureSensor]).map { discovery.sensorTopic(text, sensor: $0) }
+                + last.discovered.union([TemperatureReading.sensor]).map { discovery.sensorTopic(text, sensor: $0) }
         }
         for topic in cleared { put(topic, "", retain: true) }
         published[address] = nil

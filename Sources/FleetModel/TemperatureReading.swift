@@ -7,6 +7,10 @@ public struct TemperatureReading: Sendable, Hashable {
     /// cache's age for a cached one).
     public let age: Duration
 
+    /// The name of the sensor a temperature is (the one `temperature.read` reads, with a
+    /// topic of its own on MQTT).
+    public static let sensor = "temperature"
+
     public init(value: Celsius, age: Duration) {
         self.value = value
         self.age = age

@@ -119,5 +119,5 @@ extension BoardProfile {
     /// The switch `led.set` names.
     public static let ledSwitch = "led"
     /// The sensor `temperature.read` names.
-    public static let temperatureSensor = "temperature"
+    public static let temperatureSensor = TemperatureReading.sensor
 }

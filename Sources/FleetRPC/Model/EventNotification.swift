@@ -5,6 +5,8 @@ public import JSONRPC
 public struct EventNotification: Sendable, Hashable, Codable {
     /// The JSON-RPC method name of event notifications.
     public static let method = "events.event"
+    /// The notification a subscriber gets when it fell behind and `count` events were lost.
+    public static let droppedMethod = "events.dropped"
 
     public var topic: EventTopic
     /// The board concerned, if any.

@@ -10,8 +10,6 @@ import Synchronization
 /// waits for a client); when a client falls behind it gets `events.dropped {count}` and then
 /// the next events; a client that stops reading altogether is disconnected by the server.
 public final class EventSubscriptions: Sendable {
-    public static let droppedMethod = "events.dropped"
-
     private struct Subscriber {
         var topics: Set<EventTopic>
         let task: Task<Void, Never>
@@ -75,7 +73,7 @@ public final class EventSubscriptions: Sendable {
     private func forward(_ delivery: EventBroadcaster<FleetEvent>.Delivery, to connection: RPCConnection) -> Bool {
         switch delivery {
         case .dropped(let count):
-            return connection.notify(method: Self.droppedMethod, params: ["count": count])
+            return connection.notify(method: EventNotification.droppedMethod, params: ["count": count])
         case .event(let event):
             let notification = Self.notification(for: event)
             let wanted = subscribers.withLock { $0[connection.id]?.topics.contains(notification.topic) ?? false }
