@@ -139,7 +139,6 @@ public struct Daemon: Sendable {
             on: &dispatcher, fleet: fleet, events: subscriptions,
             environment: .init(
                 version: Self.version, clientCount: { clients.count },
-                mqttStatus: { nil },
                 history: .init(
                     status: {
                         let reason: String? = if case .off(let reason) = history.state { reason } else { nil }

@@ -37,7 +37,6 @@ import JSONRPC
                                       recovered: "2026-11-25T05:00:09Z"))
         ],
         boards: .init(known: 1, connected: 1, ready: 1), clients: 1,
-        mqtt: .init(broker: "mqtt://b:1883", gateway: "room", connected: true, queued: 0, dropped: 0),
         history: .init(enabled: false, reason: "the disk is full", path: "/var/lib/blefleet/history.sqlite3", dropped: 3))
 
     static func json<Value: Encodable>(_ values: [Value]) throws -> [JSONValue] {
@@ -63,7 +62,6 @@ import JSONRPC
             return try json([EventsSubscriptionResult(topics: EventTopic.allCases)])
         case "daemon.status":
             var older = status
-            older.mqtt = nil
             older.adapter = nil
             older.history = nil
             return try json([status, older])

@@ -33,8 +33,6 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
     public var boards: Counts
     /// Clients connected to the socket.
     public var clients: Int
-    /// The MQTT bridge, when one is configured.
-    public var mqtt: MQTT?
     /// The history of readings (absent from a daemon that keeps none).
     public var history: History?
 
@@ -53,27 +51,6 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
             self.enabled = enabled
             self.reason = reason
             self.path = path
-            self.dropped = dropped
-        }
-    }
-
-    /// The MQTT bridge in `daemon.status`.
-    public struct MQTT: Sendable, Hashable, Codable {
-        /// `mqtt://host:port`.
-        public var broker: String
-        /// This gateway's name in topics.
-        public var gateway: String
-        public var connected: Bool
-        /// Messages waiting for the broker.
-        public var queued: Int
-        /// Temperature updates dropped because the broker was too slow or away.
-        public var dropped: Int
-
-        public init(broker: String, gateway: String, connected: Bool, queued: Int, dropped: Int) {
-            self.broker = broker
-            self.gateway = gateway
-            self.connected = connected
-            self.queued = queued
             self.dropped = dropped
         }
     }
@@ -145,10 +122,9 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
 
     public init(
         version: String, uptimeSeconds: Double, bluez: Bool, adapter: String? = nil, powered: Bool,
-        discovering: Bool, adapters: [Adapter] = [], boards: Counts, clients: Int, mqtt: MQTT? = nil,
+        discovering: Bool, adapters: [Adapter] = [], boards: Counts, clients: Int,
         history: History? = nil
     ) {
-        self.mqtt = mqtt
         self.history = history
         self.adapters = adapters
         self.version = version
@@ -162,7 +138,7 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case version, uptimeSeconds, bluez, adapter, powered, discovering, adapters, boards, clients, mqtt, history
+        case version, uptimeSeconds, bluez, adapter, powered, discovering, adapters, boards, clients, history
     }
 
     /// A daemon older than `adapters` sends none: then it is an empty list.
@@ -177,7 +153,6 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
         adapters = try container.decodeIfPresent([Adapter].self, forKey: .adapters) ?? []
         boards = try container.decode(Counts.self, forKey: .boards)
         clients = try container.decode(Int.self, forKey: .clients)
-        mqtt = try container.decodeIfPresent(MQTT.self, forKey: .mqtt)
         history = try container.decodeIfPresent(History.self, forKey: .history)
     }
 }

@@ -125,14 +125,6 @@ enum Schemas {
                 "properties": ["known": ["type": "integer"], "connected": ["type": "integer"], "ready": ["type": "integer"]],
             ],
             "clients": ["type": "integer"],
-            "mqtt": [
-                "type": "object",
-                "required": ["broker", "gateway", "connected", "queued", "dropped"],
-                "properties": [
-                    "broker": ["type": "string"], "gateway": ["type": "string"], "connected": ["type": "boolean"],
-                    "queued": ["type": "integer"], "dropped": ["type": "integer"],
-                ],
-            ],
             "history": [
                 "type": "object",
                 "required": ["enabled", "path", "dropped"],

@@ -13,8 +13,6 @@ public enum FleetMethodBindings {
         public var startedAt: ContinuousClock.Instant
         /// How many clients are connected now.
         public var clientCount: @Sendable () -> Int
-        /// The MQTT bridge's state, when one is configured.
-        public var mqttStatus: @Sendable () -> DaemonStatus.MQTT?
         /// The history of readings: its state, and how to read it (`nil`: none is kept).
         public var history: History?
 
@@ -41,12 +39,11 @@ public enum FleetMethodBindings {
 
         public init(
             version: String, startedAt: ContinuousClock.Instant = .now, clientCount: @escaping @Sendable () -> Int,
-            mqttStatus: @escaping @Sendable () -> DaemonStatus.MQTT? = { nil }, history: History? = nil
+            history: History? = nil
         ) {
             self.version = version
             self.startedAt = startedAt
             self.clientCount = clientCount
-            self.mqttStatus = mqttStatus
             self.history = history
         }
     }
@@ -162,7 +159,7 @@ public enum FleetMethodBindings {
                         })
                 },
                 boards: .init(known: status.boardCount, connected: status.connectedCount, ready: status.readyCount),
-                clients: environment.clientCount(), mqtt: environment.mqttStatus(), history: environment.history?.status())
+                clients: environment.clientCount(), history: environment.history?.status())
         }
         dispatcher.register(FleetMethods.HistoryRead.self) { params, _ in
             guard let history = environment.history else {
