@@ -15,6 +15,8 @@
 //   blefleet-mqtt (the MQTT bridge, an unprivileged client of the socket) → FleetMQTT
 //             → FleetRPCClient, MQTT → CMosquitto (libmosquitto); FleetMQTTSettings: the
 //             mqtt: keys of blefleetd.conf, read by it and checked by blefleetd
+//   blefleet-web (dashboard, /metrics; an unprivileged client of the socket) → FleetWeb
+//             → FleetRPCClient, Hummingbird, swift-prometheus, CCrypt (crypt(3), libxcrypt)
 //   blefleetd → FleetHistory (every reading kept: SQLite through vapor/sqlite-nio)
 import PackageDescription
 
@@ -34,6 +36,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
+        // blefleet-web only: the HTTP server (no default traits: no swift-configuration, no
+        // full Foundation) and the Prometheus text format.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // MARK: C libraries (Debian -dev packages)
@@ -56,6 +62,14 @@ let package = Package(
             name: "CMosquitto",
             path: "Sources/CMosquitto",
             providers: [.apt(["libmosquitto-dev"])]
+        ),
+
+        // crypt(3) from libxcrypt (libcrypt-dev): blefleet-web checks passwords against the
+        // hashes of its --auth-file.
+        .systemLibrary(
+            name: "CCrypt",
+            path: "Sources/CCrypt",
+            providers: [.apt(["libcrypt-dev"])]
         ),
 
         // MARK: Libraries
@@ -125,6 +139,17 @@ let package = Package(
         .target(
             name: "FleetMQTTSettings",
             dependencies: [.product(name: "Yams", package: "Yams")],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "FleetWeb",
+            dependencies: [
+                "FleetRPCClient", "FleetRPC", "FleetModel", "JSONRPC", "CCrypt",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -235,6 +260,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .executableTarget(
+            name: "blefleet-web",
+            dependencies: [
+                "FleetWeb", "FleetRPCClient", "Systemd",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            path: "Sources/blefleet-web",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Test support (starts a testbed; used by integration tests only)
         .target(
             name: "TestSupport",
@@ -311,6 +349,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "FleetWebTests",
+            dependencies: ["FleetWeb"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "FleetMQTTTests",
             dependencies: ["FleetMQTT"],
             swiftSettings: swiftSettings
@@ -337,7 +380,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ManPageTests",
-            dependencies: ["FleetRPC", "JSONRPC", "BlefleetDaemon", "Systemd", "TestSupport"],
+            dependencies: ["FleetRPC", "JSONRPC", "BlefleetDaemon", "Systemd", "TestSupport", "FleetModel", "FleetWeb", "blefleet-web"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

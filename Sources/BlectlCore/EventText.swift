@@ -38,6 +38,12 @@ public enum EventText {
             if let on = data["on"]?.boolValue { return on ? "LED on" : "LED off" }
         case EventTopic.boards.rawValue:
             var parts: [String] = []
+            switch data["event"]?.stringValue {
+            case "added": parts.append("added")
+            case "removed": parts.append("forgotten")
+            case "alias": parts.append(data["alias"]?.stringValue.map { "alias \($0)" } ?? "alias removed")
+            default: break
+            }
             if let state = data["state"]?.stringValue { parts.append(state) }
             if let rssi = data["rssi"]?.int64Value { parts.append("\(rssi) dBm") }
             if !parts.isEmpty { return parts.joined(separator: ", ") }

@@ -379,7 +379,17 @@ struct FleetTests {
             let result = await fixture.fleet.setLED(try Selection(parsing: ["nano-01"]), on: true)
             #expect(result.allSucceeded && result.outcomes.count == 1)
             let address = try #require(result.outcomes.first?.address)
+            let events = fixture.fleet.events.subscribe(bufferSize: 1024)
             try await fixture.fleet.setAlias("bench-left", for: address)
+            // Subscribers hear of it (a page or a bridge shows the new name).
+            var told = false
+            for await event in events {
+                if case .event(.boardAliased(address, alias: "bench-left")) = event {
+                    told = true
+                    break
+                }
+            }
+            #expect(told)
             let registry = Registry(directory: fixture.stateDirectory.path, logger: .init(label: "check"))
             let record = try #require(await registry.record(for: address))
             #expect(record.desiredLED == .on)

@@ -4,7 +4,7 @@ import TestSupport
 /// One manual page of `man/`, as source (mdoc) and as the text `man` shows.
 struct ManPage: Sendable {
     /// The pages in `man/`, by file name.
-    static let siblings = ["blectl.1", "blefleetd.8", "blefleetd.conf.5", "blefleet-rpc.7", "blefleet-mqtt.7", "blefleet-profile.5"]
+    static let siblings = ["blectl.1", "blefleetd.8", "blefleetd.conf.5", "blefleet-rpc.7", "blefleet-mqtt.7", "blefleet-profile.5", "blefleet-web.8"]
 
     /// Pages of other packages the blefleet pages refer to with `.Xr`. `mandoc -Tlint` reports
     /// them when they are not installed (Debian images leave man pages out) or not indexed yet;
@@ -13,6 +13,7 @@ struct ManPage: Sendable {
     static let externalReferences: Set<String> = [
         "bluetoothctl(1)", "dbus-daemon(1)", "journalctl(1)", "sd_notify(3)", "systemd.service(5)",
         "systemd.socket(5)", "bluetoothd(8)", "systemd-journald.service(8)", "mosquitto(8)", "mosquitto_sub(1)",
+        "crypt(3)", "mkpasswd(1)",
     ]
 
     let file: String

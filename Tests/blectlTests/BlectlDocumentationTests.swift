@@ -59,7 +59,7 @@ struct BlectlDocumentationTests {
         let result = try await ChildProcess.run("/usr/bin/mandoc", ["-Tlint", Self.manPage])
         let text = result.stdout + result.stderr
         let allowed = [
-            "Xr blefleetd 8", "Xr blefleetd.conf 5", "Xr blefleet-rpc 7", "Xr blefleet-mqtt 7", "Xr blefleet-profile 5",
+            "Xr blefleetd 8", "Xr blefleetd.conf 5", "Xr blefleet-rpc 7", "Xr blefleet-mqtt 7", "Xr blefleet-profile 5", "Xr blefleet-web 8",
         ]
         for line in text.split(separator: "\n") {
             #expect(

@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVICE = "lib/systemd/system/blefleetd.service"
 SOCKET_UNIT = "lib/systemd/system/blefleetd.socket"
 MQTT_SERVICE = "lib/systemd/system/blefleet-mqtt.service"
+WEB_SERVICE = "lib/systemd/system/blefleet-web.service"
+WEB_DEFAULTS = "etc/default/blefleet-web"
 CONFFILE = "etc/blefleet/blefleetd.conf"
 POLICY = "usr/share/blefleet/dbus/zz-blefleet-restrict-bluez.conf"
 BLUEZ_RESTART = "lib/systemd/system/bluetooth.service.d/blefleet-restart.conf"
@@ -40,10 +42,13 @@ EXPECTED_FILES = {
     "lib/systemd/system/blefleetd.service": 0o644,
     "lib/systemd/system/blefleetd.socket": 0o644,
     "lib/systemd/system/blefleet-mqtt.service": 0o644,
+    "lib/systemd/system/blefleet-web.service": 0o644,
+    "etc/default/blefleet-web": 0o644,
     "lib/systemd/system/bluetooth.service.d/blefleet-restart.conf": 0o644,
     "usr/bin/blectl": 0o755,
     "usr/sbin/blefleetd": 0o755,
     "usr/bin/blefleet-mqtt": 0o755,
+    "usr/bin/blefleet-web": 0o755,
     "usr/lib/sysusers.d/blefleet.conf": 0o644,
     "usr/share/blefleet/dbus/zz-blefleet-restrict-bluez.conf": 0o644,
     "usr/share/bash-completion/completions/blectl": 0o644,
@@ -123,9 +128,9 @@ def test_package_ships_every_file_with_its_mode_owned_by_root(listing):
     assert {owner for _, owner in listing.values()} == {"root/root"}
 
 
-def test_the_config_file_is_the_only_conffile(tree):
-    assert (tree / "DEBIAN/conffiles").read_text().split() == ["/etc/blefleet/blefleetd.conf"]
-    assert (tree / CONFFILE).is_file()
+def test_the_config_files_are_the_conffiles(tree):
+    assert (tree / "DEBIAN/conffiles").read_text().split() == ["/etc/blefleet/blefleetd.conf", "/etc/default/blefleet-web"]
+    assert (tree / CONFFILE).is_file() and (tree / WEB_DEFAULTS).is_file()
 
 
 def test_control_names_the_package_and_depends_on_libc_not_on_the_swift_runtime(tree):
@@ -183,6 +188,11 @@ def test_maintainer_scripts_create_the_user_reload_systemd_and_enable_the_socket
     assert "enable 'blefleet-mqtt.service'" not in postinst
     assert "blefleet-mqtt.service" in (tree / "DEBIAN/prerm").read_text()
     assert "blefleet-mqtt.service" in (tree / "DEBIAN/postrm").read_text()
+    # So is the web dashboard: the admin enables it.
+    assert "deb-systemd-helper update-state 'blefleet-web.service'" in postinst
+    assert "enable 'blefleet-web.service'" not in postinst
+    assert "blefleet-web.service" in (tree / "DEBIAN/prerm").read_text()
+    assert "blefleet-web.service" in (tree / "DEBIAN/postrm").read_text()
 
 
 # MARK: the default configuration
@@ -249,7 +259,7 @@ def test_units_pass_systemd_analyze_verify_as_installed(tree, tmp_path):
     shutil.copy2(os.path.realpath("/bin/kill"), root / "bin/kill")
     env = dict(os.environ, MANPATH=str(tree / "usr/share/man"))
     result = run(
-        "systemd-analyze", "verify", f"--root={root}", SERVICE, SOCKET_UNIT, MQTT_SERVICE, cwd=root, env=env, check=False)
+        "systemd-analyze", "verify", f"--root={root}", SERVICE, SOCKET_UNIT, MQTT_SERVICE, WEB_SERVICE, cwd=root, env=env, check=False)
     report = [line for line in (result.stdout + result.stderr).splitlines()
               if line and "running with root privileges is not recommended" not in line]
     assert (result.returncode, report) == (0, [])
@@ -274,6 +284,22 @@ def test_mqtt_bridge_unit_has_ip_and_the_daemons_socket_and_nothing_else(tree):
     # The daemon has no IP at all: the bridge is the only unit facing the network.
     daemon = unit_settings(tree / SERVICE)
     assert "AF_INET" not in daemon["RestrictAddressFamilies"][0] and daemon["IPAddressDeny"] == ["any"]
+
+
+def test_web_unit_has_ip_and_the_daemons_socket_and_nothing_else(tree):
+    result = run("systemd-analyze", "security", "--offline=yes", tree / WEB_SERVICE)
+    score = float(re.search(r"Overall exposure level for blefleet-web.service: ([0-9.]+)", result.stdout).group(1))
+    assert score <= 2.5, result.stdout
+    service = unit_settings(tree / WEB_SERVICE)
+    assert service["ExecStart"] == ["/usr/bin/blefleet-web $BLEFLEET_WEB_OPTIONS"]
+    assert service["EnvironmentFile"] == ["-/etc/default/blefleet-web"]
+    assert service["DynamicUser"] == ["yes"] and service["SupplementaryGroups"] == ["blefleet"]
+    assert service["RestrictAddressFamilies"] == ["AF_UNIX AF_INET AF_INET6"]
+    assert service["CapabilityBoundingSet"] == [""] and service["NoNewPrivileges"] == ["yes"]
+    assert service["RestartPreventExitStatus"] == ["78"]
+    # The shipped defaults keep it on loopback: no options.
+    defaults = unit_settings(tree / WEB_DEFAULTS)
+    assert defaults == {"BLEFLEET_WEB_OPTIONS": ['""']}
 
 
 def test_service_and_socket_settings(tree):
@@ -602,6 +628,41 @@ def test_daemon_started_alone_with_its_unit_command_line_serves_led_on_all(tree,
             notify.close()
         assert status == 0, daemon.log
         assert "STOPPING=1" in notify.messages
+
+
+def test_packaged_web_serves_the_packaged_daemons_boards_and_refuses_the_network_without_passwords(tree, testbed):
+    with tempfile.TemporaryDirectory(prefix="blefleet-pkg-") as tmp:
+        work = Path(tmp)
+        notify = NotifySocket(work / "notify")
+        env = dict(os.environ, NOTIFY_SOCKET=str(work / "notify"))
+        env.pop("JOURNAL_STREAM", None)
+        daemon = Logged(daemon_command(tree, work, testbed), env=env)
+        web = None
+        try:
+            notify.wait_for("READY=1", daemon, 60)
+            sock = work / "blefleetd.sock"
+            scan_finds_every_board(tree, sock)
+            # Beyond loopback without --auth-file: refused, with a sentence saying why.
+            refused = run(tree / "usr/bin/blefleet-web", "--socket", sock, "--listen", "0.0.0.0:8477", check=False, timeout=30)
+            assert refused.returncode == 78 and "--auth-file" in refused.stderr, refused
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = probe.getsockname()[1]
+            web = Logged([str(tree / "usr/bin/blefleet-web"), "--socket", str(sock), "--listen", f"127.0.0.1:{port}",
+                          "--log-target", "stderr"])
+            web.wait_for_line("following blefleetd", 30)
+            import urllib.request
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+                text = response.read().decode()
+            assert "blefleet_up 1" in text, text
+            assert len(re.findall(r"^blefleet_board_connected\{", text, re.MULTILINE)) == 5, text
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as response:
+                assert response.status == 200 and "text/html" in response.headers["Content-Type"]
+        finally:
+            if web is not None:
+                assert web.stop() == 0, web.log
+            daemon.stop()
+            notify.close()
 
 
 def test_daemon_socket_activated_with_its_unit_command_line_serves_led_off_all(tree, testbed):

@@ -15,4 +15,6 @@ public enum FleetEvent: Sendable, Hashable {
     case boardAdded(BoardAddress, name: String?)
     /// A board was forgotten.
     case boardRemoved(BoardAddress)
+    /// A board was given an alias, or its alias was removed (`nil`).
+    case boardAliased(BoardAddress, alias: String?)
 }

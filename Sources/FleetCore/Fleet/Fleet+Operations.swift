@@ -188,6 +188,7 @@ extension Fleet {
             throw FleetError(.invalidArgument, "\(error)")
         }
         await board.setAlias(alias)
+        events.publish(.boardAliased(address, alias: alias))
     }
 
     /// Removes the selected boards from the fleet and from BlueZ. A forgotten board that

@@ -95,6 +95,10 @@ public final class EventSubscriptions: Sendable {
                 data: ["event": "added", "name": name.map(JSONValue.string) ?? .null])
         case .boardRemoved(let address):
             return EventNotification(topic: .boards, address: address.rawValue, time: time, data: ["event": "removed"])
+        case .boardAliased(let address, let alias):
+            return EventNotification(
+                topic: .boards, address: address.rawValue, time: time,
+                data: ["event": "alias", "alias": alias.map(JSONValue.string) ?? .null])
         case .temperature(let address, let celsius):
             return EventNotification(
                 topic: .temperature, address: address.rawValue, time: time, data: ["celsius": .int(Int64(celsius.degrees))])

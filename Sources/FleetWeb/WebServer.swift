@@ -1,0 +1,207 @@
+import FleetRPC
+public import FleetRPCClient
+public import Hummingbird
+import JSONRPC
+public import Logging
+import NIOCore
+
+/// blefleet-web's HTTP side (Hummingbird): the dashboard, its event stream, JSON-RPC calls
+/// passed on to the daemon, and Prometheus' `/metrics`.
+///
+/// - `GET /`: the dashboard (``DashboardPage``).
+/// - `GET /events`: `text/event-stream`: `snapshot` (the fleet), then `fleet` (each daemon
+///   event as it came), `board` (a board read again after it changed), `daemon` (it went
+///   away); a new `snapshot` once it is back.
+/// - `POST /rpc`: one JSON-RPC 2.0 request, answered as the daemon answers it (the page's
+///   calls; no second API).
+/// - `GET /metrics`: ``FleetMetrics``.
+public enum WebServer {
+    /// Methods bound to a connection, which a page cannot hold: its events come from `/events`.
+    static let connectionMethods: Set<String> = ["events.subscribe", "events.unsubscribe", "gatt.notify"]
+    /// The largest request body taken (a JSON-RPC call is small).
+    static let maxBody = 1 << 20
+
+    public static func router(feed: FleetFeed, auth: AuthFile?) -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        if let auth {
+            router.add(middleware: BasicAuthentication(file: auth))
+        } else {
+            router.add(middleware: LoopbackHostOnly())
+        }
+        router.add(middleware: SameOriginCalls())
+        router.get("/") { _, _ -> Response in
+            Response(
+                status: .ok,
+                headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-cache"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: DashboardPage.html)))
+        }
+        router.get("/events") { _, _ -> Response in
+            let frames = await feed.subscribe()
+            return Response(
+                status: .ok,
+                headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+                body: ResponseBody { writer in
+                    for await frame in frames {
+                        try await writer.write(ByteBuffer(string: frame))
+                    }
+                    try await writer.finish(nil)
+                })
+        }
+        router.post("/rpc") { request, _ -> Response in
+            let reply: [UInt8]
+            if let body = try? await request.body.collect(upTo: maxBody) {
+                reply = await rpc(Array(buffer: body), feed: feed)
+            } else {
+                reply = JSONValue.object([
+                    "jsonrpc": "2.0", "id": .null,
+                    "error": ["code": .int(Int64(RPCErrorCode.invalidRequest.rawValue)), "message": "The request is larger than 1 MiB."],
+                ]).serialized()
+            }
+            return Response(
+                status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: reply)))
+        }
+        router.get("/metrics") { _, _ -> Response in
+            let boards = try? await feed.currentBoards()
+            let text = FleetMetrics.render(
+                boards: boards, reconnects: await feed.reconnectCounts, version: BlefleetVersion.current)
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+        }
+        return router
+    }
+
+    /// One JSON-RPC request from a page, answered with the daemon's reply (or an error the
+    /// page can show when it could not be passed on).
+    static func rpc(_ body: [UInt8], feed: FleetFeed) async -> [UInt8] {
+        func reply(_ id: JSONValue, result: JSONValue? = nil, error code: Int = 0, _ message: String = "", data: JSONValue? = nil)
+            -> [UInt8]
+        {
+            var object: [String: JSONValue] = ["jsonrpc": "2.0", "id": id]
+            if let result {
+                object["result"] = result
+            } else {
+                var error: [String: JSONValue] = ["code": .int(Int64(code)), "message": .string(message)]
+                if let data { error["data"] = data }
+                object["error"] = .object(error)
+            }
+            return JSONValue.object(object).serialized()
+        }
+        guard let request = try? JSONValue(parsing: body) else {
+            return reply(.null, error: RPCErrorCode.parseError.rawValue, "The request is not valid JSON.")
+        }
+        guard let members = request.objectValue else {
+            return reply(.null, error: RPCErrorCode.invalidRequest.rawValue, "Send one JSON-RPC request object (no batches).")
+        }
+        let id = members["id"] ?? .null
+        guard let method = members["method"]?.stringValue else {
+            return reply(id, error: RPCErrorCode.invalidRequest.rawValue, "The request has no method.")
+        }
+        guard !connectionMethods.contains(method) else {
+            return reply(
+                id, error: RPCErrorCode.methodNotFound.rawValue,
+                "\(method) needs a connection of its own; a page gets the daemon's events from /events.")
+        }
+        do {
+            let result = try await feed.call(method, params: members["params"])
+            return reply(id, result: result)
+        } catch {
+            switch error {
+            case .rpcError(_, let code, let message, let data):
+                return reply(id, error: code, message, data: data)
+            case .permissionDenied(_, let message):
+                return reply(id, error: RPCErrorCode.permissionDenied.rawValue, message)
+            case .invalidParams(_, let detail):
+                return reply(id, error: RPCErrorCode.invalidParams.rawValue, detail)
+            default:
+                return reply(id, error: RPCErrorCode.internalError.rawValue, "\(error)")
+            }
+        }
+    }
+}
+
+/// Without passwords blefleet-web serves this machine only, and only under a loopback name:
+/// a page of another site whose name an attacker points at 127.0.0.1 (DNS rebinding) is
+/// refused, as its `Host` is that name.
+struct LoopbackHostOnly<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        guard let host = request.head.authority.map(Self.hostPart), Self.isLoopbackName(host) else {
+            return Response(
+                status: .misdirectedRequest, headers: [.contentType: "text/plain; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string:
+                    "blefleet-web without --auth-file answers only to localhost, 127.0.0.1 or [::1].\n")))
+        }
+        return try await next(request, context)
+    }
+
+    /// `host:port`, `[v6]:port` or `host` → the host, lower case.
+    static func hostPart(_ header: String) -> String {
+        let value = header.lowercased()
+        if value.hasPrefix("["), let close = value.firstIndex(of: "]") {
+            return String(value[value.index(after: value.startIndex)..<close])
+        }
+        return String(value.split(separator: ":", maxSplits: 1).first ?? "")
+    }
+
+    static func isLoopbackName(_ host: String) -> Bool {
+        if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+}
+
+/// Calls (`POST`) only from blefleet-web's own pages: JSON (which a form of another site
+/// cannot send without the browser asking first, and blefleet-web never says yes) and, when
+/// the browser names the page's origin, this server's.
+struct SameOriginCalls<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        guard request.method == .post else { return try await next(request, context) }
+        let type = request.headers[.contentType]?.lowercased() ?? ""
+        guard type.hasPrefix("application/json") else {
+            return Self.refuse(.unsupportedMediaType, "POST /rpc takes Content-Type: application/json.")
+        }
+        if let origin = request.headers[.origin], origin != "null" {
+            let host = request.head.authority?.lowercased() ?? ""
+            let originHost = origin.lowercased().split(separator: "//", maxSplits: 1).last.map(String.init) ?? ""
+            guard originHost == host else {
+                return Self.refuse(.forbidden, "blefleet-web takes calls from its own pages only.")
+            }
+        }
+        return try await next(request, context)
+    }
+
+    static func refuse(_ status: HTTPResponse.Status, _ sentence: String) -> Response {
+        Response(
+            status: status, headers: [.contentType: "text/plain; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: sentence + "\n")))
+    }
+}
+
+/// The check ``LoopbackHostOnly`` makes of a request's `Host`.
+public enum FleetWebHostCheck {
+    public static func isLoopbackHost(_ header: String) -> Bool {
+        LoopbackHostOnly<BasicRequestContext>.isLoopbackName(LoopbackHostOnly<BasicRequestContext>.hostPart(header))
+    }
+}
+
+/// HTTP basic authentication against an ``AuthFile``: anything else gets 401.
+struct BasicAuthentication<Context: RequestContext>: RouterMiddleware {
+    let file: AuthFile
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        guard file.accepts(authorization: request.headers[.authorization]) else {
+            return Response(
+                status: .unauthorized,
+                headers: [.wwwAuthenticate: "Basic realm=\"blefleet\", charset=\"UTF-8\"", .contentType: "text/plain; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: "blefleet-web needs a user and password from its --auth-file.\n")))
+        }
+        return try await next(request, context)
+    }
+}

@@ -1,0 +1,110 @@
+import ArgumentParser
+import FleetRPCClient
+import FleetWeb
+import Glibc
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import Systemd
+
+/// `blefleet-web`: the gateway's web face (`blefleet-web(8)`). An unprivileged client of
+/// `blefleetd`'s socket, which has no network itself: a live dashboard of the fleet and
+/// Prometheus metrics over HTTP, on loopback unless told otherwise (and then only with
+/// passwords).
+@main
+struct BlefleetWeb: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "blefleet-web",
+        abstract: "Serve a live dashboard of blefleetd's boards and Prometheus metrics over HTTP.",
+        discussion: """
+            GET / is the dashboard, GET /metrics the metrics, GET /events the page's event stream and
+            POST /rpc passes the page's JSON-RPC calls to the daemon (blefleet-web(8)). Listening beyond
+            this machine needs --auth-file. Normally started by systemd (blefleet-web.service).
+            """)
+
+    @Option(help: ArgumentHelp("The daemon's socket (default /run/blefleet/blefleetd.sock).", valueName: "PATH"))
+    var socket = FleetRPCClient.defaultSocketPath
+
+    @Option(help: ArgumentHelp("Address and port to serve HTTP on (default 127.0.0.1:8477; [::1]:8477 for IPv6).", valueName: "HOST:PORT"))
+    var listen = ListenAddress.default.description
+
+    @Option(name: .customLong("auth-file"), help: ArgumentHelp("USER:HASH lines (crypt(3) hashes: htpasswd -nB USER, mkpasswd -m yescrypt); every request then needs one of them (HTTP basic authentication). Required beyond loopback.", valueName: "FILE"))
+    var authFile: String?
+
+    @Option(name: .customLong("log-target"), help: ArgumentHelp("auto (default: journal under systemd, else stderr), journal or stderr.", valueName: "TARGET"))
+    var logTarget = "auto"
+
+    @Option(name: .customLong("log-level"), help: ArgumentHelp("debug, info (default), notice, warning or error.", valueName: "LEVEL"))
+    var logLevel = "info"
+
+    /// The exit status of a setting that cannot work (sysexits' EX_CONFIG), as blefleetd's.
+    static let configurationStatus: Int32 = 78
+
+    func validate() throws {
+        guard (try? LogTarget(parsing: logTarget)) != nil else {
+            throw ValidationError("--log-target: got \"\(logTarget)\"; one of auto, journal, stderr")
+        }
+        guard let level = Logger.Level(rawValue: logLevel), level != .trace, level != .critical else {
+            throw ValidationError("--log-level: got \"\(logLevel)\"; one of debug, info, notice, warning, error")
+        }
+    }
+
+    func run() async throws {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for signal in [SIGTERM, SIGINT] { sigaddset(&signals, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        let address: ListenAddress
+        let auth: AuthFile?
+        do {
+            address = try ListenAddress(parsing: listen)
+            auth = try authFile.map { path throws(WebConfigurationError) in try AuthFile(path: path) }
+            if auth == nil && !address.isLoopback {
+                throw WebConfigurationError(
+                    "listening on \(address) lets other machines in, so it needs --auth-file with users and password hashes (blefleet-web(8)); without it, listen on loopback (127.0.0.1 or [::1])")
+            }
+        } catch {
+            Self.fail("\(error)")
+            throw ExitCode(Self.configurationStatus)
+        }
+
+        let level = LogLevelSetting(Logger.Level(rawValue: logLevel) ?? .info)
+        SystemdLogging.bootstrap(
+            target: (try? LogTarget(parsing: logTarget)) ?? .auto, identifier: "blefleet-web", levelSetting: level)
+        let logger = Logger(label: "blefleet-web")
+
+        let feed = FleetFeed(socketPath: socket, logger: logger)
+        let app = Application(
+            router: WebServer.router(feed: feed, auth: auth),
+            configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port), serverName: nil),
+            onServerRunning: { _ in
+                logger.notice(
+                    "serving", metadata: ["listen": "\(address)", "socket": "\(socket)",
+                        "auth": "\(auth.map { "\($0.userCount) user(s) from \(authFile ?? "")" } ?? "none (loopback only)")"])
+            },
+            logger: logger)
+        // The feed stops first (its pages' streams end), then the HTTP server.
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [
+                    ServiceGroupConfiguration.ServiceConfiguration(service: app),
+                    ServiceGroupConfiguration.ServiceConfiguration(service: feed),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            Self.fail("\(error)")
+            throw ExitCode(1)
+        }
+        logger.info("stopped")
+    }
+
+    static func fail(_ message: String) {
+        let line = Array("blefleet-web: \(message)\n".utf8)
+        _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    }
+}
