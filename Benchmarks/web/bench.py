@@ -70,6 +70,10 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+# blefleet-web as shipped (static Swift runtime) when given: its memory is a figure.
+WEB_BIN: Path | None = None
+
+
 class Stack:
     """A BlueZoo testbed of `boards` boards, blefleetd on it and blefleet-web on its socket."""
 
@@ -105,7 +109,7 @@ class Stack:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.web = self.spawn("blefleet-web", [
-            str(bin_dir / "blefleet-web"), "--socket", self.socket, "--listen", f"127.0.0.1:{self.port}",
+            str(WEB_BIN or bin_dir / "blefleet-web"), "--socket", self.socket, "--listen", f"127.0.0.1:{self.port}",
             "--log-target", "stderr", "--log-level", "warning"])
 
         def answers():
@@ -312,6 +316,7 @@ def boards_list_round_trips(stack: Stack, count: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True, type=Path)
+    parser.add_argument("--web-bin", type=Path, help="blefleet-web to run (default: the one in --bin)")
     parser.add_argument("--build", default="release")
     parser.add_argument("--boards", type=int, default=30)
     parser.add_argument("--paints", type=int, default=10)
@@ -319,6 +324,8 @@ def main() -> None:
     parser.add_argument("--metrics-boards", type=int, default=100)
     parser.add_argument("--scrapes", type=int, default=200)
     args = parser.parse_args()
+    global WEB_BIN
+    WEB_BIN = args.web_bin
 
     from playwright.sync_api import sync_playwright
 

@@ -61,10 +61,10 @@ public enum WebServer {
                 status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: reply)))
         }
+        let metrics = FleetMetrics.Exporter(version: BlefleetVersion.current)
         router.get("/metrics") { _, _ -> Response in
             let boards = try? await feed.currentBoards()
-            let text = FleetMetrics.render(
-                boards: boards, reconnects: await feed.reconnectCounts, version: BlefleetVersion.current)
+            let text = metrics.scrape(boards: boards, reconnects: await feed.reconnectCounts)
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: text)))

@@ -64,4 +64,27 @@ struct FleetMetricsTests {
         let text = FleetMetrics.render(boards: nil, reconnects: [:], version: "0.1.0")
         #expect(Self.samples(text) == ["blefleet_build_info{version=\"0.1.0\"} 1.0", "blefleet_up 0.0"])
     }
+
+    @Test("Across scrapes: a board gone, renamed, moved or without LED loses its old series; reconnects count up")
+    func scrapes() {
+        let exporter = FleetMetrics.Exporter(version: "0.1.0")
+        var one = Self.board(1, name: "nano-01", state: .ready, led: true, sensors: ["temperature": SensorInfo(value: 21, unit: "°C")])
+        let two = Self.board(2, name: "nano-02", state: .ready, led: false, sensors: ["temperature": SensorInfo(value: 22, unit: "°C")])
+        _ = exporter.scrape(boards: [one, two], reconnects: [one.address: 1])
+        one.alias = "window"
+        one.led = nil
+        one.adapter = "hci3"
+        let text = exporter.scrape(boards: [one], reconnects: [one.address: 3])
+        let window = "{board=\"window\",address=\"F0:0D:00:00:00:01\"}"
+        #expect(Self.samples(text) == [
+            "blefleet_board_connected\(window) 1.0",
+            "blefleet_build_info{version=\"0.1.0\"} 1.0",
+            "blefleet_reconnects_total\(window) 3",
+            "blefleet_rssi_dbm{board=\"window\",address=\"F0:0D:00:00:00:01\",adapter=\"hci3\"} -41.0",
+            "blefleet_temperature_celsius\(window) 21.0",
+            "blefleet_up 1.0",
+        ].sorted())
+        let away = exporter.scrape(boards: nil, reconnects: [:])
+        #expect(Self.samples(away) == ["blefleet_build_info{version=\"0.1.0\"} 1.0", "blefleet_up 0.0"])
+    }
 }
