@@ -79,8 +79,9 @@ import Testing
         #expect(health.tick(now: at(30), discovering: false, heardElsewhere: true) == .none, "not scanning: nothing to hear")
         #expect(health.tick(now: at(30), discovering: true, heardElsewhere: false) == .none, "its boards may be off")
         _ = health.saw(.heard, now: at(31))
-        #expect(health.tick(now: at(40), discovering: true, heardElsewhere: true) == .none)
-        #expect(health.tick(now: at(44), discovering: true, heardElsewhere: true) == .perform(.restartDiscovery, .hearsNothing))
+        #expect(health.tick(now: at(40.9), discovering: true, heardElsewhere: true) == .none)
+        // Ten seconds of silence while its boards are heard elsewhere.
+        #expect(health.tick(now: at(41), discovering: true, heardElsewhere: true) == .perform(.restartDiscovery, .hearsNothing))
     }
 
     @Test func connectsFailingWhileOthersSucceedMakeItStuckButNotAloneOrWithSuccessesOrForOneBoard() {

@@ -57,7 +57,7 @@ public struct AdapterHealth: Sendable, Hashable {
         public var connectFailureBoards = 2
         public var othersWindow: Duration = .seconds(60)
         /// Nothing heard for this long while discovering, and boards it served are heard elsewhere.
-        public var silence: Duration = .seconds(12)
+        public var silence: Duration = .seconds(10)
         /// How long each step has to show the controller works.
         public var window: [Step: Duration] = [.restartDiscovery: .seconds(4), .powerCycle: .seconds(8), .reset: .seconds(10)]
         /// How often a failed adapter's reset is tried again.
