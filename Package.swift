@@ -15,6 +15,7 @@
 //   blefleet-mqtt (the MQTT bridge, an unprivileged client of the socket) → FleetMQTT
 //             → FleetRPCClient, MQTT → CMosquitto (libmosquitto); FleetMQTTSettings: the
 //             mqtt: keys of blefleetd.conf, read by it and checked by blefleetd
+//   blefleet-mqtt and blefleet-web → ClientCommandLine (their --log-target/--log-level, signals)
 //   blefleet-web (dashboard, /metrics; an unprivileged client of the socket) → FleetWeb
 //             → FleetRPCClient, Hummingbird, swift-prometheus, CCrypt (crypt(3), libxcrypt)
 //   blefleetd → FleetHistory (every reading kept: SQLite through vapor/sqlite-nio)
@@ -153,6 +154,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "ClientCommandLine",
+            dependencies: [
+                "Systemd",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "FleetWire",
             dependencies: ["FleetCore", "FleetRPC", "JSONRPC"],
             swiftSettings: swiftSettings
@@ -251,7 +261,7 @@ let package = Package(
         .executableTarget(
             name: "blefleet-mqtt",
             dependencies: [
-                "FleetMQTT", "FleetMQTTSettings", "FleetRPCClient", "Systemd",
+                "FleetMQTT", "FleetMQTTSettings", "FleetRPCClient", "ClientCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -263,7 +273,7 @@ let package = Package(
         .executableTarget(
             name: "blefleet-web",
             dependencies: [
-                "FleetWeb", "FleetRPCClient", "Systemd",
+                "FleetWeb", "FleetRPCClient", "ClientCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -350,7 +360,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FleetWebTests",
-            dependencies: ["FleetWeb"],
+            dependencies: ["FleetWeb", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

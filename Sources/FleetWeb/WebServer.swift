@@ -128,7 +128,7 @@ struct LoopbackHostOnly<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        guard let host = request.head.authority.map(Self.hostPart), Self.isLoopbackName(host) else {
+        guard let authority = request.head.authority, Self.isLoopbackHost(authority) else {
             return Response(
                 status: .misdirectedRequest, headers: [.contentType: "text/plain; charset=utf-8"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string:
@@ -137,16 +137,16 @@ struct LoopbackHostOnly<Context: RequestContext>: RouterMiddleware {
         return try await next(request, context)
     }
 
-    /// `host:port`, `[v6]:port` or `host` → the host, lower case.
-    static func hostPart(_ header: String) -> String {
+    /// Whether a `Host` (`host:port`, `[v6]:port` or `host`) names this machine: localhost
+    /// (and its subdomains), 127.0.0.0/8 or ::1.
+    static func isLoopbackHost(_ header: String) -> Bool {
         let value = header.lowercased()
+        let host: String
         if value.hasPrefix("["), let close = value.firstIndex(of: "]") {
-            return String(value[value.index(after: value.startIndex)..<close])
+            host = String(value[value.index(after: value.startIndex)..<close])
+        } else {
+            host = String(value.split(separator: ":", maxSplits: 1).first ?? "")
         }
-        return String(value.split(separator: ":", maxSplits: 1).first ?? "")
-    }
-
-    static func isLoopbackName(_ host: String) -> Bool {
         if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
@@ -179,13 +179,6 @@ struct SameOriginCalls<Context: RequestContext>: RouterMiddleware {
         Response(
             status: status, headers: [.contentType: "text/plain; charset=utf-8"],
             body: ResponseBody(byteBuffer: ByteBuffer(string: sentence + "\n")))
-    }
-}
-
-/// The check ``LoopbackHostOnly`` makes of a request's `Host`.
-public enum FleetWebHostCheck {
-    public static func isLoopbackHost(_ header: String) -> Bool {
-        LoopbackHostOnly<BasicRequestContext>.isLoopbackName(LoopbackHostOnly<BasicRequestContext>.hostPart(header))
     }
 }
 

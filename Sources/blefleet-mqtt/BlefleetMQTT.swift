@@ -1,11 +1,10 @@
 import ArgumentParser
+import ClientCommandLine
 import FleetMQTT
 import FleetMQTTSettings
 import FleetRPCClient
-import Foundation
 import Logging
 import ServiceLifecycle
-import Systemd
 
 /// `blefleet-mqtt`: the MQTT bridge of a gateway (`blefleet-mqtt(7)`). An unprivileged
 /// client of `blefleetd`'s socket, which has no network itself: it publishes the fleet to a
@@ -28,32 +27,13 @@ struct BlefleetMQTT: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The daemon's socket (default /run/blefleet/blefleetd.sock).", valueName: "PATH"))
     var socket = FleetRPCClient.defaultSocketPath
 
-    @Option(name: .customLong("log-target"), help: ArgumentHelp("auto (default: journal under systemd, else stderr), journal or stderr.", valueName: "TARGET"))
-    var logTarget = "auto"
-
-    @Option(name: .customLong("log-level"), help: ArgumentHelp("debug, info (default), notice, warning or error.", valueName: "LEVEL"))
-    var logLevel = "info"
+    @OptionGroup var logging: LoggingOptions
 
     /// The exit status of a configuration that cannot work (sysexits' EX_CONFIG), as blefleetd's.
     static let configurationStatus: Int32 = 78
 
-    func validate() throws {
-        guard (try? LogTarget(parsing: logTarget)) != nil else {
-            throw ValidationError("--log-target: got \"\(logTarget)\"; one of auto, journal, stderr")
-        }
-        guard let level = Logger.Level(rawValue: logLevel), level != .trace, level != .critical else {
-            throw ValidationError("--log-level: got \"\(logLevel)\"; one of debug, info, notice, warning, error")
-        }
-    }
-
     func run() async throws {
-        // A parent may hand us blocked signals (children inherit the mask); SIGTERM and
-        // SIGINT must arrive. A broker or daemon that closes its end must not kill us.
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        for signal in [SIGTERM, SIGINT] { sigaddset(&signals, signal) }
-        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
-        signal(SIGPIPE, SIG_IGN)
+        ClientProcess.prepareSignals()
 
         let settings: MQTTSettings
         let password: String?
@@ -71,10 +51,7 @@ struct BlefleetMQTT: AsyncParsableCommand {
             throw ExitCode(Self.configurationStatus)
         }
 
-        let level = LogLevelSetting(Logger.Level(rawValue: logLevel) ?? .info)
-        SystemdLogging.bootstrap(
-            target: (try? LogTarget(parsing: logTarget)) ?? .auto, identifier: "blefleet-mqtt", levelSetting: level)
-        let logger = Logger(label: "blefleet-mqtt")
+        let logger = logging.bootstrap(identifier: "blefleet-mqtt")
 
         let bridge: MQTTBridge
         do {
@@ -100,6 +77,6 @@ struct BlefleetMQTT: AsyncParsableCommand {
     }
 
     static func fail(_ message: String) {
-        FileHandle.standardError.write(Data("blefleet-mqtt: \(message)\n".utf8))
+        ClientProcess.fail("blefleet-mqtt", message)
     }
 }

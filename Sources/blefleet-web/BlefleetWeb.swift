@@ -1,11 +1,11 @@
 import ArgumentParser
+import ClientCommandLine
 import FleetRPCClient
 import FleetWeb
 import Glibc
 import Hummingbird
 import Logging
 import ServiceLifecycle
-import Systemd
 
 /// `blefleet-web`: the gateway's web face (`blefleet-web(8)`). An unprivileged client of
 /// `blefleetd`'s socket, which has no network itself: a live dashboard of the fleet and
@@ -31,30 +31,13 @@ struct BlefleetWeb: AsyncParsableCommand {
     @Option(name: .customLong("auth-file"), help: ArgumentHelp("USER:HASH lines (crypt(3) hashes: htpasswd -nB USER, mkpasswd -m yescrypt); every request then needs one of them (HTTP basic authentication). Required beyond loopback.", valueName: "FILE"))
     var authFile: String?
 
-    @Option(name: .customLong("log-target"), help: ArgumentHelp("auto (default: journal under systemd, else stderr), journal or stderr.", valueName: "TARGET"))
-    var logTarget = "auto"
-
-    @Option(name: .customLong("log-level"), help: ArgumentHelp("debug, info (default), notice, warning or error.", valueName: "LEVEL"))
-    var logLevel = "info"
+    @OptionGroup var logging: LoggingOptions
 
     /// The exit status of a setting that cannot work (sysexits' EX_CONFIG), as blefleetd's.
     static let configurationStatus: Int32 = 78
 
-    func validate() throws {
-        guard (try? LogTarget(parsing: logTarget)) != nil else {
-            throw ValidationError("--log-target: got \"\(logTarget)\"; one of auto, journal, stderr")
-        }
-        guard let level = Logger.Level(rawValue: logLevel), level != .trace, level != .critical else {
-            throw ValidationError("--log-level: got \"\(logLevel)\"; one of debug, info, notice, warning, error")
-        }
-    }
-
     func run() async throws {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        for signal in [SIGTERM, SIGINT] { sigaddset(&signals, signal) }
-        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
-        signal(SIGPIPE, SIG_IGN)
+        ClientProcess.prepareSignals()
 
         let address: ListenAddress
         let auth: AuthFile?
@@ -70,20 +53,17 @@ struct BlefleetWeb: AsyncParsableCommand {
             throw ExitCode(Self.configurationStatus)
         }
 
-        let level = LogLevelSetting(Logger.Level(rawValue: logLevel) ?? .info)
-        SystemdLogging.bootstrap(
-            target: (try? LogTarget(parsing: logTarget)) ?? .auto, identifier: "blefleet-web", levelSetting: level)
-        let logger = Logger(label: "blefleet-web")
+        let logger = logging.bootstrap(identifier: "blefleet-web")
 
+        let served: Logger.Metadata = [
+            "listen": "\(address)", "socket": "\(socket)",
+            "auth": "\(auth.map { "\($0.userCount) user(s) from \(authFile ?? "")" } ?? "none (loopback only)")",
+        ]
         let feed = FleetFeed(socketPath: socket, logger: logger)
         let app = Application(
             router: WebServer.router(feed: feed, auth: auth),
             configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port), serverName: nil),
-            onServerRunning: { _ in
-                logger.notice(
-                    "serving", metadata: ["listen": "\(address)", "socket": "\(socket)",
-                        "auth": "\(auth.map { "\($0.userCount) user(s) from \(authFile ?? "")" } ?? "none (loopback only)")"])
-            },
+            onServerRunning: { _ in logger.notice("serving", metadata: served) },
             logger: logger)
         // The feed stops first (its pages' streams end), then the HTTP server.
         let group = ServiceGroup(
@@ -104,7 +84,6 @@ struct BlefleetWeb: AsyncParsableCommand {
     }
 
     static func fail(_ message: String) {
-        let line = Array("blefleet-web: \(message)\n".utf8)
-        _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        ClientProcess.fail("blefleet-web", message)
     }
 }

@@ -1,4 +1,5 @@
-import FleetWeb
+@testable import FleetWeb
+import Hummingbird
 import Foundation
 import Testing
 
@@ -97,7 +98,7 @@ struct LoopbackHostTests {
     @Test("A request is served under localhost, 127.0.0.0/8 and [::1] names only (no DNS rebinding)")
     func names() {
         func served(_ header: String) -> Bool {
-            FleetWebHostCheck.isLoopbackHost(header)
+            LoopbackHostOnly<BasicRequestContext>.isLoopbackHost(header)
         }
         for good in ["localhost:8477", "LOCALHOST", "127.0.0.1:8477", "127.1.2.3", "[::1]:8477", "app.localhost:80"] {
             #expect(served(good), "\(good)")

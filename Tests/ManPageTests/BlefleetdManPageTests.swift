@@ -10,14 +10,7 @@ struct BlefleetdManPageTests {
     /// The daemon's long options, from its own parser (`--experimental-dump-help`).
     static func flags() throws -> [String] {
         let output = try BlefleetdBinary.run(["--experimental-dump-help"])
-        let help = try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any]
-        let command = try #require(help?["command"] as? [String: Any], "\(output)")
-        let arguments = command["arguments"] as? [[String: Any]] ?? []
-        return arguments.flatMap { argument in
-            (argument["names"] as? [[String: Any]] ?? []).compactMap { name in
-                name["kind"] as? String == "long" ? (name["name"] as? String).map { "--" + $0 } : nil
-            }
-        }.filter { !["--help", "--experimental-dump-help"].contains($0) }
+        return try ManPage.longOptions(dumpedHelp: output.stdout)
     }
 
     @Test("Every option of the daemon is in the synopsis and has an entry under OPTIONS")

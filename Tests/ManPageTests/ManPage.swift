@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import Testing
 
 /// One manual page of `man/`, as source (mdoc) and as the text `man` shows.
 struct ManPage: Sendable {
@@ -29,6 +30,19 @@ struct ManPage: Sendable {
         let raw = try runCommand("/usr/bin/mandoc", ["-Tascii", "-Owidth=1000", path])
         // Bold is "X\bX", underline "_\bX": drop each character followed by a backspace.
         rendered = raw.replacingOccurrences(of: "[^\u{8}]\u{8}", with: "", options: .regularExpression)
+    }
+
+    /// The long options an executable's own parser declares, from its
+    /// `--experimental-dump-help` output (without `--help` and that option itself).
+    static func longOptions(dumpedHelp output: String) throws -> [String] {
+        let help = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
+        let command = try #require(help?["command"] as? [String: Any], "\(output)")
+        let arguments = command["arguments"] as? [[String: Any]] ?? []
+        return arguments.flatMap { argument in
+            (argument["names"] as? [[String: Any]] ?? []).compactMap { name in
+                name["kind"] as? String == "long" ? (name["name"] as? String).map { "--" + $0 } : nil
+            }
+        }.filter { !["--help", "--experimental-dump-help"].contains($0) }
     }
 
     /// `name(section)`, as the page's `.Dt` names it and as other pages cite it.
