@@ -34,6 +34,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTBED = ROOT / "scripts" / "testbed"
+sys.path.insert(0, str(ROOT / "Tests" / "web"))
+
+from web_support import answers, free_port, wait_until  # noqa: E402  (the web tests' own helpers)
 CHROMIUM = "/usr/bin/chromium"
 
 
@@ -41,21 +44,6 @@ def log(message: str) -> None:
     print(f"bench: {message}", file=sys.stderr, flush=True)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(condition, timeout: float, what: str, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise SystemExit(f"bench: {what} (waited {timeout:.0f} s)")
-        time.sleep(interval)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -112,14 +100,7 @@ class Stack:
             str(WEB_BIN or bin_dir / "blefleet-web"), "--socket", self.socket, "--listen", f"127.0.0.1:{self.port}",
             "--log-target", "stderr", "--log-level", "warning"])
 
-        def answers():
-            try:
-                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                connection.request("GET", "/metrics")
-                return connection.getresponse().status == 200
-            except OSError:
-                return False
-        wait_until(answers, 30, f"blefleet-web ({name}) does not answer")
+        wait_until(lambda: answers(self.port), 30, f"blefleet-web ({name}) does not answer")
 
     def spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
         log_file = open(self.work / f"{name}.log", "wb")
