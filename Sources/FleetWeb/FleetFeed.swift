@@ -22,7 +22,7 @@ public actor FleetFeed: Service {
         var readAt: [String: ContinuousClock.Instant] = [:]
     }
 
-    public let socketPath: String
+    let socketPath: String
     let logger: Logger
     private var client: FleetRPCClient?
     private var boards: [BoardAddress: Board] = [:]
@@ -48,9 +48,6 @@ public actor FleetFeed: Service {
         self.logger = logger
     }
 
-    /// Whether the daemon is reachable now.
-    public var isUp: Bool { awayReason == nil }
-
     /// Reconnects counted since blefleet-web started, by board address.
     public var reconnectCounts: [BoardAddress: Int] { reconnects }
 
@@ -75,8 +72,6 @@ public actor FleetFeed: Service {
         }
         return stream
     }
-
-    public var pageCount: Int { subscribers.count }
 
     private func unsubscribe(_ id: Int) {
         subscribers[id] = nil
