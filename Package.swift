@@ -234,6 +234,7 @@ let package = Package(
         .executableTarget(
             name: "async-echo",
             dependencies: [
+                "FleetRPC", "JSONRPC",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
             ],

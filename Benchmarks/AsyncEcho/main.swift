@@ -22,9 +22,20 @@
 // (json-bench: reading the request 8.6 µs, writing the reply 21 µs; more in the daemon, with
 // cold caches) and building the status.
 //
+// Measured 2026-11-27 (same machine, pinned as above, two runs): the echo with --json, which
+// reads the request and writes a reply of daemon.status's shape with Foundation's JSON and
+// does nothing else, is already 3.2-3.7x socat's echo; daemon.status is 1.08-1.09x it. What
+// stands between daemon.status and the 2x goal is the JSON codec itself.
+//
+// `--json` (with --on-loop) answers each line as the daemon answers daemon.status, without
+// the fleet: the request read by RPCIncoming and a reply with a fixed status of the same
+// shape (one adapter, 20 boards) written by JSONCodec: the floor Foundation's JSON sets.
+//
 //   swift build -c release --product async-echo
-//   .build/release/async-echo SOCKET [--inline | --on-loop] &
+//   .build/release/async-echo SOCKET [--inline | --on-loop [--json]] &
 //   python3 Benchmarks/fleet/rpc_rtt.py SOCKET ECHO_SOCKET   # ECHO_SOCKET: socat PIPE, the raw peer
+import FleetRPC
+import JSONRPC
 import NIOCore
 import NIOExtras
 import NIOPosix
@@ -36,6 +47,20 @@ guard let path = arguments.first else {
 }
 let inline = arguments.contains("--inline")
 let onLoop = arguments.contains("--on-loop")
+let json = arguments.contains("--json")
+
+/// A daemon.status of the shape Benchmarks/fleet/run's daemon answers (one adapter, 20 boards).
+let status = DaemonStatus(
+    version: "0.1.0", uptimeSeconds: 123.456, bluez: true, adapter: "hci0 (00:1A:7D:DA:71:13)", powered: true,
+    discovering: true,
+    adapters: [
+        DaemonStatus.Adapter(
+            name: "hci0", address: "00:1A:7D:DA:71:13", present: true, powered: true, discovering: true, slotsUsed: 20,
+            slotsLimit: 20, boards: (1...20).map { "AA:BB:CC:DD:EE:" + ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) },
+            health: .ok)
+    ],
+    boards: .init(known: 20, connected: 20, ready: 20), clients: 1,
+    history: .init(enabled: true, path: "/var/lib/blefleet/history.sqlite3", dropped: 0))
 
 /// `--on-loop`: each line answered by a channel handler on the event loop, as the daemon
 /// answers a call that never waits (daemon.status): no task at all.
@@ -44,6 +69,13 @@ final class LoopEcho: ChannelInboundHandler {
     typealias OutboundOut = ByteBuffer
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var reply = unwrapInboundIn(data)
+        if json {
+            guard case .single(.request(let request)) = RPCIncoming(parsing: reply.readableBytesView),
+                let bytes = try? JSONCodec.encode(RPCReply(id: request.id ?? .null, outcome: .result(status)))
+            else { return }
+            reply = context.channel.allocator.buffer(capacity: bytes.count + 1)
+            reply.writeBytes(bytes)
+        }
         reply.writeInteger(UInt8(ascii: "\n"))
         context.writeAndFlush(wrapOutboundOut(reply), promise: nil)
     }
@@ -57,7 +89,7 @@ let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.single
             return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
         }
     }
-print("async-echo on \(path)\(onLoop ? " (on the event loop)" : inline ? " (inline)" : " (a child task per line)")")
+print("async-echo on \(path)\(onLoop ? " (on the event loop\(json ? ", JSON" : ""))" : inline ? " (inline)" : " (a child task per line)")")
 try await withThrowingDiscardingTaskGroup { connections in
     try await server.executeThenClose { inbound in
         for try await connection in inbound {

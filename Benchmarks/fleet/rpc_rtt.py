@@ -2,9 +2,12 @@
 in the same run: a raw line echo (socat PIPE) on another Unix socket, with this same client.
 With FLOOR_SOCKET, a third peer: Benchmarks/AsyncEcho (a line echo written the way the
 daemon's server is, no JSON; Benchmarks/fleet/run starts it --on-loop, as the daemon answers
-daemon.status), the floor the server's design sets under the call. Then calls/s with CLIENTS concurrent connections.
+daemon.status), the floor the server's design sets under the call. With JSON_FLOOR_SOCKET, a
+fourth: the same echo reading each request and writing a daemon.status-shaped reply with the
+project's one JSON codec (async-echo --on-loop --json), the floor that codec adds. Then calls/s
+with CLIENTS concurrent connections.
 
-Usage: python rpc_rtt.py DAEMON_SOCKET ECHO_SOCKET [CALLS] [CLIENTS] [FLOOR_SOCKET]
+Usage: python rpc_rtt.py DAEMON_SOCKET ECHO_SOCKET [CALLS] [CLIENTS] [FLOOR_SOCKET] [JSON_FLOOR_SOCKET]
 """
 import asyncio
 import socket
@@ -55,6 +58,8 @@ def main() -> None:
     peers = {"daemon.status": daemon, "raw echo": echo}
     if len(sys.argv) > 5:
         peers["NIO echo"] = sys.argv[5]
+    if len(sys.argv) > 6:
+        peers["NIO + JSON"] = sys.argv[6]
     for path in peers.values():  # warm up each
         round_trips(path, 200)
     medians = {name: [] for name in peers}
@@ -67,6 +72,9 @@ def main() -> None:
     if "NIO echo" in micros:
         f = micros["NIO echo"]
         print(f"the server design's floor: NIO echo {f:.0f} µs, {f / e:.2f}x the raw echo; daemon.status {d / f:.2f}x the floor")
+    if "NIO + JSON" in micros:
+        j = micros["NIO + JSON"]
+        print(f"with the JSON codec's work: NIO + JSON {j:.0f} µs, {j / e:.2f}x the raw echo; daemon.status {d / j:.2f}x it")
     rate = asyncio.run(throughput(daemon, clients, 3.0))
     print(f"daemon.status with {clients} clients: {rate:.0f} calls/s")
 

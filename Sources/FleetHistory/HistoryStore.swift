@@ -397,6 +397,8 @@ public actor HistoryStore {
         _ boards: [(address: BoardAddress, name: String?)], sensor: String, since: Int64, until: Int64,
         resolution: HistoryResolution
     ) async throws(HistoryError) -> [HistorySeries] {
+        // What is queued is written first: a reading already shown is never missing here.
+        await flush()
         guard let connection else {
             if case .off(let reason) = state { throw .off(reason) }
             throw .off("the history is not open")

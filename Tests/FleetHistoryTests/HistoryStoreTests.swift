@@ -90,6 +90,23 @@ import TestSupport
         }
     }
 
+    /// The daemon writes every few seconds: a reading already shown (blectl temp) must not
+    /// be missing from a history.read that follows it before the next write.
+    @Test func aReadingNotYetWrittenIsInTheNextRead() async throws {
+        try await withStore { store in
+            store.record(board, sensor: "temperature", value: 21, at: morning)
+            store.record(board, sensor: "temperature", value: 23, at: morning.addingTimeInterval(1))
+            let series = try await store.read(
+                [(board, nil)], sensor: "temperature", since: milliseconds(morning),
+                until: milliseconds(morning.addingTimeInterval(60)), resolution: .raw)
+            #expect(series[0].points.map(\.mean) == [21, 23])
+            let buckets = try await store.read(
+                [(board, nil)], sensor: "temperature", since: milliseconds(morning),
+                until: milliseconds(morning.addingTimeInterval(60)), resolution: .fiveMinutes)
+            #expect(buckets[0].points.map(\.count) == [2])
+        }
+    }
+
     @Test func aSecondFlushAddsToTheSameBuckets() async throws {
         try await withStore { store in
             store.record(board, sensor: "temperature", value: 10, at: morning)
