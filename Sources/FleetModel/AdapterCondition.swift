@@ -15,6 +15,10 @@ public enum AdapterSymptom: String, Sendable, Hashable, Codable, CaseIterable {
     case hearsNothing = "hears-nothing"
     /// Its connects kept failing while other adapters' succeeded.
     case connectsFail = "connects-fail"
+    /// Its links, which carried notifications every few seconds, all fell silent at once
+    /// while other adapters' traffic went on (a controller that sends nothing more; the
+    /// kernel gives such links up only tens of seconds later).
+    case linksSilent = "links-silent"
 }
 
 /// A step that brings a stuck controller back, in the order they escalate.

@@ -101,4 +101,48 @@ import Testing
         #expect(other.connectFailed(b, now: at(6), othersConnected: true) == .perform(.powerCycle, .connectsFail))
         #expect(other.saw(.heard, now: at(7)) == .none, "hearing does not prove connects work")
     }
+
+    @Test func linksFallenSilentForTheSilenceMakeItStuckAndRecoveryBeginsWithAPowerCycle() {
+        var health = AdapterHealth(now: t0)
+        // Fully connected: nothing to hear, and it is not discovering; its links carried at 5 s.
+        #expect(health.tick(now: at(14.9), discovering: false, heardElsewhere: false, linksCarried: at(5)) == .none)
+        #expect(health.tick(now: at(15), discovering: false, heardElsewhere: false, linksCarried: at(5)) == .perform(.powerCycle, .linksSilent))
+        #expect(health.condition == .recovering && !health.isUsable)
+        // The power cycle completed: the controller answers again.
+        guard case .recovered(let recovery) = health.saw(.commandCompleted, now: at(17)) else {
+            Issue.record("a command that completes ends it")
+            return
+        }
+        #expect(recovery.symptom == .linksSilent && recovery.step == .powerCycle)
+        var unjudged = AdapterHealth(now: t0)
+        #expect(unjudged.tick(now: at(60), discovering: false, heardElsewhere: false, linksCarried: nil) == .none, "nothing to judge by")
+    }
+
+    /// What the fleet gives the health to judge by: only links that notified every few
+    /// seconds through this adapter count, two of them at least, and only while another
+    /// adapter is seen to deliver (else bluetoothd or the bus stalled, not this controller).
+    @Test func linksCountForSilenceOnlyWhenChattyEnoughAndOthersDeliver() {
+        let hci0 = "/org/bluez/hci0", hci1 = "/org/bluez/hci1"
+        let thresholds = AdapterHealth.Thresholds()
+        func link(_ adapter: String, at seconds: Double, gap: Double?) -> BoardLive.State {
+            var state = BoardLive.State()
+            state.carried = .init(adapter: adapter, at: at(seconds), gap: gap.map { .milliseconds(Int($0 * 1000)) })
+            return state
+        }
+        let now = at(20)
+        let elsewhere = link(hci1, at: 19, gap: 1)
+        func judged(_ links: [BoardLive.State], others: [BoardLive.State] = [elsewhere]) -> ContinuousClock.Instant? {
+            Fleet.linksCarried(through: hci0, readyLinks: links, everyBoard: links + others, thresholds: thresholds, now: now)
+        }
+        let chatty = [link(hci0, at: 5, gap: 1), link(hci0, at: 6, gap: 1)]
+        #expect(judged(chatty) == at(6), "the newest of them")
+        #expect(judged([chatty[0]]) == nil, "one link alone is that board's doing")
+        #expect(judged([chatty[0], link(hci0, at: 6, gap: 30)]) == nil, "a link that notifies every 30 s says nothing in 10")
+        #expect(judged([chatty[0], link(hci0, at: 6, gap: nil)]) == nil, "one notification is no rhythm")
+        #expect(judged([chatty[0], link(hci1, at: 6, gap: 1)]) == nil, "what came through another adapter")
+        #expect(judged(chatty, others: [link(hci1, at: 5, gap: 1)]) == nil, "nothing delivered elsewhere either")
+        var heard = BoardLive.State()
+        heard.heardAt = [hci1: at(18)]
+        #expect(judged(chatty, others: [heard]) == at(6), "an advertisement through another adapter shows delivery")
+    }
 }

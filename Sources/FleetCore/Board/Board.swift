@@ -20,6 +20,7 @@ actor Board {
         didSet {
             guard linkAdapter != oldValue else { return }
             if let linkAdapter { lastLinkAdapter = linkAdapter }
+            live.linkChanged()
             context.tally.boardChanged(address, board: ObjectIdentifier(self), phase: machine.phase, adapter: linkAdapter)
         }
     }
@@ -463,10 +464,15 @@ actor Board {
         let events = context.events
         let address = self.address
         let logger = self.logger
+        // What the link carries tells its adapter's health that the controller still works.
+        let adapter = linkAdapter
         do {
             let session = try await context.client.notifications(
                 characteristic,
-                onValue: { Board.record($0, of: sensor, into: live, events: events, address: address, logger: logger) },
+                onValue: {
+                    if let adapter { live.carried(through: adapter) }
+                    Board.record($0, of: sensor, into: live, events: events, address: address, logger: logger)
+                },
                 onEnd: { error in
                     logger.debug("\(sensor.name) notifications ended", metadata: ["error": "\(error)"])
                 })

@@ -23,6 +23,16 @@ final class BoardLive: Sendable {
         /// The state machine waits for an advertisement (the board is absent): then an
         /// advertisement must go to the board itself, not only be recorded here.
         var awaitsAdvertisement = false
+        /// What its link last carried (a notification), for its adapter's health.
+        var carried: Carried?
+    }
+
+    /// A notification that came over the board's link: through which adapter, when, and how
+    /// long after the one before it on the same link (nil for the first).
+    struct Carried: Sendable, Hashable {
+        var adapter: String
+        var at: ContinuousClock.Instant
+        var gap: Duration?
     }
 
     private let state = Mutex(State())
@@ -64,6 +74,20 @@ final class BoardLive: Sendable {
             $0.rssiByAdapter = [:]
             $0.heardAt = [:]
         }
+    }
+
+    /// A notification came over the board's link through `adapter`.
+    func carried(through adapter: String) {
+        state.withLock { state in
+            let now = ContinuousClock.now
+            let gap = state.carried.flatMap { $0.adapter == adapter ? $0.at.duration(to: now) : nil }
+            state.carried = Carried(adapter: adapter, at: now, gap: gap)
+        }
+    }
+
+    /// The board's link came or went: what an earlier link carried says nothing of the next.
+    func linkChanged() {
+        state.withLock { $0.carried = nil }
     }
 
     func setAwaitsAdvertisement(_ awaits: Bool) {

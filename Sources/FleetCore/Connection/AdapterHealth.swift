@@ -3,13 +3,15 @@
 /// out, no I/O; the fleet performs the steps and reports what it sees.
 ///
 /// A controller is stuck when its commands time out, when it hears no advertisement for a
-/// while although boards it served are heard through other adapters, or when its connects
-/// keep failing while other adapters' succeed. Recovery escalates: restart discovery, then
-/// power the adapter off and on through BlueZ, then reset it through the kernel; each step
-/// gets a window to show the controller works again (the evidence that fits the symptom: a
-/// command that completes, an advertisement heard, a connect), else the next step runs.
-/// After the last step the adapter counts as failed, and the reset is tried again now and
-/// then. Meanwhile placement gives its boards to the other adapters.
+/// while although boards it served are heard through other adapters, when its links, which
+/// carried notifications every few seconds, all fall silent while other adapters' traffic
+/// goes on, or when its connects keep failing while other adapters' succeed. Recovery
+/// escalates: restart discovery, then power the adapter off and on through BlueZ, then
+/// reset it through the kernel; each step gets a window to show the controller works again
+/// (the evidence that fits the symptom: a command that completes, an advertisement heard, a
+/// connect), else the next step runs. After the last step the adapter counts as failed,
+/// and the reset is tried again now and then. Meanwhile placement gives its boards to the
+/// other adapters.
 public struct AdapterHealth: Sendable, Hashable {
     public typealias Symptom = AdapterSymptom
     public typealias Step = RecoveryStep
@@ -28,6 +30,8 @@ public struct AdapterHealth: Sendable, Hashable {
         func clears(_ symptom: Symptom) -> Bool {
             switch (self, symptom) {
             case (.connected, _): true
+            // A controller that answers a command or reports an advertisement sends again.
+            case (_, .linksSilent): true
             case (.heard, .hearsNothing), (.heard, .commandsTimeOut): true
             case (.commandCompleted, .commandsTimeOut): true
             default: false
@@ -56,8 +60,14 @@ public struct AdapterHealth: Sendable, Hashable {
         public var connectFailures = 3
         public var connectFailureBoards = 2
         public var othersWindow: Duration = .seconds(60)
-        /// Nothing heard for this long while discovering, and boards it served are heard elsewhere.
+        /// Nothing heard for this long while discovering, and boards it served are heard
+        /// elsewhere; or nothing carried for this long over links that carried something at
+        /// most ``chattyGap`` apart.
         public var silence: Duration = .seconds(10)
+        /// A link counts for silence once two of its notifications came at most this far apart.
+        public var chattyGap: Duration = .seconds(3)
+        /// How many such links must fall silent together (one alone is that board's doing).
+        public var silentLinks = 2
         /// How long each step has to show the controller works.
         public var window: [Step: Duration] = [.restartDiscovery: .seconds(4), .powerCycle: .seconds(8), .reset: .seconds(10)]
         /// How often a failed adapter's reset is tried again.
@@ -160,10 +170,19 @@ public struct AdapterHealth: Sendable, Hashable {
     // MARK: Time
 
     /// Once a second or so: judges silence (`discovering`, and boards the adapter served are
-    /// heard through other adapters: `heardElsewhere`) and the running step's window.
-    public mutating func tick(now: ContinuousClock.Instant, discovering: Bool, heardElsewhere: Bool) -> Action {
+    /// heard through other adapters: `heardElsewhere`), the silence of its links
+    /// (`linksCarried`: the newest notification over its chatty links, when there are
+    /// enough of them and other adapters' traffic goes on; see ``Thresholds``) and the
+    /// running step's window.
+    public mutating func tick(
+        now: ContinuousClock.Instant, discovering: Bool, heardElsewhere: Bool,
+        linksCarried: ContinuousClock.Instant? = nil
+    ) -> Action {
         switch state {
         case .healthy:
+            if let linksCarried, linksCarried.duration(to: now) >= thresholds.silence {
+                return begin(.linksSilent, now: now)
+            }
             guard discovering, heardElsewhere, lastHeard.duration(to: now) >= thresholds.silence else { return .none }
             return begin(.hearsNothing, now: now)
         case .recovering(var recovery, let stepStartedAt):
@@ -222,7 +241,7 @@ extension AdapterSymptom {
     var firstStep: RecoveryStep {
         switch self {
         case .hearsNothing: .restartDiscovery
-        case .commandsTimeOut, .connectsFail: .powerCycle
+        case .commandsTimeOut, .connectsFail, .linksSilent: .powerCycle
         }
     }
 }

@@ -6,21 +6,52 @@ import BlueZ
 /// placing boards on the other adapters meanwhile.
 extension Fleet {
     /// Once a second: what each adapter heard since, and whether it went silent while its
-    /// boards are heard elsewhere; the running recovery step's window.
+    /// boards are heard elsewhere, or its links fell silent while other adapters' traffic
+    /// goes on; the running recovery step's window.
     func checkAdapterHealth() {
         let now = ContinuousClock.now
-        let heard = boards.values.map { $0.live.current.heardAt }
+        let live = boards.mapValues { $0.live.current }
+        let heard = live.values.map(\.heardAt)
         for adapter in adapters.values {
             let path = adapter.path
             if let last = heard.compactMap({ $0[path] }).max() { adapter.health.heard(at: last) }
             // Boards this adapter heard, heard lately through another.
-            let silence = adapter.health.current.thresholds.silence
+            let thresholds = adapter.health.current.thresholds
             let elsewhere = heard.contains { times in
-                times[path] != nil && Self.heard(times, elsewhereThan: path, within: silence, now: now)
+                times[path] != nil && Self.heard(times, elsewhereThan: path, within: thresholds.silence, now: now)
             }
             let discovering = adapter.adapter.powered && adapter.adapter.discovering
-            adapter.health.observe { $0.tick(now: $1, discovering: discovering, heardElsewhere: elsewhere) }
+            let carried = Self.linksCarried(
+                through: path, readyLinks: tally.readyLinks(onAdapter: path).compactMap { live[$0] }, everyBoard: live.values,
+                thresholds: thresholds, now: now)
+            adapter.health.observe {
+                $0.tick(now: $1, discovering: discovering, heardElsewhere: elsewhere, linksCarried: carried)
+            }
         }
+    }
+
+    /// The newest notification over the adapter's chatty links (of `readyLinks`, the boards
+    /// linked through it: those whose last two notifications came through it at most
+    /// ``AdapterHealth/Thresholds/chattyGap`` apart), when there are enough of them to judge
+    /// and another adapter heard or carried something lately (so that bluetoothd, the bus
+    /// and this daemon are seen to deliver); nil otherwise.
+    static func linksCarried(
+        through path: String, readyLinks: [BoardLive.State], everyBoard: some Collection<BoardLive.State>,
+        thresholds: AdapterHealth.Thresholds, now: ContinuousClock.Instant
+    ) -> ContinuousClock.Instant? {
+        let chatty = readyLinks.compactMap { state -> ContinuousClock.Instant? in
+            guard let carried = state.carried, carried.adapter == path, let gap = carried.gap, gap <= thresholds.chattyGap
+            else { return nil }
+            return carried.at
+        }
+        guard chatty.count >= thresholds.silentLinks else { return nil }
+        let othersDeliver = everyBoard.contains { state in
+            if let carried = state.carried, carried.adapter != path, carried.at.duration(to: now) < thresholds.silence {
+                return true
+            }
+            return heard(state.heardAt, elsewhereThan: path, within: thresholds.silence, now: now)
+        }
+        return othersDeliver ? chatty.max() : nil
     }
 
     /// Every few seconds: each adapter with links is asked about one of them through the

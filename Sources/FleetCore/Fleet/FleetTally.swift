@@ -91,6 +91,13 @@ final class FleetTally: Sendable {
         return errors
     }
 
+    /// The boards whose link through the adapter at `path` is up and ready.
+    func readyLinks(onAdapter path: String) -> [BoardAddress] {
+        state.withLock { state in
+            state.boards.compactMap { $0.value.adapter == path && $0.value.phase == .ready ? $0.key : nil }
+        }
+    }
+
     /// Whether the adapter at `path` is powered and has a connection slot free.
     func hasFreeSlot(onAdapter path: String) -> Bool {
         state.withLock { state in

@@ -15,6 +15,10 @@ public actor Registry {
     /// Problems found when the registry was loaded (bad file moved aside, stale temp files).
     public nonisolated let loadIssues: [RegistryIssue]
 
+    /// Saves block on fsync: the registry runs on a queue of its own (see ``DispatchQueueExecutor``).
+    private nonisolated let executor = DispatchQueueExecutor(label: "blefleet.registry")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
     private var records: [BoardAddress: BoardRecord]
     private var dirty = false
     private var lastSave: Date?
