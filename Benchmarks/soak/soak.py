@@ -329,11 +329,21 @@ class Soak:
             asyncio.create_task(self.temp_client(None, 0.5)),
             asyncio.create_task(self.bluez_supervisor()),
         ]
+        # RSS each minute: growth that levels off is warming up; growth that goes on is a leak.
+        by_minute = []
+
+        async def sample():
+            while not self.stop.is_set():
+                await asyncio.sleep(60)
+                by_minute.append(self.process()["rss_mb"])
+
+        sampler = asyncio.create_task(sample())
         await self.injector(boards, self.args.adapters.split(","))
         remaining = self.started + self.args.minutes * 60 - time.monotonic()
         if remaining > 0:
             await asyncio.sleep(remaining)
         self.stop.set()
+        sampler.cancel()
         await asyncio.gather(*clients)
         final = await self.converged_after(time.monotonic())
         # The clients' connections are closed (this one stays open, as at the start): the
@@ -377,6 +387,7 @@ class Soak:
             "hang_recover_without_crash_s": [f.get("recover_s") for f in calm_hangs],
             "process_start": start,
             "process_end": end,
+            "rss_mb_by_minute": by_minute,
             "orphan_links": orphans,
             "bluetoothd_crashes_at_s": self.bluez_crashes,
         }
