@@ -157,25 +157,41 @@ extension Fleet {
             if changed == nil { await board.requestAutoConnect() }
             return
         }
+        if adopting[address] != nil {
+            adopting[address] = true
+            return
+        }
         let identity = BoardIdentity(address: address, name: device.name, alias: nil)
         guard tunables.adoption.shouldAdopt(identity, ofKnownKind: context.profiles.recognises(device.uuids))
         else { return }
-        await adopt(device, address: address)
+        await adopt(device, at: path, address: address)
     }
 
-    private func adopt(_ device: BlueZDevice, address: BoardAddress) async {
+    /// Makes `device` a board of the fleet. The registry is asked first (it saves to disk,
+    /// on a queue of its own): what BlueZ says of the device meanwhile (its link may come up
+    /// or fall) is read again after, never given to the board in the wrong order.
+    private func adopt(_ seen: BlueZDevice, at path: String, address: BoardAddress) async {
+        adopting[address] = false
         do {
-            try await registry.noteSeen(address, name: device.name)
+            try await registry.noteSeen(address, name: seen.name)
         } catch {
             logger.error("could not save the board registry: \(error)", metadata: ["ble.address": "\(address)"])
         }
         let record = await registry.record(for: address)
-            ?? BoardRecord(address: address, name: device.name, firstSeen: .now, lastSeen: .now)
+            ?? BoardRecord(address: address, name: seen.name, firstSeen: .now, lastSeen: .now)
+        guard let device = await client.mirror.tree.device(at: path) else {
+            adopting[address] = nil
+            return
+        }
         let board = Board(record: record, devices: [device], adapterPowered: anyAdapterPowered, context: context)
         boards[address] = board
+        let changedMeanwhile = adopting.removeValue(forKey: address) == true
         logger.info("board adopted", metadata: ["ble.address": "\(address)", "ble.name": "\(device.name ?? "")"])
         events.publish(.boardAdded(address, name: device.name))
         await board.deviceUpdated(device, changed: ["RSSI", "Connected", "ServicesResolved"])
+        if changedMeanwhile, let current = await client.mirror.tree.device(at: path) {
+            await board.deviceUpdated(current, changed: ["RSSI", "Connected", "ServicesResolved", "Name"])
+        }
         await board.requestAutoConnect()
     }
 

@@ -24,6 +24,10 @@ public actor Fleet {
     var devicePaths: [String: BoardAddress] = [:] {
         didSet { refreshPathIndex() }
     }
+    /// Boards being adopted (the fleet waits on the registry meanwhile), and whether their
+    /// device changed meanwhile: such a change starts no second adoption; the adoption
+    /// reads the device again instead of giving the board what it saw before the wait.
+    var adopting: [BoardAddress: Bool] = [:]
     /// `devicePaths` to the boards' live state, for advertisements recorded on the mirror.
     nonisolated let pathIndex = DevicePathIndex()
     /// The adapters in use (shown by BlueZ and named by the selection), by object path.
