@@ -294,6 +294,30 @@ struct RadioFaultTests {
             print("hung hci0: found stuck after \(detected); status after recovery: \(recovered)")
         }
     }
+    /// Puts each board of `near` close to its adapter (-35 dBm) and far from the other of
+    /// hci0 and hci1 (-85 dBm), and starts a daemon on both with the kernel's management
+    /// interface (the testbed's relay); returns it once every board is ready. The caller
+    /// terminates it.
+    static func twoAdapterDaemon(_ testbed: Testbed, lane: Lane, near: [String: String]) async throws -> RunningDaemon {
+        for (board, adapter) in near.sorted(by: { $0.key < $1.key }) {
+            try await testbed.run(["board", "signal", board, "-35", "--adapter", adapter])
+            try await testbed.run(["board", "signal", board, "-85", "--adapter", adapter == "hci0" ? "hci1" : "hci0"])
+        }
+        var environment: [String: String] = [:]
+        if let relay = testbed.managementSocket { environment["BLEFLEET_MGMT_SOCKET"] = relay }
+        let daemon = try RunningDaemon(
+            busAddress: testbed.busAddress, configuration: "socket-group: root\nadapter: [hci0, hci1]\n",
+            environment: environment)
+        do {
+            try await daemon.waitUntilServing()
+            try await BlefleetdEndToEndTests.waitForReadyBoards(near.count, socket: daemon.socket, lane: lane, timeout: 30)
+        } catch {
+            daemon.terminate()
+            throw error
+        }
+        return daemon
+    }
+
     /// An adapter that only listens (no link to ask about, no connect under way) is asked
     /// for its controller's local clock: hung, it is found stuck by that alone, within the
     /// goal of 15 s, and recovered; the boards on the other adapter never notice.
@@ -301,18 +325,8 @@ struct RadioFaultTests {
     func aControllerWithNoLinkThatHangsIsFoundByAskingItAndRecovered(lane: Lane) async throws {
         try await Testbed.with(lane: lane, boards: 2, extraArguments: ["--centrals", "2"]) { testbed in
             // Both boards near hci0: hci1 hears them, faintly, and holds no link.
-            for board in ["nano-01", "nano-02"] {
-                try await testbed.run(["board", "signal", board, "-35", "--adapter", "hci0"])
-                try await testbed.run(["board", "signal", board, "-85", "--adapter", "hci1"])
-            }
-            var environment: [String: String] = [:]
-            if let relay = testbed.managementSocket { environment["BLEFLEET_MGMT_SOCKET"] = relay }
-            let daemon = try RunningDaemon(
-                busAddress: testbed.busAddress, configuration: "socket-group: root\nadapter: [hci0, hci1]\n",
-                environment: environment)
+            let daemon = try await Self.twoAdapterDaemon(testbed, lane: lane, near: ["nano-01": "hci0", "nano-02": "hci0"])
             defer { daemon.terminate() }
-            try await daemon.waitUntilServing()
-            try await BlefleetdEndToEndTests.waitForReadyBoards(2, socket: daemon.socket, lane: lane, timeout: 30)
             try await SeveralAdaptersTests.waitForStatus(daemon.socket, lane: lane, "both links on hci0, none on hci1") {
                 let adapters = SeveralAdaptersTests.adapters($0)
                 return adapters["hci0"]?.used == 2 && adapters["hci1"]?.used == 0
@@ -358,20 +372,9 @@ struct RadioFaultTests {
     func aControllerThatHangsWhileConnectingIsFoundByItsLinksFallingSilent(lane: Lane) async throws {
         try await Testbed.with(lane: lane, boards: 4, extraArguments: ["--centrals", "2"]) { testbed in
             // nano-01..03 near hci0; nano-04 near hci1, whose traffic shows the rest delivers.
-            for board in ["nano-01", "nano-02", "nano-03"] {
-                try await testbed.run(["board", "signal", board, "-35", "--adapter", "hci0"])
-                try await testbed.run(["board", "signal", board, "-85", "--adapter", "hci1"])
-            }
-            try await testbed.run(["board", "signal", "nano-04", "-35", "--adapter", "hci1"])
-            try await testbed.run(["board", "signal", "nano-04", "-85", "--adapter", "hci0"])
-            var environment: [String: String] = [:]
-            if let relay = testbed.managementSocket { environment["BLEFLEET_MGMT_SOCKET"] = relay }
-            let daemon = try RunningDaemon(
-                busAddress: testbed.busAddress, configuration: "socket-group: root\nadapter: [hci0, hci1]\n",
-                environment: environment)
+            let daemon = try await Self.twoAdapterDaemon(
+                testbed, lane: lane, near: ["nano-01": "hci0", "nano-02": "hci0", "nano-03": "hci0", "nano-04": "hci1"])
             defer { daemon.terminate() }
-            try await daemon.waitUntilServing()
-            try await BlefleetdEndToEndTests.waitForReadyBoards(4, socket: daemon.socket, lane: lane, timeout: 30)
             try await SeveralAdaptersTests.waitForStatus(daemon.socket, lane: lane, "three links on hci0, one on hci1") {
                 let adapters = SeveralAdaptersTests.adapters($0)
                 return adapters["hci0"]?.used == 3 && adapters["hci1"]?.used == 1
