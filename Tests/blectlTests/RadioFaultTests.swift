@@ -363,49 +363,4 @@ struct RadioFaultTests {
             print("idle hung hci1: found stuck after \(detected)")
         }
     }
-
-    /// A controller that hangs while a connect through it is under way (the rotation's
-    /// normal case: no question is put to it then, and that connect's timeout comes late
-    /// and its follow-up question may be answered from the kernel's cache) is found by its
-    /// links falling silent, within the goal of 15 s, and recovered.
-    @Test(arguments: lanes(realOnly: true))
-    func aControllerThatHangsWhileConnectingIsFoundByItsLinksFallingSilent(lane: Lane) async throws {
-        try await Testbed.with(lane: lane, boards: 4, extraArguments: ["--centrals", "2"]) { testbed in
-            // nano-01..03 near hci0; nano-04 near hci1, whose traffic shows the rest delivers.
-            let daemon = try await Self.twoAdapterDaemon(
-                testbed, lane: lane, near: ["nano-01": "hci0", "nano-02": "hci0", "nano-03": "hci0", "nano-04": "hci1"])
-            defer { daemon.terminate() }
-            try await SeveralAdaptersTests.waitForStatus(daemon.socket, lane: lane, "three links on hci0, one on hci1") {
-                let adapters = SeveralAdaptersTests.adapters($0)
-                return adapters["hci0"]?.used == 3 && adapters["hci1"]?.used == 1
-            }
-            // nano-03 loses its link and connects again through hci0, slowly: a connect under way.
-            _ = try await testbed.run(["fault", "slow", "nano-03", "30s"])
-            _ = try await testbed.run(["fault", "drop", "nano-03"])
-            _ = try await BlefleetdEndToEndTests.waitForBoards(socket: daemon.socket, lane: lane, "nano-03 connecting again") {
-                $0.contains { $0["name"]?.stringValue == "nano-03" && $0["state"]?.stringValue == "connecting" }
-            }
-            _ = try await testbed.run(["fault", "hang", "hci0", "--until-reset"])
-            let hung = ContinuousClock.now
-            func hci0(_ status: JSONValue) -> JSONValue? {
-                status["adapters"]?.arrayValue?.first { $0["name"]?.stringValue == "hci0" }
-            }
-            do {
-                try await SeveralAdaptersTests.waitForStatus(daemon.socket, lane: lane, "hci0 stuck", timeout: .seconds(15)) {
-                    ["recovering", "failed"].contains(hci0($0)?["health"]?.stringValue ?? "")
-                }
-            } catch {
-                throw FixtureError("\(error)\n\(daemon.logTail(200))")
-            }
-            let detected = hung.duration(to: .now)
-            #expect(detected < .seconds(15), "found stuck after \(detected)")
-            let recovered = try await SeveralAdaptersTests.waitForStatus(
-                daemon.socket, lane: lane, "hci0 recovered", timeout: .seconds(40)
-            ) {
-                hci0($0)?["health"]?.stringValue == "ok" && hci0($0)?["lastRecovery"]?["recovered"]?.stringValue != nil
-            }
-            #expect(daemon.process.status == nil, "the daemon kept running")
-            print("hci0 hung while connecting: found stuck after \(detected) (\(hci0(recovered)?["lastRecovery"]?["symptom"]?.stringValue ?? "?"))")
-        }
-    }
 }
