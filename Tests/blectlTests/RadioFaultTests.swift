@@ -39,13 +39,22 @@ struct RadioFaultTests {
 
     /// The boards BlueZ itself shows connected (`Device1.Connected`), read over its bus with
     /// busctl: the referee for orphan links. Only the testbed's boards count: on BlueZoo the
-    /// boards are adapters of the same bluetoothd, and each sees the central as a device.
+    /// boards are adapters of the same bluetoothd, and each sees the central as a device. A
+    /// bluetoothd that is gone when asked is waited for (the testbed restarts a crashed one).
     static func bluezConnected(_ testbed: Testbed) async throws -> Set<String> {
         let boards = Set(try await testbed.state().map(\.address))
-        let output = try await runProcess(
-            "/usr/bin/busctl",
-            ["--address=\(testbed.busAddress)", "--json=short", "call", "org.bluez", "/",
-             "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"])
+        let arguments = [
+            "--address=\(testbed.busAddress)", "--json=short", "call", "org.bluez", "/",
+            "org.freedesktop.DBus.ObjectManager", "GetManagedObjects",
+        ]
+        let output: String
+        do {
+            output = try await runProcess("/usr/bin/busctl", arguments)
+        } catch {
+            // bluetoothd gone (it crashed; the testbed restarts it): asked again once it is back.
+            try await testbed.waitForBlueZ()
+            output = try await runProcess("/usr/bin/busctl", arguments)
+        }
         let tree = try JSONValue(parsing: output)
         var connected: Set<String> = []
         let objects = tree["data"]?.arrayValue?.first?.objectValue ?? [:]

@@ -207,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
     restart.add_argument("--crash", action="store_true",
                          help="it is killed (as when it segfaults) instead of stopped: no cleanup; "
                               "on the real lane its controllers stay powered and the kernel keeps the links")
+    with_run_dir(bluez.add_parser(
+        "segfault", help="real lane: bluetoothd dies of SIGSEGV unasked, as 5.66 does by itself under faults; "
+                         "it is restarted, the crash counted (`state`: bluez_crashes), the boards registered again"))
+    with_run_dir(bluez.add_parser(
+        "wait", help="wait until bluetoothd runs and the boards are registered with it (after a crash "
+                     "the real lane restarts it and registers them again); fails if it does not come back"))
 
     adapter = sub.add_parser("adapter", help="power a central adapter, plug one in or pull it out").add_subparsers(
         dest="action", required=True, parser_class=Parser)
@@ -558,7 +564,12 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "fault":
             request(run, fault_request(args))
         elif args.command == "bluez":
-            request(run, {"op": "bluez-restart", "crash": args.crash})
+            if args.action == "wait":
+                request(run, {"op": "bluez-wait"})
+            elif args.action == "segfault":
+                request(run, {"op": "bluez-segfault"})
+            else:
+                request(run, {"op": "bluez-restart", "crash": args.crash})
         elif args.command == "adapter":
             if args.action == "plug":
                 print(request(run, {"op": "plug"}))

@@ -46,6 +46,13 @@ class Controller:
         # The standing faults asked for since the last `fault clear`, for `state`.
         self.faults: list[dict] = []
         self.server: asyncio.AbstractServer | None = None
+        # bluetoothd's crashes (the lane restarts it) seen while this testbed ran, each one
+        # line "TIME bluetoothd (pid N) REASON", and the task that follows them.
+        self.crashes: list[str] = []
+        self.crashes_known = 0  # crashes in the lane's record when last looked at
+        self.crash_watch: asyncio.Task | None = None
+        # Why the boards could not be registered again after a crash (None: they were).
+        self.recovery_error: str | None = None
         from .lanes import make_lane
         self.lane = make_lane(self)
 
@@ -122,6 +129,9 @@ class Controller:
         await self.lane.start_bluez(fresh=True)
         await self.sim.provision_all()
         self.sim.start_ticking()
+        if self.lane.restarts_bluez:
+            self.crashes_known = len(self.lane.crashes())
+            self.crash_watch = asyncio.create_task(self.follow_crashes())
         self.server = await asyncio.start_unix_server(self.serve, path=str(self.run.file(CONTROL_SOCKET)))
 
     def watch_owner(self, pid: int) -> None:
@@ -134,7 +144,41 @@ class Controller:
             return
         loop.add_reader(fd, lambda: (log.info("owner %d exited", pid), self.stopping.set()))
 
+    async def follow_crashes(self) -> None:
+        """bluetoothd crashed and its lane restarted it (the real lane's VM does, as systemd
+        does on a gateway with the package's drop-in). The lane writes each crash down as it
+        happens; this looks at that record five times a second."""
+        while True:
+            await asyncio.sleep(0.2)
+            if len(self.lane.crashes()) > self.crashes_known:
+                async with self.busy:
+                    await self.recover_from_crashes()
+
+    async def recover_from_crashes(self) -> None:
+        """(`self.busy` held.) The crashes written down since the last look: each logged in one
+        line with its reason and kept for `state`; the new bluetoothd knows none of the boards'
+        advertisements and GATT applications, so they are registered again, as after
+        `bluez restart`."""
+        lines = self.lane.crashes()
+        new = lines[self.crashes_known:]
+        if not new:
+            return
+        self.crashes_known = len(lines)
+        self.crashes += new
+        for line in new:
+            log.warning("bluetoothd crashed: %s; it is restarted, the boards are registered again", line)
+        try:
+            await self.sim.bluez_lost()
+            await self.lane.start_bluez(fresh=False)
+            await self.sim.provision_all()
+            self.recovery_error = None
+        except Exception as e:  # said by every command from now on
+            log.exception("the boards could not be registered again after a crash")
+            self.recovery_error = f"after bluetoothd crashed ({new[-1]}) the boards could not be registered again: {e}"
+
     async def teardown(self, remove_state: bool = True) -> None:
+        if self.crash_watch is not None:
+            self.crash_watch.cancel()
         if self.server is not None:
             self.server.close()
         if self.sim is not None and self.sim.tick_task is not None:
@@ -255,11 +299,24 @@ class Controller:
         if op == "state":
             centrals = await self.centrals()
             return {"central": centrals[0], "centrals": centrals, "boards": [b.state() for b in self.sim.boards],
-                    "faults": self.faults}
+                    "faults": self.faults, "bluez_crashes": self.crashes}
         if op == "stop":
             self.stopping.set()
             return None
         async with self.busy:
+            if self.lane.restarts_bluez:
+                await self.recover_from_crashes()  # one written down but not yet looked at
+            if self.recovery_error is not None:
+                raise TestbedError(self.recovery_error)
+            if op == "bluez-segfault":
+                await self.lane.segfault_bluez()
+                await self.recover_from_crashes()
+                return None
+            if op == "bluez-wait":
+                # Every crash written down is recovered from; bluetoothd runs.
+                if cause := await self.lane.cause_of_failure():
+                    raise TestbedError(cause)
+                return None
             if op in ("drop", "restore", "reset"):
                 for board in self._boards(request["board"]):
                     await getattr(self.sim, op)(board)

@@ -27,6 +27,15 @@ from .rundir import BUS_CONFIG, BUS_SOCKET, MGMT_SOCKET, PRIVATE_VM_DIR, Testbed
 ADAPTERS_TIMEOUT = 60.0
 
 
+def crash_lines(vm_dir: Path) -> list[str]:
+    """The crashes of a VM's bluetoothd, as its supervisor wrote them (real/guest_agent.sh)."""
+    try:
+        text = (vm_dir / "bluetoothd.crashes").read_text(errors="replace")
+    except FileNotFoundError:
+        return []
+    return [line for line in text.splitlines() if line.strip()]
+
+
 def make_lane(controller):
     return RealLane(controller) if controller.args.real else BlueZooLane(controller)
 
@@ -35,6 +44,10 @@ class BlueZooLane:
     fixed_handles = True
     advertises_while_off = True  # a powered-off BlueZoo adapter sends nothing anyway
     controllers_can_hang = False  # no controller below the D-Bus API (`fault hang`)
+    restarts_bluez = False  # a BlueZoo that dies stays dead: the testbed says so
+
+    def crashes(self) -> list[str]:
+        return []
 
     def __init__(self, controller):
         self.c = controller
@@ -137,6 +150,10 @@ class BlueZooLane:
                 raise TestbedError("BlueZoo did not own org.bluez within 20 s")
             await asyncio.sleep(0.02)
 
+    async def segfault_bluez(self) -> None:
+        raise TestbedError("bluez segfault is the real lane's alone: a BlueZoo that dies is not restarted "
+                           "(start the testbed with --real)")
+
     async def stop_bluez(self, crash: bool = False) -> None:
         """BlueZoo stops (`crash`: SIGKILL, no cleanup; its links go with it either way)."""
         await self.c._terminate("bluezoo", grace=0 if crash else 3.0)
@@ -175,6 +192,13 @@ class RealLane:
     fixed_handles = False
     advertises_while_off = False
     controllers_can_hang = True
+    # The VM's bluetoothd runs under a supervisor that restarts it when it dies unasked
+    # (bluetoothd 5.66 segfaults now and then under faults), as systemd's Restart= does.
+    restarts_bluez = True
+
+    def crashes(self) -> list[str]:
+        """Every crash of the VM's bluetoothd since the VM booted, one line each."""
+        return crash_lines(self.vm.path)
 
     def __init__(self, controller):
         self.c = controller
@@ -366,6 +390,12 @@ class RealLane:
         """bluetoothd stops; `crash`: it is killed (as when it segfaults), so its controllers
         stay powered and the kernel keeps their links."""
         await self.vm.agent_async("bluez-crash" if crash else "bluez-stop")
+
+    async def segfault_bluez(self) -> None:
+        """bluetoothd dies of SIGSEGV unasked, as 5.66 does by itself under faults: the VM's
+        supervisor writes the crash down and restarts it; `follow_crashes` registers the
+        boards again."""
+        await self.vm.agent_async("bluez-segfault")
 
     async def cause_of_failure(self) -> str | None:
         """A command failed: is it because bluetoothd or the VM went away?"""

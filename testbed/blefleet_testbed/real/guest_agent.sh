@@ -6,8 +6,13 @@
 #   bluez-stop            bluetoothd stops (SIGTERM, then waits for it to exit)
 #   bluez-crash           bluetoothd dies at once (SIGKILL, as when it segfaults): no
 #                         cleanup, its controllers stay powered and the kernel keeps the links
-#   bluez-start           bluetoothd starts again with $VMDIR/main.conf
+#   bluez-start           bluetoothd starts again with $VMDIR/main.conf, under a supervisor
+#                         that restarts it a second after it dies unasked (as the package's
+#                         drop-in for bluetooth.service has systemd do):
+#                         each such crash is one line "TIME REASON" in $VMDIR/bluetoothd.crashes
 #   bluez-status          "ok running", or why not
+#   bluez-segfault        bluetoothd gets SIGSEGV, unasked (as 5.66 segfaults by itself under
+#                         faults): its supervisor counts the crash and restarts it
 #   bluez-reset           bluetoothd stops, every controller powers off, the stored
 #                         device cache is wiped, bluetoothd starts: a fresh testbed
 #                         (btvirt starts again first if a controller is unusable)
@@ -35,46 +40,100 @@ VMDIR=${VMDIR:-$(cat /run/blefleet-vmdir 2>/dev/null)}
 BLUETOOTHD=/usr/libexec/bluetooth/bluetoothd
 
 bluez_pid() { cat /run/bluetoothd.pid 2>/dev/null; }
+supervisor_pid() { cat /run/bluetoothd.supervisor 2>/dev/null; }
 
-bluez_stop() {
-  pid=$(bluez_pid)
-  [ -n "$pid" ] || return 0
-  kill "$pid" 2>/dev/null
+# bluetoothd runs under this loop, as on a gateway with the package's drop-in for
+# bluetooth.service (Restart=on-failure, RestartSec=1s): an exit nobody asked for (bluetoothd 5.66 segfaults now and then under faults) is
+# one line in $VMDIR/bluetoothd.crashes (the time, how it ended, the kernel's line about it)
+# and bluetoothd starts again. bluez-stop and bluez-crash first say that the exit is wanted
+# (/run/bluetoothd.stopping): the loop ends then. Five exits in a row within a second of
+# their start end it too (systemd's start limit): a bluetoothd that cannot start is not
+# restarted for ever.
+bluez_supervise() {
+  quick=0
+  while [ ! -e /run/bluetoothd.stopping ]; do
+    echo "--- bluetoothd starts $(date +%T.%N)" >>"$VMDIR/bluetoothd.log"
+    started=$(cut -d. -f1 /proc/uptime)
+    "$BLUETOOTHD" -n --experimental -f "$VMDIR/main.conf" >>"$VMDIR/bluetoothd.log" 2>&1 </dev/null &
+    pid=$!
+    echo "$pid" >/run/bluetoothd.pid
+    wait "$pid"
+    rc=$?
+    [ -e /run/bluetoothd.stopping ] && break
+    if [ "$rc" -gt 128 ]; then reason="killed by SIG$(kill -l $((rc - 128)))"
+    else reason="exited with status $rc"; fi
+    kernel=$(dmesg | grep -F "bluetoothd[$pid]" | tail -n 1 | sed 's/^\[[ 0-9.]*\] //')
+    echo "$(date +%T) bluetoothd (pid $pid) $reason${kernel:+; kernel: $kernel}" >>"$VMDIR/bluetoothd.crashes"
+    echo "--- bluetoothd $reason $(date +%T.%N), unasked: restarting it" >>"$VMDIR/bluetoothd.log"
+    if [ $(( $(cut -d. -f1 /proc/uptime) - started )) -le 1 ]; then quick=$((quick + 1)); else quick=0; fi
+    if [ "$quick" -ge 5 ]; then
+      echo "--- bluetoothd exited 5 times in a row at start: not restarted again" >>"$VMDIR/bluetoothd.log"
+      break
+    fi
+    sleep 1
+  done
+  rm -f /run/bluetoothd.pid
+}
+
+# Ends the supervised bluetoothd with signal $1 (TERM: a stop; KILL: a crash), the
+# supervisor told first; waits until both are gone (10 s, SIGKILL after 5 s).
+bluez_end() {
+  touch /run/bluetoothd.stopping
+  sup=$(supervisor_pid)
+  signalled=""
   i=0
-  while kill -0 "$pid" 2>/dev/null; do
+  while { [ -n "$sup" ] && running "$sup"; } || { pid=$(bluez_pid); [ -n "$pid" ] && running "$pid"; }; do
+    pid=$(bluez_pid)
+    if [ -n "$pid" ] && [ "$pid" != "$signalled" ]; then kill "-$1" "$pid" 2>/dev/null; signalled=$pid; fi
     i=$((i + 1))
-    if [ $i -gt 100 ]; then kill -9 "$pid" 2>/dev/null; fi
+    if [ $i -eq 100 ] && [ -n "$pid" ]; then kill -9 "$pid" 2>/dev/null; fi
     if [ $i -gt 200 ]; then echo "error bluetoothd (pid $pid) did not exit"; return 1; fi
     sleep 0.05
   done
-  rm -f /run/bluetoothd.pid
+  rm -f /run/bluetoothd.pid /run/bluetoothd.supervisor
+}
+
+bluez_stop() {
+  [ -n "$(bluez_pid)$(supervisor_pid)" ] || return 0
+  bluez_end TERM
 }
 
 bluez_crash() {
+  [ -n "$(bluez_pid)" ] || return 0
+  bluez_end KILL || return 1
+  echo "--- bluetoothd killed $(date +%T.%N)" >>"$VMDIR/bluetoothd.log"
+}
+
+# SIGSEGV to bluetoothd, unasked; answers once its supervisor has written the crash down.
+bluez_segfault() {
   pid=$(bluez_pid)
-  [ -n "$pid" ] || return 0
-  kill -9 "$pid" 2>/dev/null
+  [ -n "$pid" ] && running "$pid" || { echo "error bluetoothd is not running"; return; }
+  before=$(cat "$VMDIR/bluetoothd.crashes" 2>/dev/null | wc -l)
+  kill -SEGV "$pid"
   i=0
-  while running "$pid"; do
+  until [ "$(cat "$VMDIR/bluetoothd.crashes" 2>/dev/null | wc -l)" -gt "$before" ]; do
     i=$((i + 1))
-    if [ $i -gt 200 ]; then echo "error bluetoothd (pid $pid) did not die"; return 1; fi
+    [ $i -gt 200 ] && { echo "error bluetoothd's supervisor wrote no crash within 10 s"; return; }
     sleep 0.05
   done
-  echo "--- bluetoothd killed $(date +%T.%N)" >>"$VMDIR/bluetoothd.log"
-  rm -f /run/bluetoothd.pid
+  echo "ok"
 }
 
 bluez_start() {
-  pid=$(bluez_pid)
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then return 0; fi
-  echo "--- bluetoothd starts $(date +%T.%N)" >>"$VMDIR/bluetoothd.log"
-  "$BLUETOOTHD" -n --experimental -f "$VMDIR/main.conf" >>"$VMDIR/bluetoothd.log" 2>&1 &
-  echo $! >/run/bluetoothd.pid
+  sup=$(supervisor_pid)
+  if [ -z "$sup" ] || ! running "$sup"; then
+    rm -f /run/bluetoothd.stopping /run/bluetoothd.pid
+    # exec: the caller's stdout (a pipe or the host's connection) must not stay open in the
+    # supervisor (a plain redirection of a function keeps a saved copy of it).
+    (exec </dev/null >/dev/null 2>&1; bluez_supervise) &
+    sup=$!
+    echo "$sup" >/run/bluetoothd.supervisor
+  fi
   # Owned on the bus = ready for clients.
   i=0
   until dbus-send --system --print-reply --dest=org.freedesktop.DBus / \
         org.freedesktop.DBus.GetNameOwner string:org.bluez >/dev/null 2>&1; do
-    kill -0 "$(bluez_pid)" 2>/dev/null || { echo "error bluetoothd exited at start: $(tail -n 2 "$VMDIR/bluetoothd.log" | tr '\n' ' ')"; return 1; }
+    running "$sup" || { echo "error bluetoothd exited at start: $(grep -v '^---' "$VMDIR/bluetoothd.log" | tail -n 2 | tr '\n' ' ')"; return 1; }
     i=$((i + 1))
     [ $i -gt 600 ] && { echo "error bluetoothd did not own org.bluez within 30 s"; return 1; }
     sleep 0.05
@@ -272,6 +331,7 @@ run() {
     ping) echo "ok pong" ;;
     bluez-stop) bluez_stop && echo "ok" ;;
     bluez-crash) bluez_crash && echo "ok" ;;
+    bluez-segfault) bluez_segfault ;;
     bluez-start) bluez_start && echo "ok" ;;
     bluez-reset) bluez_reset && echo "ok" ;;
     bluez-status)
