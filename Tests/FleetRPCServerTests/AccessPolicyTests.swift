@@ -1,5 +1,5 @@
 import FleetRPC
-import FleetRPCServer
+@testable import FleetRPCServer
 import Foundation
 import Testing
 import TestSupport
@@ -86,6 +86,50 @@ extension SocketTests {
             #expect(refusals.contains { $0.metadata["client.uid"] == readOnlyUID && $0.metadata["rpc.method"] == "test.update" })
             #expect(refusals.allSatisfy { Int($0.metadata["client.pid"] ?? "") ?? 0 > 0 })
             #expect(capture.all.contains { $0.message.contains("State-changing") && $0.metadata["client.uid"] == controlUID })
+        }
+
+        /// systemd's `DynamicUser=yes` makes a uid up for a unit: no passwd entry, no group in
+        /// NSS; its `SupplementaryGroups=` are the process's own groups. The kernel tells them
+        /// (`SO_PEERGROUPS`), so such a service is who its groups say (issue 36: every call of
+        /// the packaged web and MQTT units was refused).
+        @Test func aUserWithNoPasswdEntryIsWhoItsProcessGroupsSay() async throws {
+            let accounts = TemporaryAccounts()
+            defer { accounts.remove() }
+            try accounts.create()
+            func gid(_ group: String) throws -> String {
+                let line = try runCommand("/usr/bin/getent", ["group", group])
+                return String(line.split(separator: ":")[2])
+            }
+            var uid: UInt32 = 61_234
+            while getpwuid(uid) != nil { uid += 1 }
+            let policy = AccessPolicy(
+                configuration: .init(controlGroup: accounts.controlGroup, readOnlyGroup: accounts.readOnlyGroup))
+            let read = #"{"jsonrpc":"2.0","method":"test.get_data","id":1}"#
+            let write = #"{"jsonrpc":"2.0","method":"test.update","id":2}"#
+            try await withServer(dispatcher: TestCatalogue.makeDispatcher(policy: policy)) { path, _ in
+                let control = ["--reuid=\(uid)", "--regid=\(uid)", "--groups=\(try gid(accounts.controlGroup))"]
+                #expect(try parse(try await call(path: path, setprivArguments: control, write))["result"] == true)
+                let readOnly = ["--reuid=\(uid)", "--regid=\(uid)", "--groups=\(try gid(accounts.readOnlyGroup)),65534"]
+                #expect(try parse(try await call(path: path, setprivArguments: readOnly, read))["result"] == ["hello", 5])
+                let denied = try parse(try await call(path: path, setprivArguments: readOnly, write))
+                #expect(denied["error"]?["code"] == -32000, "\(denied)")
+                let none = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"]
+                #expect(try parse(try await call(path: path, setprivArguments: none, read))["error"]?["code"] == -32000)
+            }
+        }
+
+        /// The groups `SO_PEERGROUPS` wrote into a zeroed buffer: the kernel's sorted run.
+        @Test func peerGroupsAreTheSortedRunAtTheFrontOfTheBuffer() {
+            func groups(_ gids: [UInt32]) -> [UInt32] {
+                var buffer = PeerGroups()
+                for (index, gid) in gids.enumerated() { buffer.storage[index] = gid }
+                return buffer.gids
+            }
+            #expect(groups([]) == [])
+            #expect(groups([27, 100, 65534]) == [27, 100, 65534])
+            #expect(groups([0, 4, 24]) == [0, 4, 24])
+            #expect(groups([0]) == [], "a lone group 0 reads as none: it can only grant less")
+            #expect(groups(Array(1...256).map(UInt32.init)).count == 256)
         }
 
         @Test func socketGroupDecidesWhoMayConnectAtAll() async throws {

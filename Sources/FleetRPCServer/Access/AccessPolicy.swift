@@ -6,8 +6,10 @@ import NIOConcurrencyHelpers
 /// Decides what a peer may call. Root and members of the control group may call every
 /// method; members of the read-only group may call `.read` methods; everyone else is
 /// refused with `-32000` and a message naming the group to join. Membership is the uid's
-/// primary group plus its supplementary groups (`getgrouplist`), and the gid the peer
-/// connected with; the resulting role is cached for ``Configuration/cacheLifetime``.
+/// primary group plus its supplementary groups (`getgrouplist`), and the gid and the
+/// supplementary groups the peer connected with (`SO_PEERGROUPS`: a unit's `DynamicUser=`
+/// has its `SupplementaryGroups=` there and nowhere in NSS); the resulting role is cached for
+/// ``Configuration/cacheLifetime``.
 public final class AccessPolicy: Sendable {
     public struct Configuration: Sendable {
         /// Members may call every method.
@@ -30,9 +32,15 @@ public final class AccessPolicy: Sendable {
     }
 
     public let configuration: Configuration
-    /// Roles by uid and gid, for ``Configuration/cacheLifetime``: a call costs no user or
-    /// group lookup.
-    private let roles = NIOLockedValueBox<[UInt64: CachedRole]>([:])
+    /// Roles by uid, gid and the groups the peer connected with, for
+    /// ``Configuration/cacheLifetime``: a call costs no user or group lookup.
+    private let roles = NIOLockedValueBox<[CacheKey: CachedRole]>([:])
+
+    private struct CacheKey: Hashable {
+        var uid: UInt32
+        var gid: UInt32
+        var groups: [UInt32]
+    }
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -57,13 +65,14 @@ public final class AccessPolicy: Sendable {
         return cached.role
     }
 
-    private static func key(_ credentials: PeerCredentials) -> UInt64 {
-        UInt64(credentials.uid) << 32 | UInt64(credentials.gid)
+    private static func key(_ credentials: PeerCredentials) -> CacheKey {
+        CacheKey(uid: credentials.uid, gid: credentials.gid, groups: credentials.groups)
     }
 
     private func lookUpRole(for credentials: PeerCredentials) -> AccessRole {
         var groups = AccessPolicy.lookUpGroups(uid: credentials.uid)
         groups.insert(credentials.gid)
+        groups.formUnion(credentials.groups)
         if let control = AccessPolicy.groupID(named: configuration.controlGroup), groups.contains(control) {
             return .control
         }
