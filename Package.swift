@@ -361,7 +361,10 @@ let package = Package(
         ),
         .testTarget(
             name: "FleetWebTests",
-            dependencies: ["FleetWeb", .product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: [
+                "FleetWeb", "JSONRPC", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,5 +1,29 @@
 /// The dashboard (`GET /`): one self-contained page, no external assets.
 enum DashboardPage {
+    /// The page for `user`: their name and role on `<body>` (a read-only user's page has no
+    /// switches to press), as attribute text.
+    static func html(for user: WebUser) -> String {
+        func attribute(_ text: String) -> String {
+            var escaped = ""
+            for character in text {
+                switch character {
+                case "&": escaped += "&amp;"
+                case "<": escaped += "&lt;"
+                case ">": escaped += "&gt;"
+                case "\"": escaped += "&quot;"
+                case "'": escaped += "&#39;"
+                default: escaped.append(character)
+                }
+            }
+            return escaped
+        }
+        var page = html
+        if let body = page.firstRange(of: "<body>") {
+            page.replaceSubrange(body, with: "<body data-user=\"\(attribute(user.name))\" data-role=\"\(user.role.rawValue)\">")
+        }
+        return page
+    }
+
     static let html: String = #"""
 <!doctype html>
 <html lang="en">
@@ -25,6 +49,8 @@ header.top h1 { font-size: 1.5rem; margin: 0; letter-spacing: .02em; }
 #adapter-note { color: #000; background: var(--warn); font-weight: 700; padding: .1rem .5rem; border-radius: .3rem; }
 #adapter-note:empty { display: none; }
 .actions { display: flex; gap: .6rem; }
+.actions[hidden] { display: none; }
+#who { color: var(--dim); }
 button { font: inherit; color: inherit; cursor: pointer; }
 .big { font-size: 1.1rem; font-weight: 700; padding: .55rem 1.1rem; border-radius: .5rem;
   border: 2px solid var(--text); background: #1e1e1e; min-height: 2.75rem; }
@@ -110,6 +136,7 @@ footer { color: var(--dim); font-size: .8rem; padding: 0 1rem 1rem; }
   <h1>blefleet</h1>
   <span id="summary" aria-live="polite">connecting…</span>
   <span id="adapter-note" role="status"></span>
+  <span id="who"></span>
   <div class="actions">
     <button type="button" class="big" id="all-on">All on</button>
     <button type="button" class="big" id="all-off">All off</button>
@@ -161,6 +188,10 @@ footer { color: var(--dim); font-size: .8rem; padding: 0 1rem 1rem; }
   let daemonUp = null, linkUp = false, linkLostTimer = 0, daemonReason = "";
   let flushTimer = 0, rpcSeq = 0, historyGeneration = 0;
   window.__loadedOnce = true;
+  // Who is looking, and whether they may switch: a read-only user's page shows the fleet only.
+  const readOnly = document.body.dataset.role === "read-only";
+  setText($("who"), (document.body.dataset.user || "") + (readOnly ? " · read-only" : ""));
+  if (readOnly) document.querySelector(".actions").hidden = true;
 
   function fmt(v) {
     if (typeof v !== "number" || !isFinite(v)) return "–";
@@ -198,7 +229,12 @@ footer { color: var(--dim); font-size: .8rem; padding: 0 1rem 1rem; }
       rssi: f("rssi"), seen: f("seen"), led: f("led"), desired: f("desired"), note: f("note"), sw: el.querySelector(".switch"),
       noteTimer: 0 };
     rec.addressEl.textContent = address;
-    rec.sw.addEventListener("click", () => toggleLed(rec));
+    if (readOnly) {
+      rec.sw.disabled = true;
+      rec.sw.title = "read-only: a user with the control role switches LEDs";
+    } else {
+      rec.sw.addEventListener("click", () => toggleLed(rec));
+    }
     cards.set(address, rec);
     return rec;
   }

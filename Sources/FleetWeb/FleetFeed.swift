@@ -109,9 +109,21 @@ public actor FleetFeed: Service {
     // MARK: Calls
 
     /// Calls `method` on the daemon for a page (params as they came).
-    public func call(_ method: String, params: JSONValue?) async throws(FleetRPCClientError) -> JSONValue {
+    /// Calls `method` for the web user called `user`: the daemon is told whose call it is
+    /// (`_meta.user` in named params, which it logs with the call and which grants nothing).
+    public func call(_ method: String, params: JSONValue?, user: String? = nil) async throws(FleetRPCClientError) -> JSONValue {
         guard let client else {
             throw .daemonUnreachable(socketPath: socketPath, errno: ECONNREFUSED)
+        }
+        var params = params
+        if let user {
+            switch params {
+            case nil, .null?: params = ["_meta": ["user": .string(user)]]
+            case .object(var members)?:
+                members["_meta"] = ["user": .string(user)]
+                params = .object(members)
+            default: break  // positional: nowhere to say it
+            }
         }
         return try await client.call(method, params: params, timeout: .seconds(120))
     }

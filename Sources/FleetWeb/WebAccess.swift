@@ -80,19 +80,47 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// The users of `--auth-file`: one `USER:HASH` a line, HASH a crypt(3) hash as
-/// `mkpasswd -m yescrypt`, `mkpasswd -m sha-512` or `htpasswd -nB USER` write them; empty
+/// What a web user may do through blefleet-web: the roles of the daemon's socket.
+public enum WebRole: String, Sendable, Hashable {
+    /// Switches LEDs from the page (the daemon's control group).
+    case control
+    /// Sees the fleet, switches nothing (the daemon's read-only group).
+    case readOnly = "read-only"
+}
+
+/// Who a request comes from, as blefleet-web knows them: a user of `--auth-file`, or, without
+/// one, the local account the kernel says opened the connection.
+public struct WebUser: Sendable, Hashable, CustomStringConvertible {
+    public let name: String
+    public let role: WebRole
+
+    public init(name: String, role: WebRole) {
+        self.name = name
+        self.role = role
+    }
+
+    public var description: String { "\(name) (\(role.rawValue))" }
+}
+
+/// The users of `--auth-file`: one `USER:HASH` or `USER:HASH:ROLE` a line, HASH a crypt(3)
+/// hash as `mkpasswd -m yescrypt`, `mkpasswd -m sha-512` or `htpasswd -nB USER` write them,
+/// ROLE `control` (the default: what a line without one always meant) or `read-only`; empty
 /// lines and lines starting with `#` are skipped. Passwords are checked with libxcrypt.
 public final class AuthFile: Sendable {
-    let hashes: [String: String]
-    /// Authorization headers already checked and found good (a hash costs tens of ms; a page
-    /// sends the header with every request).
-    private let accepted = Mutex<Set<String>>([])
+    struct Entry: Sendable {
+        let hash: String
+        let role: WebRole
+    }
 
-    public var userCount: Int { hashes.count }
+    let users: [String: Entry]
+    /// Authorization headers already checked and found good, with their user (a hash costs
+    /// tens of ms; a page sends the header with every request).
+    private let accepted = Mutex<[String: WebUser]>([:])
 
-    public init(users: [String: String]) {
-        hashes = users
+    public var userCount: Int { users.count }
+
+    public init(users: [String: String], roles: [String: WebRole] = [:]) {
+        self.users = users.reduce(into: [:]) { $0[$1.key] = Entry(hash: $1.value, role: roles[$1.key] ?? .control) }
     }
 
     public convenience init(path: String) throws(WebConfigurationError) {
@@ -106,20 +134,33 @@ public final class AuthFile: Sendable {
     }
 
     public init(parsing text: String, path: String) throws(WebConfigurationError) {
-        var users: [String: String] = [:]
+        var users: [String: Entry] = [:]
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             var line = raw
             while let first = line.first, first == " " || first == "\t" { line.removeFirst() }
             while let last = line.last, last == " " || last == "\t" || last == "\r" { line.removeLast() }
             let number = index + 1
             guard !line.isEmpty, !line.hasPrefix("#") else { continue }
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
-                throw WebConfigurationError("\(path) line \(number): expected USER:HASH (make one with: htpasswd -nB USER)")
+            // A crypt(3) hash has no colon: USER:HASH or USER:HASH:ROLE.
+            let fields = line.split(separator: ":", omittingEmptySubsequences: false)
+            guard fields.count == 2 || fields.count == 3, !fields[0].isEmpty else {
+                throw WebConfigurationError(
+                    "\(path) line \(number): expected USER:HASH or USER:HASH:ROLE (make one with: htpasswd -nB USER)")
             }
-            let user = String(line[..<colon])
-            let hash = String(line[line.index(after: colon)...])
+            let user = String(fields[0])
+            let hash = String(fields[1])
             guard users[user] == nil else {
                 throw WebConfigurationError("\(path) line \(number): the user \(user) is already given on an earlier line")
+            }
+            let role: WebRole
+            if fields.count == 3 {
+                guard let given = WebRole(rawValue: String(fields[2])) else {
+                    throw WebConfigurationError(
+                        "\(path) line \(number): the role of \(user) is '\(fields[2])'; it is control or read-only")
+                }
+                role = given
+            } else {
+                role = .control
             }
             switch crypt_checksalt(hash) {
             case CRYPT_SALT_OK:
@@ -131,39 +172,43 @@ public final class AuthFile: Sendable {
                 throw WebConfigurationError(
                     "\(path) line \(number): the hash of \(user) is not a crypt(3) hash (htpasswd's default MD5 is not one); make one with mkpasswd -m yescrypt or htpasswd -nB \(user)")
             }
-            users[user] = hash
+            users[user] = Entry(hash: hash, role: role)
         }
         guard !users.isEmpty else {
             throw WebConfigurationError("\(path): has no USER:HASH line, so nobody could log in")
         }
-        hashes = users
+        self.users = users
     }
 
-    /// Whether `header` (an `Authorization` value) is HTTP basic authentication of a user
-    /// of the file with their password.
-    public func accepts(authorization header: String?) -> Bool {
-        guard let header else { return false }
-        if accepted.withLock({ $0.contains(header) }) { return true }
+    /// The user whose name and password `header` (an `Authorization` value) gives in HTTP
+    /// basic authentication, if they are right.
+    public func user(authorization header: String?) -> WebUser? {
+        guard let header else { return nil }
+        if let known = accepted.withLock({ $0[header] }) { return known }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "basic",
             let decoded = Data(base64Encoded: String(parts[1].filter { $0 != " " })),
             let pair = String(data: decoded, encoding: .utf8), let colon = pair.firstIndex(of: ":")
-        else { return false }
-        let user = String(pair[..<colon])
+        else { return nil }
+        let name = String(pair[..<colon])
         let password = String(pair[pair.index(after: colon)...])
-        guard verify(user: user, password: password) else { return false }
+        guard verify(user: name, password: password), let entry = users[name] else { return nil }
+        let user = WebUser(name: name, role: entry.role)
         accepted.withLock {
             if $0.count >= 256 { $0.removeAll() }
-            $0.insert(header)
+            $0[header] = user
         }
-        return true
+        return user
     }
+
+    /// Whether `header` lets a user of the file in.
+    public func accepts(authorization header: String?) -> Bool { user(authorization: header) != nil }
 
     /// Hashes `password` with the user's hash as setting and compares, in constant time. An
     /// unknown user costs a hash too, so timing does not tell which users exist.
     public func verify(user: String, password: String) -> Bool {
-        let known = hashes[user]
-        let setting = known ?? hashes.values.first ?? "$y$j9T$AAAAAAAAAAAAAAAAAAAAA."
+        let known = users[user]?.hash
+        let setting = known ?? users.values.first?.hash ?? "$y$j9T$AAAAAAAAAAAAAAAAAAAAA."
         guard let computed = Self.crypt(password, setting: setting) else { return false }
         let a = Array(computed.utf8)
         let b = Array(setting.utf8)

@@ -16,24 +16,38 @@ import NIOCore
 ///   calls; no second API).
 /// - `GET /metrics`: ``FleetMetrics``.
 public enum WebServer {
+    /// What `/rpc` offers, and the role each call needs: the page's own calls and the fleet's
+    /// state, nothing more. Raw GATT, forgetting or disconnecting boards, scans and the rest
+    /// are for `blectl` and scripts on the daemon's socket, under their own users.
+    static let offered: [String: WebRole] = [
+        "boards.list": .readOnly, "daemon.status": .readOnly, "history.read": .readOnly, "led.set": .control,
+    ]
     /// Methods bound to a connection, which a page cannot hold: its events come from `/events`.
     static let connectionMethods: Set<String> = ["events.subscribe", "events.unsubscribe", "gatt.notify"]
     /// The largest request body taken (a JSON-RPC call is small).
     static let maxBody = 1 << 20
 
-    public static func router(feed: FleetFeed, auth: AuthFile?) -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    public static func router(feed: FleetFeed, auth: AuthFile?) -> Router<WebRequestContext> {
+        let router = Router(context: WebRequestContext.self)
         if let auth {
             router.add(middleware: BasicAuthentication(file: auth))
         } else {
             router.add(middleware: LoopbackHostOnly())
         }
         router.add(middleware: SameOriginCalls())
-        router.get("/") { _, _ -> Response in
+        router.get("/") { _, context -> Response in
             Response(
                 status: .ok,
                 headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-cache"],
-                body: ResponseBody(byteBuffer: ByteBuffer(string: DashboardPage.html)))
+                body: ResponseBody(byteBuffer: ByteBuffer(string: DashboardPage.html(for: context.webUser()))))
+        }
+        router.get("/me") { _, context -> Response in
+            let user = context.webUser()
+            return Response(
+                status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: JSONValue.object([
+                    "user": .string(user.name), "role": .string(user.role.rawValue),
+                ]).serialized())))
         }
         router.get("/events") { _, _ -> Response in
             let frames = await feed.subscribe()
@@ -47,10 +61,10 @@ public enum WebServer {
                     try await writer.finish(nil)
                 })
         }
-        router.post("/rpc") { request, _ -> Response in
+        router.post("/rpc") { request, context -> Response in
             let reply: [UInt8]
             if let body = try? await request.body.collect(upTo: maxBody) {
-                reply = await rpc(Array(buffer: body), feed: feed)
+                reply = await rpc(Array(buffer: body), user: context.webUser(), feed: feed)
             } else {
                 reply = JSONValue.object([
                     "jsonrpc": "2.0", "id": .null,
@@ -73,8 +87,10 @@ public enum WebServer {
     }
 
     /// One JSON-RPC request from a page, answered with the daemon's reply (or an error the
-    /// page can show when it could not be passed on).
-    static func rpc(_ body: [UInt8], feed: FleetFeed) async -> [UInt8] {
+    /// page can show when it could not be passed on). Only the ``offered`` methods, each to
+    /// the users whose role allows it; the daemon is told whose call it is (`_meta.user`) and
+    /// logs it with the call.
+    static func rpc(_ body: [UInt8], user: WebUser, feed: FleetFeed) async -> [UInt8] {
         func reply(_ id: JSONValue, result: JSONValue? = nil, error code: Int = 0, _ message: String = "", data: JSONValue? = nil)
             -> [UInt8]
         {
@@ -103,8 +119,20 @@ public enum WebServer {
                 id, error: RPCErrorCode.methodNotFound.rawValue,
                 "\(method) needs a connection of its own; a page gets the daemon's events from /events.")
         }
+        guard let needed = offered[method] else {
+            return reply(
+                id, error: RPCErrorCode.methodNotFound.rawValue,
+                "blefleet-web does not offer \(method) (it offers \(offered.keys.sorted().joined(separator: ", "))); "
+                    + "call it with blectl or on the daemon's socket.")
+        }
+        if needed == .control, user.role != .control {
+            return reply(
+                id, error: RPCErrorCode.permissionDenied.rawValue,
+                "Permission denied: \(method) changes state and \(user.name) may only look through blefleet-web; "
+                    + "a user with the control role in its --auth-file may call it.")
+        }
         do {
-            let result = try await feed.call(method, params: members["params"])
+            let result = try await feed.call(method, params: members["params"], user: user.name)
             return reply(id, result: result)
         } catch {
             switch error {
@@ -182,19 +210,45 @@ struct SameOriginCalls<Context: RequestContext>: RouterMiddleware {
     }
 }
 
-/// HTTP basic authentication against an ``AuthFile``: anything else gets 401.
-struct BasicAuthentication<Context: RequestContext>: RouterMiddleware {
+/// HTTP basic authentication against an ``AuthFile``: anything else gets 401. The user found
+/// is the request's from then on (``WebRequestContext/user``).
+struct BasicAuthentication: RouterMiddleware {
     let file: AuthFile
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
-        -> Response
-    {
-        guard file.accepts(authorization: request.headers[.authorization]) else {
+    func handle(
+        _ request: Request, context: WebRequestContext, next: (Request, WebRequestContext) async throws -> Response
+    ) async throws -> Response {
+        guard let user = file.user(authorization: request.headers[.authorization]) else {
             return Response(
                 status: .unauthorized,
                 headers: [.wwwAuthenticate: "Basic realm=\"blefleet\", charset=\"UTF-8\"", .contentType: "text/plain; charset=utf-8"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: "blefleet-web needs a user and password from its --auth-file.\n")))
         }
+        var context = context
+        context.user = user
         return try await next(request, context)
+    }
+}
+
+/// A request to blefleet-web: who sent it (from ``BasicAuthentication``, or, without an auth
+/// file, the local account the kernel says owns the other end: ``LoopbackPeer``).
+public struct WebRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+    public let localAddress: SocketAddress?
+    /// The user of `--auth-file` the request authenticated as.
+    public var user: WebUser?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+        localAddress = source.channel.localAddress
+    }
+
+    /// Who the request comes from, with their role.
+    func webUser() -> WebUser {
+        if let user { return user }
+        guard let remoteAddress, let localAddress else { return LoopbackPeer.user(uid: nil) }
+        return LoopbackPeer.user(uid: LoopbackPeer.uid(remote: remoteAddress, local: localAddress))
     }
 }

@@ -258,6 +258,29 @@ import Testing
         #expect(records.first?.metadata["client.uid"] == "0")
     }
 
+    @Test func theUserAClientCallsForIsLoggedWithTheCallAndGrantsNothing() async throws {
+        let capture = LogCapture()
+        let policy = AccessPolicy(configuration: .init(controlGroup: "no-such-group-xyz", readOnlyGroup: "no-such-ro-xyz"))
+        let dispatcher = TestCatalogue.makeDispatcher(logger: capture.logger)
+        let (connection, _) = makeConnection()
+        _ = await dispatcher.handle(
+            frame: Array(#"{"jsonrpc":"2.0","method":"test.update","params":{"_meta":{"user":"teacher\nroot"}},"id":1}"#.utf8),
+            connection: connection)
+        let record = try #require(capture.all.first { $0.message.contains("State-changing") })
+        #expect(record.metadata["client.user"] == "teacherroot")
+        #expect(record.metadata["client.uid"] == "0")
+        // A stranger who says it calls for someone is still a stranger.
+        let refusing = TestCatalogue.makeDispatcher(policy: policy, logger: capture.logger)
+        let (stranger, _) = makeConnection(uid: 65534, gid: 65534)
+        let bytes = await refusing.handle(
+            frame: Array(#"{"jsonrpc":"2.0","method":"test.update","params":{"_meta":{"user":"root"}},"id":2}"#.utf8),
+            connection: stranger)
+        #expect(errorCode(try JSONValue(parsing: try #require(bytes))) == -32000)
+        let refusal = try #require(capture.all.first { $0.message.contains("Refused") })
+        #expect(refusal.metadata["client.user"] == "root")
+        #expect(refusal.metadata["client.uid"] == "65534")
+    }
+
     @Test func discoverReturnsTheRegisteredMethods() async throws {
         let answer = try await reply(#"{"jsonrpc":"2.0","method":"rpc.discover","id":1}"#)
         let document = try #require(answer?["result"])

@@ -47,6 +47,14 @@ import JSONRPC
         #expect(text?.contains(message) == true, "message was \(text ?? "nil")")
     }
 
+    @Test func metaIsOutOfBandNeverAParameter() throws {
+        #expect(try check(FleetMethods.LedSet.descriptor, #"{"select":"all","on":true,"_meta":{"user":"teacher"}}"#) == ["select": "all", "on": true])
+        #expect(try check(FleetMethods.DaemonStatus.descriptor, #"{"_meta":{"user":"teacher"}}"#) == [:])
+        let request = RPCRequest(method: "led.set", params: .byName(["_meta": ["user": "teacher"]]), id: .int(1))
+        #expect(request.meta == ["user": "teacher"])
+        #expect(RPCRequest(method: "led.set", params: .byPosition(["all", true]), id: .int(1)).meta == nil)
+    }
+
     @Test func enforcesExactlyOneOfSelectAndAddress() {
         let base = #""service":"180f","characteristic":"2a19""#
         #expect(refusal(FleetMethods.GattRead.descriptor, "{\(base)}")?.contains(#"give "select" or "address""#) == true)

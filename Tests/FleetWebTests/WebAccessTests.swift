@@ -1,6 +1,9 @@
 @testable import FleetWeb
-import Hummingbird
 import Foundation
+import Hummingbird
+import JSONRPC
+import Logging
+import NIOCore
 import Testing
 
 @Suite("blefleet-web's --listen and --auth-file")
@@ -87,6 +90,29 @@ struct WebAccessTests {
         #expect(problem("bob:$1$HxRB.5eu$dIrSRyfj20a8D3e34qxoH0\n")?.contains("mkpasswd -m yescrypt") == true)
     }
 
+    @Test("A line's role is control (also without one, as before) or read-only; another word is refused")
+    func roles() throws {
+        let text = """
+            teacher:\(Self.hashes["yescrypt"]!)
+            lab:\(Self.hashes["bcrypt"]!):control
+            pupil:\(Self.hashes["sha512"]!):read-only
+            """
+        let file = try AuthFile(parsing: text, path: "users")
+        #expect(file.user(authorization: Self.basic("teacher", Self.password)) == WebUser(name: "teacher", role: .control))
+        #expect(file.user(authorization: Self.basic("lab", Self.password)) == WebUser(name: "lab", role: .control))
+        #expect(file.user(authorization: Self.basic("pupil", Self.password)) == WebUser(name: "pupil", role: .readOnly))
+        // Remembered with its role.
+        #expect(file.user(authorization: Self.basic("pupil", Self.password))?.role == .readOnly)
+        #expect(file.user(authorization: Self.basic("pupil", "wrong")) == nil)
+        do {
+            _ = try AuthFile(parsing: "pupil:\(Self.hashes["sha512"]!):viewer\n", path: "users")
+            Issue.record("the role viewer was accepted")
+        } catch {
+            #expect(error.description == "users line 1: the role of pupil is 'viewer'; it is control or read-only")
+        }
+        #expect(throws: WebConfigurationError.self) { try AuthFile(parsing: "a:b:c:d\n", path: "users") }
+    }
+
     @Test("A file that cannot be read says so")
     func unreadable() {
         #expect(throws: WebConfigurationError.self) { try AuthFile(path: "/nonexistent/users") }
@@ -105,6 +131,119 @@ struct LoopbackHostTests {
         }
         for bad in ["evil.example:8477", "127.0.0.1.evil.example", "10.0.0.1:8477", "[::2]:8477", "", "127.0.0.256", "localhost.evil.example"] {
             #expect(!served(bad), "\(bad)")
+        }
+    }
+}
+
+@Suite("blefleet-web without passwords: who is on the other end, as the kernel says")
+struct LoopbackPeerTests {
+    @Test("An address is written as /proc/net/tcp and tcp6 write it")
+    func keys() throws {
+        #expect(LoopbackPeer.key(try SocketAddress(ipAddress: "127.0.0.1", port: 8477)) == "0100007F:211D")
+        #expect(LoopbackPeer.key(try SocketAddress(ipAddress: "10.1.2.3", port: 80)) == "0302010A:0050")
+        #expect(LoopbackPeer.key(try SocketAddress(ipAddress: "::1", port: 8477)) == "00000000000000000000000001000000:211D")
+    }
+
+    @Test("The uid of the line whose ends are the connection's, the other way round")
+    func lookUp() throws {
+        let table = """
+              sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+               0: 0100007F:211D 00000000:0000 0A 00000000:00000000 00:00000000 00000000   999        0 1 1 0
+               1: 0100007F:9C40 0100007F:211D 01 00000000:00000000 00:00000000 00000000  1000        0 2 1 0
+               2: 0100007F:211D 0100007F:9C40 01 00000000:00000000 00:00000000 00000000   999        0 3 1 0
+            """
+        let client = try SocketAddress(ipAddress: "127.0.0.1", port: 40_000)
+        let server = try SocketAddress(ipAddress: "127.0.0.1", port: 8477)
+        #expect(LoopbackPeer.uid(remote: client, local: server, table: { $0 == "/proc/net/tcp" ? table : nil }) == 1000)
+        #expect(LoopbackPeer.uid(remote: server, local: client, table: { _ in table }) == 999)
+        let other = try SocketAddress(ipAddress: "127.0.0.1", port: 40_001)
+        #expect(LoopbackPeer.uid(remote: other, local: server, table: { _ in table }) == nil)
+    }
+
+    @Test("A real loopback connection of this process is this uid's, found among every socket")
+    func realConnection() throws {
+        // Enough other sockets that the kernel's table spans several pages.
+        var held: [Int32] = []
+        defer { held.forEach { close($0) } }
+        func listener() throws -> (Int32, UInt16) {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            try withUnsafeMutablePointer(to: &address) { pointer in
+                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    guard bind(fd, $0, length) == 0, listen(fd, 8) == 0, getsockname(fd, $0, &length) == 0 else {
+                        throw WebConfigurationError("bind: \(errno)")
+                    }
+                }
+            }
+            return (fd, UInt16(bigEndian: address.sin_port))
+        }
+        for _ in 0..<64 { held.append(try listener().0) }
+        let (server, port) = try listener()
+        held.append(server)
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        held.append(client)
+        var target = sockaddr_in()
+        target.sin_family = sa_family_t(AF_INET)
+        target.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        target.sin_port = port.bigEndian
+        var local = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &target) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                guard connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 else { throw WebConfigurationError("connect: \(errno)") }
+            }
+        }
+        _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(client, $0, &length) } }
+        let remote = try SocketAddress(ipAddress: "127.0.0.1", port: Int(UInt16(bigEndian: local.sin_port)))
+        let ours = try SocketAddress(ipAddress: "127.0.0.1", port: Int(port))
+        #expect(LoopbackPeer.uid(remote: remote, local: ours) == getuid())
+    }
+
+    @Test("Root and blefleet-web's own account control; other accounts and the unknown only look")
+    func roles() {
+        #expect(LoopbackPeer.user(uid: 0, ownUID: 999).role == .control)
+        #expect(LoopbackPeer.user(uid: 999, ownUID: 999).role == .control)
+        #expect(LoopbackPeer.user(uid: 65534, ownUID: 999) == WebUser(name: "nobody (uid 65534)", role: .readOnly))
+        #expect(LoopbackPeer.user(uid: nil, ownUID: 999).role == .readOnly)
+    }
+}
+
+@Suite("blefleet-web's /rpc offers the page's calls, each to the roles allowed it")
+struct WebRPCTests {
+    let feed = FleetFeed(socketPath: "/nonexistent/blefleetd.sock", logger: Logger(label: "test"))
+
+    func call(_ method: String, as role: WebRole) async throws -> JSONValue {
+        let body = Array(#"{"jsonrpc":"2.0","id":7,"method":"\#(method)","params":{}}"#.utf8)
+        return try JSONValue(parsing: await WebServer.rpc(body, user: WebUser(name: "sam", role: role), feed: feed))
+    }
+
+    @Test("A read-only user's led.set is refused before it reaches the daemon")
+    func readOnly() async throws {
+        let reply = try await call("led.set", as: .readOnly)
+        #expect(reply["error"]?["code"] == -32000)
+        #expect(reply["error"]?["message"]?.stringValue?.contains("sam may only look") == true)
+        #expect(reply["id"] == 7)
+    }
+
+    @Test("Raw GATT, forgetting boards, scans: offered to nobody")
+    func notOffered() async throws {
+        for method in ["gatt.write", "gatt.read", "boards.forget", "boards.scan", "boards.connect", "boards.disconnect", "rpc.discover"] {
+            for role in [WebRole.control, .readOnly] {
+                let reply = try await call(method, as: role)
+                #expect(reply["error"]?["code"] == -32601, "\(method)")
+                #expect(reply["error"]?["message"]?.stringValue?.contains("does not offer \(method)") == true)
+            }
+        }
+    }
+
+    @Test("An offered call of the right role goes on to the daemon (here: not reachable)")
+    func passedOn() async throws {
+        for (method, role) in [("led.set", WebRole.control), ("boards.list", .readOnly), ("history.read", .readOnly)] {
+            let reply = try await call(method, as: role)
+            #expect(reply["error"]?["code"] == -32603, "\(method): \(reply)")
         }
     }
 }

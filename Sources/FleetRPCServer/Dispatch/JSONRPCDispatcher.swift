@@ -215,12 +215,12 @@ public struct JSONRPCDispatcher: Sendable {
         guard let entry = entries[request.method] else { return .failure(.methodNotFound(request.method)) }
         let role = knownRole ?? policy.role(for: credentials)
         if let refusal = policy.refusal(for: entry.descriptor, role: role, credentials: credentials) {
-            logger.notice(
-                "Refused a call: permission denied",
-                metadata: [
-                    "rpc.method": "\(request.method)", "client.uid": "\(credentials.uid)",
-                    "client.pid": "\(credentials.pid)", "client.role": "\(role.rawValue)",
-                ])
+            var metadata: Logger.Metadata = [
+                "rpc.method": "\(request.method)", "client.uid": "\(credentials.uid)",
+                "client.pid": "\(credentials.pid)", "client.role": "\(role.rawValue)",
+            ]
+            if let user = Self.clientUser(request) { metadata["client.user"] = "\(user)" }
+            logger.notice("Refused a call: permission denied", metadata: metadata)
             return .failure(refusal)
         }
         do {
@@ -243,6 +243,7 @@ public struct JSONRPCDispatcher: Sendable {
         callLogger[metadataKey: "rpc.method"] = "\(request.method)"
         callLogger[metadataKey: "client.uid"] = "\(connection.credentials.uid)"
         callLogger[metadataKey: "client.pid"] = "\(connection.credentials.pid)"
+        if let user = Self.clientUser(request) { callLogger[metadataKey: "client.user"] = "\(user)" }
         let outcome: RPCReply.Outcome
         do {
             switch entry.run {
@@ -262,6 +263,14 @@ public struct JSONRPCDispatcher: Sendable {
             }
         }
         return outcome
+    }
+
+    /// Whom a client says it calls for (`_meta.user`: blefleet-web's user), for the log only:
+    /// printable characters, at most 64. The call is still the connection's, with its role.
+    static func clientUser(_ request: RPCRequest) -> String? {
+        guard let given = request.meta?["user"]?.stringValue else { return nil }
+        let printable = String(String.UnicodeScalarView(given.unicodeScalars.filter { $0.properties.generalCategory != .control }.prefix(64)))
+        return printable.isEmpty ? nil : printable
     }
 
     /// The error a handler's `error` is answered with.

@@ -46,7 +46,9 @@ public struct RPCMethodDescriptor: Sendable, Hashable {
             for (position, value) in values.enumerated() {
                 named[self.params[position].name] = value
             }
-        case .byName(let members):
+        case .byName(var members):
+            // `_meta` is out-of-band information about the call (``RPCRequest/meta``), never a parameter.
+            members["_meta"] = nil
             for key in members.keys.sorted() where !self.params.contains(where: { $0.name == key }) {
                 let names = self.params.map(\.name).joined(separator: ", ")
                 throw .invalidParams(

@@ -16,6 +16,14 @@ public struct RPCRequest: Sendable, Hashable {
     /// Whether this is a notification, which gets no reply.
     public var isNotification: Bool { id == nil }
 
+    /// Out-of-band information about the call, as MCP carries it: `_meta` in named params (no
+    /// method has a parameter of that name). blefleet-web puts the name of its web user there
+    /// (`user`), which the daemon logs with the call and which grants nothing.
+    public var meta: [String: JSONValue]? {
+        guard case .byName(let members)? = params else { return nil }
+        return members["_meta"]?.objectValue
+    }
+
     /// The request as one compact JSON text (no trailing newline).
     public func serialized() -> [UInt8] {
         (try? JSONCodec.encode(self)) ?? []

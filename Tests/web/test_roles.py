@@ -1,0 +1,163 @@
+"""blefleet-web keeps the fleet's roles (issue 36): a web user has the role its --auth-file
+gives (control, or read-only), and without an auth file the local account the kernel says is
+on the other end of the loopback connection has root's or blefleet-web's own control, anyone
+else only looks; /rpc offers the page's calls alone; the daemon logs whose call it was. The
+testbed's boards are the referee of what was switched."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import warnings
+
+from playwright.sync_api import expect
+
+from web_support import BIN, BOARDS, free_port, http_get, wait_until
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import crypt  # deprecated, still in 3.11; the hashes are libxcrypt's, as blefleet-web's
+
+import http.client
+
+
+def post_rpc(port: int, method: str, params: dict | None = None, headers: dict | None = None) -> dict:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method}
+    if params is not None:
+        body["params"] = params
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("POST", "/rpc", body=json.dumps(body),
+                           headers={"Content-Type": "application/json", **(headers or {})})
+        response = connection.getresponse()
+        assert response.status == 200, (response.status, response.read())
+        return json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def basic(user: str, password: str) -> dict:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def leds(stack) -> dict[str, int | None]:
+    return {b["name"]: b["led"] for b in stack.testbed.state()["boards"]}
+
+
+def wait_ready(stack) -> None:
+    def ready():
+        boards = json.loads(stack.blectl("--json", "boards"))["boards"]
+        return len(boards) == BOARDS and all(b["state"] == "ready" for b in boards)
+    wait_until(ready, 60, f"{BOARDS} boards ready")
+
+
+def test_auth_file_roles(stack, browser, tmp_path):
+    wait_ready(stack)
+    teacher = crypt.crypt("teach", crypt.mksalt(crypt.METHOD_SHA512))
+    pupil = crypt.crypt("learn", crypt.mksalt(crypt.METHOD_SHA512))
+    auth = tmp_path / "users"
+    auth.write_text(f"teacher:{teacher}\npupil:{pupil}:read-only\n")
+    port = free_port()
+    log = tmp_path / "blefleet-web-roles.log"
+    with open(log, "wb") as out:
+        web = subprocess.Popen(
+            [str(BIN / "blefleet-web"), "--socket", stack.socket, "--listen", f"127.0.0.1:{port}",
+             "--auth-file", str(auth), "--log-target", "stderr"], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        def up():
+            assert web.poll() is None, f"blefleet-web with --auth-file exited {web.returncode}: {log.read_text()}"
+            try:
+                return http_get(port, "/metrics", timeout=2)[0] == 401
+            except OSError:
+                return False
+        wait_until(up, 30, "blefleet-web with --auth-file does not answer")
+        as_pupil, as_teacher = basic("pupil", "learn"), basic("teacher", "teach")
+        # Who each one is.
+        assert json.loads(http_get(port, "/me", as_pupil)[2]) == {"user": "pupil", "role": "read-only"}
+        assert json.loads(http_get(port, "/me", as_teacher)[2]) == {"user": "teacher", "role": "control"}
+
+        # The pupil sees the fleet and switches nothing.
+        before = leds(stack)
+        listed = post_rpc(port, "boards.list", {}, as_pupil)
+        assert len(listed["result"]["boards"]) == BOARDS, listed
+        refused = post_rpc(port, "led.set", {"select": "all", "on": before["nano-01"] != 1}, as_pupil)
+        assert refused["error"]["code"] == -32000, refused
+        assert "pupil may only look" in refused["error"]["message"], refused
+        assert leds(stack) == before
+
+        # Nobody gets raw GATT, forgetting boards or scans from a browser.
+        for user in (as_pupil, as_teacher):
+            for method, params in (("gatt.write", {"select": "nano-01", "service": "1", "characteristic": "2", "value": "00"}),
+                                   ("boards.forget", {"select": "all"}), ("boards.scan", {"seconds": 15})):
+                answer = post_rpc(port, method, params, user)
+                assert answer["error"]["code"] == -32601, (method, answer)
+                assert "blefleet-web does not offer" in answer["error"]["message"], answer
+        assert len(json.loads(stack.blectl("--json", "boards"))["boards"]) == BOARDS
+
+        # The teacher switches, and the daemon's log says it was the teacher.
+        on = before["nano-02"] != 1
+        switched = post_rpc(port, "led.set", {"select": "nano-02", "on": on}, as_teacher)
+        assert switched["result"]["totals"]["ok"] == 1, switched
+        wait_until(lambda: leds(stack)["nano-02"] == (1 if on else 0), 10, "nano-02 switched on the board")
+        daemon_log = (stack.work / "blefleetd.log").read_text()
+        assert any("State-changing call succeeded" in line and "client.user=teacher" in line and "led.set" in line
+                   for line in daemon_log.splitlines()), daemon_log[-3000:]
+
+        # The pupil's page has nothing to press.
+        context = browser.new_context(http_credentials={"username": "pupil", "password": "learn"})
+        try:
+            page = context.new_page()
+            page.goto(f"http://127.0.0.1:{port}/")
+            expect(page.locator(".card")).to_have_count(BOARDS, timeout=15_000)
+            expect(page.locator("#who")).to_have_text("pupil · read-only")
+            expect(page.locator("#all-on")).to_be_hidden()
+            for switch in page.locator(".card .switch").all():
+                expect(switch).to_be_disabled()
+        finally:
+            context.close()
+    finally:
+        web.terminate()
+        try:
+            web.wait(10)
+        except subprocess.TimeoutExpired:
+            web.kill()
+            web.wait()
+
+
+NOBODY_CLIENT = """
+import http.client, json, sys
+port, method, params = int(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+if method == "/me":
+    c.request("GET", "/me")
+else:
+    c.request("POST", "/rpc", body=json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
+              headers={"Content-Type": "application/json"})
+print(c.getresponse().read().decode())
+"""
+
+
+def as_nobody(port: int, method: str, params: dict | None = None) -> dict:
+    """A call from another local account (uid 65534, no groups): a curl of a stranger."""
+    result = subprocess.run(
+        ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+         "/usr/bin/python3", "-I", "-c", NOBODY_CLIENT, str(port), method, json.dumps(params or {})],
+        capture_output=True, text=True, timeout=60, cwd="/")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_without_auth_file_a_local_stranger_only_looks(stack):
+    """The socket refuses uid 65534 outright; through blefleet-web (no --auth-file, loopback)
+    it may look but not switch. Root (this test) is control, as on the socket."""
+    wait_ready(stack)
+    assert json.loads(http_get(stack.port, "/me")[2])["role"] == "control"
+    me = as_nobody(stack.port, "/me")
+    assert me == {"user": "nobody (uid 65534)", "role": "read-only"}, me
+    before = leds(stack)
+    refused = as_nobody(stack.port, "led.set", {"select": "all", "on": before["nano-03"] != 1})
+    assert refused["error"]["code"] == -32000, refused
+    assert "nobody (uid 65534) may only look" in refused["error"]["message"], refused
+    assert leds(stack) == before
+    assert len(as_nobody(stack.port, "boards.list")["result"]["boards"]) == BOARDS
