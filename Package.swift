@@ -146,7 +146,8 @@ let package = Package(
             name: "FleetWeb",
             dependencies: [
                 "FleetRPCClient", "FleetRPC", "FleetModel", "JSONRPC", "CCrypt",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -151,7 +151,8 @@ public struct Daemon: Sendable {
                         } catch {
                             throw RPCError(.historyUnavailable, "\(error)")
                         }
-                    })))
+                    }),
+                limits: .init(maxFrameBytes: config.maxFrameBytes, maxCallsPerConnection: config.maxCallsPerClient)))
         let server = RPCServer(
             configuration: RPCServerConfiguration(
                 // 0660 for the control group; with a read-only group the socket must be
@@ -160,7 +161,8 @@ public struct Daemon: Sendable {
                 listener: listener, socketMode: config.readOnlyGroup == nil ? 0o660 : 0o666,
                 socketGroup: config.controlGroup,
                 maxFrameBytes: config.maxFrameBytes, maxCallsInFlightPerConnection: config.maxCallsPerClient,
-                maxQueuedFramesPerConnection: config.maxQueuedNotifications),
+                maxQueuedFramesPerConnection: config.maxQueuedNotifications,
+                maxConnectionsPerUser: config.maxConnectionsPerUser),
             dispatcher: dispatcher, logger: logger)
         clients.server = server
         return server

@@ -193,6 +193,9 @@ extension DaemonConfiguration {
         Setting(key: "max-calls-per-client", allowed: "a whole number from 1 to 4096") { config, node in
             config.maxCallsPerClient = try integer(node, in: 1...4096)
         },
+        Setting(key: "max-connections-per-user", allowed: "a whole number from 1 to 65536") { config, node in
+            config.maxConnectionsPerUser = try integer(node, in: 1...65_536)
+        },
         Setting(key: "max-queued-notifications", allowed: "a whole number from 16 to 1000000") { config, node in
             config.maxQueuedNotifications = try integer(node, in: 16...1_000_000)
         },

@@ -45,6 +45,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var maxFrameBytes: Int = 1 << 20
     /// Calls one client may have in flight (`max-calls-per-client`).
     public var maxCallsPerClient: Int = 64
+    /// Connections one user other than root may have open (`max-connections-per-user`).
+    public var maxConnectionsPerUser: Int = 64
     /// Notifications queued for a client that does not read before it is dropped (`max-queued-notifications`).
     public var maxQueuedNotifications: Int = 1024
     /// The bridge to an MQTT broker (`mqtt`); nil: off.

@@ -61,6 +61,7 @@ struct ReloadService: Service {
         if old.temperatureRefreshSeconds != new.temperatureRefreshSeconds { changed.append("temperature-refresh-s") }
         if old.maxFrameBytes != new.maxFrameBytes { changed.append("max-frame-bytes") }
         if old.maxCallsPerClient != new.maxCallsPerClient { changed.append("max-calls-per-client") }
+        if old.maxConnectionsPerUser != new.maxConnectionsPerUser { changed.append("max-connections-per-user") }
         if old.mqtt != new.mqtt { changed.append("mqtt") }
         if old.history != new.history { changed.append("history") }
         if old.maxQueuedNotifications != new.maxQueuedNotifications { changed.append("max-queued-notifications") }

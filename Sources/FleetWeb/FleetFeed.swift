@@ -10,7 +10,8 @@ public import ServiceLifecycle
 /// event topic, and a copy of the fleet kept from `boards.list` and the events, in the
 /// order they came. Pages follow it through ``subscribe()``: a snapshot of the copy first,
 /// then each event as it comes (`text/event-stream` frames, see ``ServerSentEvent``).
-/// Calls from pages (`POST /rpc`) and scrapes go through the same connection.
+/// Calls from pages (`POST /rpc`) and scrapes go through connections of their own
+/// (``DaemonLine``).
 ///
 /// When the daemon goes away every page is told (`daemon`, up false); the feed tries again
 /// every 0.25-5 s and, once it is back, sends every page a new snapshot.
@@ -25,6 +26,9 @@ public actor FleetFeed: Service {
     let socketPath: String
     let logger: Logger
     private var client: FleetRPCClient?
+    /// The pages' calls and the scrapes, each on a connection of its own.
+    private let calls: DaemonLine
+    private let scrapes: DaemonLine
     private var boards: [BoardAddress: Board] = [:]
     private var order: [BoardAddress] = []
     private var subscribers: [Int: AsyncStream<String>.Continuation] = [:]
@@ -46,6 +50,8 @@ public actor FleetFeed: Service {
     public init(socketPath: String, logger: Logger) {
         self.socketPath = socketPath
         self.logger = logger
+        calls = DaemonLine(socketPath: socketPath)
+        scrapes = DaemonLine(socketPath: socketPath)
     }
 
     /// Reconnects counted since blefleet-web started, by board address.
@@ -111,10 +117,9 @@ public actor FleetFeed: Service {
     /// Calls `method` on the daemon for a page (params as they came).
     /// Calls `method` for the web user called `user`: the daemon is told whose call it is
     /// (`_meta.user` in named params, which it logs with the call and which grants nothing).
-    public func call(_ method: String, params: JSONValue?, user: String? = nil) async throws(FleetRPCClientError) -> JSONValue {
-        guard let client else {
-            throw .daemonUnreachable(socketPath: socketPath, errno: ECONNREFUSED)
-        }
+    public nonisolated func call(_ method: String, params: JSONValue?, user: String? = nil) async throws(FleetRPCClientError)
+        -> JSONValue
+    {
         var params = params
         if let user {
             switch params {
@@ -125,15 +130,12 @@ public actor FleetFeed: Service {
             default: break  // positional: nowhere to say it
             }
         }
-        return try await client.call(method, params: params, timeout: .seconds(120))
+        return try await calls.call(method, params: params, timeout: .seconds(120))
     }
 
     /// The fleet as the daemon tells it now (one `boards.list`): what a scrape reports.
-    public func currentBoards() async throws(FleetRPCClientError) -> [BoardInfo] {
-        guard let client else {
-            throw .daemonUnreachable(socketPath: socketPath, errno: ECONNREFUSED)
-        }
-        return try await client.call(FleetMethods.BoardsList.self, .init(), timeout: .seconds(10)).boards
+    public nonisolated func currentBoards() async throws(FleetRPCClientError) -> [BoardInfo] {
+        try await scrapes.call(FleetMethods.BoardsList.self, .init(), timeout: .seconds(10)).boards
     }
 
     // MARK: Following the daemon
@@ -158,6 +160,10 @@ public actor FleetFeed: Service {
         for page in subscribers.values { page.finish() }
         subscribers = [:]
         client?.close()
+        Task { [calls, scrapes] in
+            await calls.close()
+            await scrapes.close()
+        }
     }
 
     private func keepPagesAlive() async {

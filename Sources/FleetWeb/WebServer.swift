@@ -1,6 +1,7 @@
 import FleetRPC
 public import FleetRPCClient
 public import Hummingbird
+public import HummingbirdCore
 import JSONRPC
 public import Logging
 import NIOCore
@@ -24,13 +25,24 @@ public enum WebServer {
     ]
     /// Methods bound to a connection, which a page cannot hold: its events come from `/events`.
     static let connectionMethods: Set<String> = ["events.subscribe", "events.unsubscribe", "gatt.notify"]
-    /// The largest request body taken (a JSON-RPC call is small).
-    static let maxBody = 1 << 20
+    /// The largest request body taken: a call from the page is small, and one this size,
+    /// passed on, stays far below the daemon's frame limit (1 MiB unless configured lower).
+    static let maxBody = 64 << 10
 
-    public static func router(feed: FleetFeed, auth: AuthFile?) -> Router<WebRequestContext> {
+    /// The HTTP server's settings for `limits`: the idle (and request head) timeout and the
+    /// cap on open connections.
+    public static func server(limits: WebLimits, logger: Logger) -> HTTPServerBuilder {
+        let count = ConnectionCap.Count(limit: limits.connections, logger: logger)
+        return .http1(configuration: .init(
+            additionalChannelHandlers: [ConnectionCap(count: count)], idleTimeout: limits.idleTimeout))
+    }
+
+    public static func router(feed: FleetFeed, auth: AuthFile?, limits: WebLimits = WebLimits()) -> Router<WebRequestContext> {
         let router = Router(context: WebRequestContext.self)
+        let inFlight = CallsInFlight(limit: limits.callsPerUser)
+        router.add(middleware: SecurityHeaders())
         if let auth {
-            router.add(middleware: BasicAuthentication(file: auth))
+            router.add(middleware: BasicAuthentication(checks: PasswordChecks(file: auth, limits: limits)))
         } else {
             router.add(middleware: LoopbackHostOnly())
         }
@@ -63,12 +75,23 @@ public enum WebServer {
         }
         router.post("/rpc") { request, context -> Response in
             let reply: [UInt8]
-            if let body = try? await request.body.collect(upTo: maxBody) {
-                reply = await rpc(Array(buffer: body), user: context.webUser(), feed: feed)
-            } else {
+            let user = context.webUser()
+            if !inFlight.enter(user.name) {
                 reply = JSONValue.object([
                     "jsonrpc": "2.0", "id": .null,
-                    "error": ["code": .int(Int64(RPCErrorCode.invalidRequest.rawValue)), "message": "The request is larger than 1 MiB."],
+                    "error": [
+                        "code": .int(Int64(RPCErrorCode.busy.rawValue)),
+                        "message": .string("\(user.name) has \(inFlight.limit) calls under way already, the most blefleet-web takes at once from one user; wait for one to end."),
+                    ],
+                ]).serialized()
+            } else if let body = try? await request.body.collect(upTo: maxBody) {
+                defer { inFlight.leave(user.name) }
+                reply = await rpc(Array(buffer: body), user: user, feed: feed)
+            } else {
+                inFlight.leave(user.name)
+                reply = JSONValue.object([
+                    "jsonrpc": "2.0", "id": .null,
+                    "error": ["code": .int(Int64(RPCErrorCode.invalidRequest.rawValue)), "message": "The request is larger than 64 KiB; a call from the page is far smaller."],
                 ]).serialized()
             }
             return Response(
@@ -193,10 +216,12 @@ struct SameOriginCalls<Context: RequestContext>: RouterMiddleware {
         guard type.hasPrefix("application/json") else {
             return Self.refuse(.unsupportedMediaType, "POST /rpc takes Content-Type: application/json.")
         }
-        if let origin = request.headers[.origin], origin != "null" {
+        if let origin = request.headers[.origin] {
+            // The whole origin: scheme, host and port, as the page's own (http, or https
+            // through a TLS proxy). "null" (a sandboxed frame, a file) is no page of ours.
             let host = request.head.authority?.lowercased() ?? ""
-            let originHost = origin.lowercased().split(separator: "//", maxSplits: 1).last.map(String.init) ?? ""
-            guard originHost == host else {
+            let given = origin.lowercased()
+            guard !host.isEmpty, given == "http://" + host || given == "https://" + host else {
                 return Self.refuse(.forbidden, "blefleet-web takes calls from its own pages only.")
             }
         }
@@ -210,23 +235,52 @@ struct SameOriginCalls<Context: RequestContext>: RouterMiddleware {
     }
 }
 
-/// HTTP basic authentication against an ``AuthFile``: anything else gets 401. The user found
-/// is the request's from then on (``WebRequestContext/user``).
+/// HTTP basic authentication against an ``AuthFile`` (``PasswordChecks``: off the
+/// cooperative pool, bounded, wrong passwords slowed per address): anything else gets 401.
+/// The user found is the request's from then on (``WebRequestContext/user``).
 struct BasicAuthentication: RouterMiddleware {
-    let file: AuthFile
+    let checks: PasswordChecks
 
     func handle(
         _ request: Request, context: WebRequestContext, next: (Request, WebRequestContext) async throws -> Response
     ) async throws -> Response {
-        guard let user = file.user(authorization: request.headers[.authorization]) else {
+        let address = context.remoteAddress?.ipAddress ?? "unknown"
+        switch await checks.check(authorization: request.headers[.authorization], from: address) {
+        case .user(let user):
+            var context = context
+            context.user = user
+            return try await next(request, context)
+        case .wrong:
             return Response(
                 status: .unauthorized,
                 headers: [.wwwAuthenticate: "Basic realm=\"blefleet\", charset=\"UTF-8\"", .contentType: "text/plain; charset=utf-8"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: "blefleet-web needs a user and password from its --auth-file.\n")))
+        case .tooManyFailures:
+            return Response(
+                status: .tooManyRequests, headers: [.retryAfter: "60", .contentType: "text/plain; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string:
+                    "Too many wrong passwords from \(address) in the last minute; try again in a minute.\n")))
+        case .overloaded:
+            return Response(
+                status: .serviceUnavailable, headers: [.retryAfter: "5", .contentType: "text/plain; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: "blefleet-web is checking too many passwords at once; try again in a moment.\n")))
         }
-        var context = context
-        context.user = user
-        return try await next(request, context)
+    }
+}
+
+/// Headers on every answer: the page may not be framed by another (its switches could be
+/// pressed under a disguise), nothing is taken for another type than it says, no referrer
+/// leaves, no plugin or foreign form target.
+struct SecurityHeaders<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        var response = try await next(request, context)
+        response.headers[.contentSecurityPolicy] = "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; object-src 'none'"
+        response.headers[.init("X-Frame-Options")!] = "DENY"
+        response.headers[.xContentTypeOptions] = "nosniff"
+        response.headers[.init("Referrer-Policy")!] = "no-referrer"
+        return response
     }
 }
 

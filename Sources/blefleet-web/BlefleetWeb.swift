@@ -31,7 +31,22 @@ struct BlefleetWeb: AsyncParsableCommand {
     @Option(name: .customLong("auth-file"), help: ArgumentHelp("USER:HASH lines (crypt(3) hashes: htpasswd -nB USER, mkpasswd -m yescrypt); every request then needs one of them (HTTP basic authentication). Required beyond loopback.", valueName: "FILE"))
     var authFile: String?
 
+    @Option(name: .customLong("max-connections"), help: ArgumentHelp("Connections open at once; more are closed as they come (default 512).", valueName: "N"))
+    var maxConnections = WebLimits().connections
+
+    @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Seconds a connection may send nothing (not even a whole request head) before it is closed (default 30).", valueName: "SECONDS"))
+    var idleTimeout = 30
+
     @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        guard (1...65_536).contains(maxConnections) else {
+            throw ValidationError("--max-connections \(maxConnections): give a number from 1 to 65536")
+        }
+        guard (1...3600).contains(idleTimeout) else {
+            throw ValidationError("--idle-timeout \(idleTimeout): give a number of seconds from 1 to 3600")
+        }
+    }
 
     /// The exit status of a setting that cannot work (sysexits' EX_CONFIG), as blefleetd's.
     static let configurationStatus: Int32 = 78
@@ -60,8 +75,12 @@ struct BlefleetWeb: AsyncParsableCommand {
             "auth": "\(auth.map { "\($0.userCount) user(s) from \(authFile ?? "")" } ?? "none (loopback only)")",
         ]
         let feed = FleetFeed(socketPath: socket, logger: logger)
+        var limits = WebLimits()
+        limits.connections = maxConnections
+        limits.idleTimeout = .seconds(Int64(idleTimeout))
         let app = Application(
-            router: WebServer.router(feed: feed, auth: auth),
+            router: WebServer.router(feed: feed, auth: auth, limits: limits),
+            server: WebServer.server(limits: limits, logger: logger),
             configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port), serverName: nil),
             onServerRunning: { _ in logger.notice("serving", metadata: served) },
             logger: logger)

@@ -118,6 +118,77 @@ extension SocketTests {
             }
         }
 
+        /// A client (python as another user) that opens `connections` connections at once,
+        /// sends `frame` on each and prints, per connection, its first line and whether the
+        /// daemon then closed it within 3 s ("closed") or kept it ("open").
+        static let holder = """
+            import socket, sys, time
+            path, count, frame = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+            held = []
+            for _ in range(count):
+                s = socket.socket(socket.AF_UNIX); s.connect(path); held.append(s)
+            time.sleep(0.3)
+            for s in held:
+                try:
+                    s.sendall(frame.encode() + b"\\n")
+                except OSError:
+                    pass  # already closed by the daemon (its answer waits to be read)
+            for s in held:
+                s.settimeout(1.5)
+                data = b""
+                try:
+                    while not data.endswith(b"\\n"):
+                        chunk = s.recv(65536)
+                        if not chunk: break
+                        data += chunk
+                    rest = s.recv(1)
+                    state = "closed" if rest == b"" else "open"
+                except socket.timeout:
+                    state = "open"
+                print(data.decode().strip() + " " + state)
+            """
+
+        static func isBusy(_ line: String) -> Bool { line.contains(#""code":-32004"#) }
+
+        func hold(path: String, uid: String, groups: [String], connections: Int, _ frame: String) async throws -> [String] {
+            let groupArguments = groups.isEmpty ? ["--clear-groups"] : ["--groups=\(groups.joined(separator: ","))"]
+            let result = try await ChildProcess.run(
+                "/usr/bin/setpriv",
+                ["--reuid=\(uid)", "--regid=65534"] + groupArguments
+                    + ["/usr/bin/python3", "-I", "-c", Self.holder, path, String(connections), frame])
+            guard result.status == 0 else { throw TestFailure("the holder exited \(result.status): \(result.stderr)") }
+            return result.stdout.split(separator: "\n").map(String.init)
+        }
+
+        /// One user holds at most `max-connections-per-user`; one more is told so and closed;
+        /// root is never held back. A user with no role is told why once and closed.
+        @Test func connectionsAreCappedPerUserAndARefusedPeerIsClosed() async throws {
+            let accounts = TemporaryAccounts()
+            defer { accounts.remove() }
+            try accounts.create()
+            let controlUID = try accounts.uid(accounts.controlUser)
+            let controlGID = String(try runCommand("/usr/bin/getent", ["group", accounts.controlGroup]).split(separator: ":")[2])
+            let capture = LogCapture()
+            let policy = AccessPolicy(
+                configuration: .init(controlGroup: accounts.controlGroup, readOnlyGroup: accounts.readOnlyGroup))
+            let status = #"{"jsonrpc":"2.0","method":"test.get_data","id":1}"#
+            try await withServer(
+                dispatcher: TestCatalogue.makeDispatcher(policy: policy, logger: capture.logger),
+                configure: { $0.maxConnectionsPerUser = 3 }
+            ) { path, _ in
+                let lines = try await hold(path: path, uid: controlUID, groups: [controlGID], connections: 4, status)
+                #expect(lines.filter { $0.contains(#""result":["hello",5]"#) && $0.hasSuffix(" open") }.count == 3, "\(lines)")
+                let refused = lines.filter(Self.isBusy)
+                #expect(refused.count == 1 && refused.allSatisfy { $0.contains("has 3 connections to blefleetd open") && $0.hasSuffix(" closed") }, "\(lines)")
+                // A stranger's every connection is answered its refusal, then closed.
+                let stranger = try await hold(path: path, uid: "65534", groups: [], connections: 2, status)
+                #expect(stranger.count == 2 && stranger.allSatisfy { $0.contains(#""code":-32000"#) && $0.hasSuffix(" closed") }, "\(stranger)")
+            }
+            // Refusals of one user: one line (a minute), however many.
+            let refusals = capture.all.filter { $0.message.contains("Refused a call") && $0.metadata["client.uid"] == "65534" }
+            #expect(refusals.count == 1, "\(refusals.map(\.message))")
+        }
+
         /// The groups `SO_PEERGROUPS` wrote into a zeroed buffer: the kernel's sorted run.
         @Test func peerGroupsAreTheSortedRunAtTheFrontOfTheBuffer() {
             func groups(_ gids: [UInt32]) -> [UInt32] {

@@ -86,36 +86,50 @@ import Testing
     @Test func connectionsGetDistinctIdsAndAreCounted() {
         var machine = serving()
         #expect(machine.connectionCount == 0)
-        #expect(machine.connectionAccepted() == .serve(connectionID: 1))
-        #expect(machine.connectionAccepted() == .serve(connectionID: 2))
+        #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 64) == .serve(connectionID: 1))
+        #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 64) == .serve(connectionID: 2))
         #expect(machine.connectionCount == 2)
-        #expect(machine.connectionClosed() == .none)
+        #expect(machine.connectionClosed(uid: 1000) == .none)
         #expect(machine.connectionCount == 1)
         // Ids are not reused after a connection closes.
-        #expect(machine.connectionAccepted() == .serve(connectionID: 3))
+        #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 64) == .serve(connectionID: 3))
         #expect(machine.connectionCount == 2)
+    }
+
+    @Test func aUserHasAtMostItsLimitOfConnectionsAndRootHasNone() {
+        var machine = serving()
+        #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 2) == .serve(connectionID: 1))
+        #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 2) == .serve(connectionID: 2))
+        #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 2) == .refuse(limit: 2))
+        // Another user is not held up by the first; root is never refused.
+        #expect(machine.connectionAccepted(uid: 1001, perUserLimit: 2) == .serve(connectionID: 3))
+        for id in 4...6 { #expect(machine.connectionAccepted(uid: 0, perUserLimit: 2) == .serve(connectionID: UInt64(id))) }
+        #expect(machine.connectionCount == 6)
+        // One closes: the user may open one again.
+        #expect(machine.connectionClosed(uid: 1000) == .none)
+        #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 2) == .serve(connectionID: 7))
     }
 
     @Test func aConnectionAcceptedWhileDrainingIsClosedUnserved() {
         var machine = serving()
-        #expect(machine.connectionAccepted() == .serve(connectionID: 1))
+        #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 64) == .serve(connectionID: 1))
         #expect(machine.triggerGracefulShutdown() == .quiesce("s"))
-        #expect(machine.connectionAccepted() == .close)
+        #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 64) == .close)
         // Not counted: the drain does not wait for it.
         #expect(machine.connectionCount == 1)
     }
 
     @Test func theDrainWaitsForEveryConnectionWithCallsInFlightThenEnds() {
         var machine = serving()
-        _ = machine.connectionAccepted()
-        _ = machine.connectionAccepted()
+        _ = machine.connectionAccepted(uid: 1000, perUserLimit: 64)
+        _ = machine.connectionAccepted(uid: 1000, perUserLimit: 64)
         #expect(machine.triggerGracefulShutdown() == .quiesce("s"))
         #expect(machine.waitForDrain(7) == .wait)
         // One connection's calls answered: the other still has calls in flight.
-        #expect(machine.connectionClosed() == .none)
+        #expect(machine.connectionClosed(uid: 1000) == .none)
         #expect(machine.connectionCount == 1)
         // The last one: the waiter is woken, once.
-        #expect(machine.connectionClosed() == .resume([7]))
+        #expect(machine.connectionClosed(uid: 1000) == .resume([7]))
         #expect(machine.connectionCount == 0)
         machine.runEnded()
         guard case .stopped = machine.state else {
@@ -126,15 +140,15 @@ import Testing
 
     @Test func aDrainWithNothingOpenEndsAtOnce() {
         var machine = serving()
-        _ = machine.connectionAccepted()
-        #expect(machine.connectionClosed() == .none)
+        _ = machine.connectionAccepted(uid: 1000, perUserLimit: 64)
+        #expect(machine.connectionClosed(uid: 1000) == .none)
         #expect(machine.triggerGracefulShutdown() == .quiesce("s"))
         #expect(machine.waitForDrain(1) == .resume)
     }
 
     @Test func afterTheGracePeriodNobodyWaitsForCallsBeingCancelled() {
         var machine = serving()
-        _ = machine.connectionAccepted()
+        _ = machine.connectionAccepted(uid: 1000, perUserLimit: 64)
         #expect(machine.triggerGracefulShutdown() == .quiesce("s"))
         #expect(machine.waitForDrain(1) == .wait)
         #expect(machine.gracePeriodEnded() == [1])
@@ -142,7 +156,7 @@ import Testing
         #expect(machine.waitForDrain(2) == .resume)
         // The connection still counts until its cancelled calls are gone, and wakes nobody.
         #expect(machine.connectionCount == 1)
-        #expect(machine.connectionClosed() == .none)
+        #expect(machine.connectionClosed(uid: 1000) == .none)
         #expect(machine.connectionCount == 0)
         machine.runEnded()
         #expect(machine.run() == .refuse(.stopped))
@@ -159,7 +173,7 @@ import Testing
         #expect(machine.triggerGracefulShutdown() == .close("s"))
         #expect(machine.run() == .returnAtOnce)
         #expect(machine.bind() == .none)
-        #expect(machine.connectionAccepted() == .close)
+        #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 64) == .close)
     }
 
     @Test func shutdownWhileBindingClosesTheSocketOnceItIsMade() {

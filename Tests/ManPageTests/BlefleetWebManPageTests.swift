@@ -19,7 +19,9 @@ struct BlefleetWebManPageTests {
         let page = try ManPage("blefleet-web.8")
         let synopsis = try #require(page.section("SYNOPSIS"))
         let flags = try Self.flags()
-        #expect(Set(flags) == ["--socket", "--listen", "--auth-file", "--log-target", "--log-level"])
+        #expect(Set(flags) == [
+            "--socket", "--listen", "--auth-file", "--max-connections", "--idle-timeout", "--log-target", "--log-level",
+        ])
         for flag in flags {
             let macro = "Fl \(flag.dropFirst())"
             #expect(synopsis.contains { $0.hasSuffix(macro) || $0.contains(macro + " ") }, "\(flag) not in SYNOPSIS")

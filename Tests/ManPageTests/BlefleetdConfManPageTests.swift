@@ -118,6 +118,7 @@ struct BlefleetdConfManPageTests {
         let defaults = DaemonConfiguration()
         for (key, value) in [
             ("max-frame-bytes", defaults.maxFrameBytes), ("max-calls-per-client", defaults.maxCallsPerClient),
+            ("max-connections-per-user", defaults.maxConnectionsPerUser),
             ("max-queued-notifications", defaults.maxQueuedNotifications),
         ] {
             #expect(rpc.source.contains(".It Cm \(key) Pq default \(value)\n"), "\(key)")

@@ -24,6 +24,7 @@ struct BlefleetdConfReloadTests {
         profile-dir: /srv/profiles
         max-frame-bytes: 2048
         max-calls-per-client: 2
+        max-connections-per-user: 3
         max-queued-notifications: 32
         mqtt: {url: "mqtt://broker.lan", gateway: other}
         history: {raw-days: 5}

@@ -286,6 +286,7 @@ def test_client_units_have_ip_and_the_daemons_socket_and_nothing_else(tree, unit
     assert service["RestrictAddressFamilies"] == ["AF_UNIX AF_INET AF_INET6"]
     assert service["CapabilityBoundingSet"] == [""] and service["NoNewPrivileges"] == ["yes"]
     assert service["RestartPreventExitStatus"] == ["78"]
+    assert int(service["LimitNOFILE"][0]) >= 1024
     # The daemon has no IP at all: the clients are the only units facing the network.
     daemon = unit_settings(tree / SERVICE)
     assert "AF_INET" not in daemon["RestrictAddressFamilies"][0] and daemon["IPAddressDeny"] == ["any"]
@@ -304,6 +305,7 @@ def test_service_and_socket_settings(tree):
     assert service["RuntimeDirectory"] == ["blefleet"] and service["RuntimeDirectoryPreserve"] == ["yes"]
     assert service["StateDirectory"] == ["blefleet"] and service["ConfigurationDirectory"] == ["blefleet"]
     assert "PrivateUsers" not in service  # peers' uids and groups must stay real
+    assert int(service["LimitNOFILE"][0]) >= 4096
     # The system bus and the control socket; the kernel's Bluetooth management interface.
     assert service["RestrictAddressFamilies"] == ["AF_UNIX AF_BLUETOOTH"]
     assert service["CapabilityBoundingSet"] == ["CAP_NET_ADMIN"] and service["AmbientCapabilities"] == ["CAP_NET_ADMIN"]

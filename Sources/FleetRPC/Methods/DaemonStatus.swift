@@ -35,6 +35,23 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
     public var clients: Int
     /// The history of readings (absent from a daemon that keeps none).
     public var history: History?
+    /// What one connection may send and have under way (absent from a daemon that does not
+    /// tell): a client that passes others' calls on (blefleet-web) refuses a call past them
+    /// itself instead of losing its connection.
+    public var limits: Limits?
+
+    /// A connection's limits in `daemon.status` (`max-frame-bytes`, `max-calls-per-client`).
+    public struct Limits: Sendable, Hashable, Codable {
+        /// The longest frame (a request line) the daemon reads; a longer one closes the connection.
+        public var maxFrameBytes: Int
+        /// Calls under way at once on one connection; more are answered busy.
+        public var maxCallsPerConnection: Int
+
+        public init(maxFrameBytes: Int, maxCallsPerConnection: Int) {
+            self.maxFrameBytes = maxFrameBytes
+            self.maxCallsPerConnection = maxCallsPerConnection
+        }
+    }
 
     /// The history of readings in `daemon.status`.
     public struct History: Sendable, Hashable, Codable {
@@ -123,9 +140,10 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
     public init(
         version: String, uptimeSeconds: Double, bluez: Bool, adapter: String? = nil, powered: Bool,
         discovering: Bool, adapters: [Adapter] = [], boards: Counts, clients: Int,
-        history: History? = nil
+        history: History? = nil, limits: Limits? = nil
     ) {
         self.history = history
+        self.limits = limits
         self.adapters = adapters
         self.version = version
         self.uptimeSeconds = uptimeSeconds
@@ -138,7 +156,7 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case version, uptimeSeconds, bluez, adapter, powered, discovering, adapters, boards, clients, history
+        case version, uptimeSeconds, bluez, adapter, powered, discovering, adapters, boards, clients, history, limits
     }
 
     /// A daemon older than `adapters` sends none: then it is an empty list.
@@ -154,5 +172,6 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
         boards = try container.decode(Counts.self, forKey: .boards)
         clients = try container.decode(Int.self, forKey: .clients)
         history = try container.decodeIfPresent(History.self, forKey: .history)
+        limits = try container.decodeIfPresent(Limits.self, forKey: .limits)
     }
 }

@@ -125,6 +125,10 @@ enum Schemas {
                 "properties": ["known": ["type": "integer"], "connected": ["type": "integer"], "ready": ["type": "integer"]],
             ],
             "clients": ["type": "integer"],
+            "limits": [
+                "type": "object", "required": ["maxFrameBytes", "maxCallsPerConnection"],
+                "properties": ["maxFrameBytes": ["type": "integer"], "maxCallsPerConnection": ["type": "integer"]],
+            ],
             "history": [
                 "type": "object",
                 "required": ["enabled", "path", "dropped"],

@@ -43,6 +43,8 @@ public struct JSONRPCDispatcher: Sendable {
     private var order: [String] = []
     private var discovery = (title: "JSON-RPC", version: "0")
     public let policy: AccessPolicy
+    /// Refused calls, logged once a minute per user.
+    private let refusals = ThrottledNotes()
     private let logger: Logger
 
     public init(policy: AccessPolicy, logger: Logger) {
@@ -220,7 +222,11 @@ public struct JSONRPCDispatcher: Sendable {
                 "client.pid": "\(credentials.pid)", "client.role": "\(role.rawValue)",
             ]
             if let user = Self.clientUser(request) { metadata["client.user"] = "\(user)" }
-            logger.notice("Refused a call: permission denied", metadata: metadata)
+            // A refused client may try again and again: a line a minute per user at most.
+            refusals.note(credentials.uid) { unlogged in
+                metadata["rpc.refusals.unlogged"] = "\(unlogged)"
+                logger.notice("Refused a call: permission denied", metadata: metadata)
+            }
             return .failure(refusal)
         }
         do {

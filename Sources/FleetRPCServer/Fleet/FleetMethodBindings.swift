@@ -15,6 +15,8 @@ public enum FleetMethodBindings {
         public var clientCount: @Sendable () -> Int
         /// The history of readings: its state, and how to read it (`nil`: none is kept).
         public var history: History?
+        /// What one connection may send and have under way.
+        public var limits: DaemonStatus.Limits?
 
         /// The history of readings as the bindings need it.
         public struct History: Sendable {
@@ -39,12 +41,13 @@ public enum FleetMethodBindings {
 
         public init(
             version: String, startedAt: ContinuousClock.Instant = .now, clientCount: @escaping @Sendable () -> Int,
-            history: History? = nil
+            history: History? = nil, limits: DaemonStatus.Limits? = nil
         ) {
             self.version = version
             self.startedAt = startedAt
             self.clientCount = clientCount
             self.history = history
+            self.limits = limits
         }
     }
 
@@ -159,7 +162,7 @@ public enum FleetMethodBindings {
                         })
                 },
                 boards: .init(known: status.boardCount, connected: status.connectedCount, ready: status.readyCount),
-                clients: environment.clientCount(), history: environment.history?.status())
+                clients: environment.clientCount(), history: environment.history?.status(), limits: environment.limits)
         }
         dispatcher.register(FleetMethods.HistoryRead.self) { params, _ in
             guard let history = environment.history else {

@@ -25,6 +25,14 @@ final class AcceptedConnection: Sendable {
         return channel
     }
 
+    /// Writes `frame` (one line) and closes the connection without serving it.
+    func refuse(with frame: [UInt8]) {
+        guard !taken.exchange(true, ordering: .relaxed) else { return }
+        var buffer = ByteBuffer(bytes: frame)
+        buffer.writeInteger(UInt8(ascii: "\n"))
+        Task { [channel] in try? await channel.executeThenClose { _, outbound in try await outbound.write(buffer) } }
+    }
+
     /// Closes the connection without serving it.
     func close() {
         guard !taken.exchange(true, ordering: .relaxed) else { return }

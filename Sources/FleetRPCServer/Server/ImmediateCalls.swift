@@ -14,7 +14,7 @@ enum ReadFrame: Sendable {
 /// call that only reads a snapshot costs no task and no thread hop. The rest goes on, read,
 /// to the connection's task. A client that does not read its replies (the channel is not
 /// writable) gets nothing more here: its frames go to the task, whose bounded admission
-/// deals with it.
+/// deals with it. A peer with no role is closed after its refusal.
 final class ImmediateCalls: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ReadFrame
@@ -49,7 +49,13 @@ final class ImmediateCalls: ChannelInboundHandler {
         var buffer = context.channel.allocator.buffer(capacity: reply.count + 1)
         buffer.writeBytes(reply)
         buffer.writeInteger(UInt8(ascii: "\n"))
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        // A peer with no role at all is told why once, and its connection closed.
+        guard dispatcher.policy.cachedRole(for: credentials) == AccessRole.none else {
+            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+            return
+        }
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
     }
 
     static func isWhitespace(_ byte: UInt8) -> Bool {

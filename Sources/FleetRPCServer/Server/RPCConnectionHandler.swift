@@ -67,7 +67,9 @@ struct RPCConnectionHandler: Sendable {
                         }
                         connection.markClosed()
                     }
-                    await read(inbound, outbound: outbound, connection: connection, logger: logger)
+                    await read(inbound, outbound: outbound, connection: connection, logger: logger) {
+                        channel.close(promise: nil)
+                    }
                     // Every call has answered: nothing more will be queued.
                     queue.finish()
                 }
@@ -80,9 +82,12 @@ struct RPCConnectionHandler: Sendable {
 
     /// Reads calls until input ends, each frame run as a child task; returns once every call
     /// has answered.
+    /// A peer with no role at all (in no group of the daemon's, on a socket of mode 0666) is
+    /// told why once and its connection closed (`close`): it cannot hold connections open
+    /// for nothing.
     private func read(
         _ inbound: NIOAsyncChannelInboundStream<ReadFrame>, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
-        connection: RPCConnection, logger: Logger
+        connection: RPCConnection, logger: Logger, close: @escaping @Sendable () -> Void
     ) async {
         let maxFrame = configuration.maxFrameBytes
         let admission = NIOLockedValueBox(CallAdmission(limit: configuration.maxCallsInFlightPerConnection))
@@ -102,6 +107,7 @@ struct RPCConnectionHandler: Sendable {
                             try? await outbound.write(buffer)
                         }
                         admission.withLockedValue { $0.finished() }
+                        if dispatcher.policy.cachedRole(for: connection.credentials) == AccessRole.none { close() }
                     }
                 }
             }

@@ -123,12 +123,17 @@ extension RPCServer {
             case serve(connectionID: UInt64)
             /// Accepted while the server drains (or after): close it unserved.
             case close
+            /// Its user has `limit` connections open already: say so, and close it.
+            case refuse(limit: Int)
         }
 
-        mutating func connectionAccepted() -> AcceptAction {
+        /// A connection of `uid` was accepted; a user other than root has at most
+        /// `perUserLimit` open at once.
+        mutating func connectionAccepted(uid: UInt32, perUserLimit: Int) -> AcceptAction {
             switch state {
             case .serving(let socket, var open):
-                let id = open.opened()
+                if uid != 0, open.count(of: uid) >= perUserLimit { return .refuse(limit: perUserLimit) }
+                let id = open.opened(uid: uid)
                 state = .serving(socket, open)
                 return .serve(connectionID: id)
             case .idle, .binding, .bound, .draining, .cancellingCalls, .stopped, .shutDownBeforeServing:
@@ -142,15 +147,15 @@ extension RPCServer {
             case resume([Waiter])
         }
 
-        /// A connection that ``connectionAccepted()`` let in has closed.
-        mutating func connectionClosed() -> ConnectionClosedAction {
+        /// A connection of `uid` that ``connectionAccepted(uid:perUserLimit:)`` let in has closed.
+        mutating func connectionClosed(uid: UInt32) -> ConnectionClosedAction {
             switch state {
             case .serving(let socket, var open):
-                open.closed()
+                open.closed(uid: uid)
                 state = .serving(socket, open)
                 return .none
             case .draining(var open, let waiters):
-                open.closed()
+                open.closed(uid: uid)
                 guard open.isEmpty, !waiters.isEmpty else {
                     state = .draining(open, waiters: waiters)
                     return .none
@@ -158,7 +163,7 @@ extension RPCServer {
                 state = .draining(open, waiters: [])
                 return .resume(waiters)
             case .cancellingCalls(var open):
-                open.closed()
+                open.closed(uid: uid)
                 state = .cancellingCalls(open)
                 return .none
             case .idle, .binding, .bound, .stopped, .shutDownBeforeServing:

@@ -1,3 +1,4 @@
+import JSONRPC
 public import Logging
 public import NIOCore
 public import NIOPosix
@@ -25,6 +26,8 @@ public final class RPCServer: Service, Sendable {
     let state = Mutex(Lifecycle())
     private let group: any EventLoopGroup
     private let handler: RPCConnectionHandler
+    /// Connections refused for their user's count, logged once a minute per user.
+    private let refusedConnections = ThrottledNotes()
 
     public init(
         configuration: RPCServerConfiguration, dispatcher: JSONRPCDispatcher, logger: Logger,
@@ -77,9 +80,25 @@ public final class RPCServer: Service, Sendable {
                 do {
                     try await socket.channel.executeThenClose { inbound in
                         for try await accepted in inbound {
-                            switch state.withLock({ $0.connectionAccepted() }) {
+                            let uid = accepted.credentials.uid
+                            switch state.withLock({
+                                $0.connectionAccepted(uid: uid, perUserLimit: configuration.maxConnectionsPerUser)
+                            }) {
                             case .serve(let id): connections.addTask { await self.serve(accepted, id: id) }
                             case .close: accepted.close()
+                            case .refuse(let limit):
+                                let error = RPCError(
+                                    .busy,
+                                    "uid \(uid) has \(limit) connections to blefleetd open, the most one user may (max-connections-per-user); close one first.")
+                                accepted.refuse(with: RPCResponse(id: .null, error: error).serialized())
+                                refusedConnections.note(uid) { suppressed in
+                                    logger.notice(
+                                        "Refused a connection: its user has too many open",
+                                        metadata: [
+                                            "client.uid": "\(uid)", "client.pid": "\(accepted.credentials.pid)",
+                                            "rpc.limit": "\(limit)", "rpc.refusals.unlogged": "\(suppressed)",
+                                        ])
+                                }
                             }
                         }
                     }
@@ -114,7 +133,7 @@ public final class RPCServer: Service, Sendable {
 
     private func serve(_ accepted: AcceptedConnection, id: UInt64) async {
         await handler.serve(accepted, id: id, logger: logger)
-        if case .resume(let waiters) = state.withLock({ $0.connectionClosed() }) {
+        if case .resume(let waiters) = state.withLock({ $0.connectionClosed(uid: accepted.credentials.uid) }) {
             for waiter in waiters { waiter.resume() }
         }
     }

@@ -22,6 +22,9 @@ public struct RPCServerConfiguration: Sendable {
     /// Notifications queued for a connection that is not reading; beyond this the connection
     /// is closed. (A reply waits in its call, which holds a slot of `maxCallsInFlightPerConnection`.)
     public var maxQueuedFramesPerConnection: Int
+    /// Connections one user (uid) other than root may have open at once; more are answered
+    /// `-32004` and closed.
+    public var maxConnectionsPerUser: Int
     /// How long in-flight calls may run after shutdown begins before they are cancelled.
     public var shutdownGracePeriod: Duration
     /// Listen backlog.
@@ -34,6 +37,7 @@ public struct RPCServerConfiguration: Sendable {
         maxFrameBytes: Int = 1 << 20,
         maxCallsInFlightPerConnection: Int = 64,
         maxQueuedFramesPerConnection: Int = 1024,
+        maxConnectionsPerUser: Int = 64,
         shutdownGracePeriod: Duration = .seconds(5),
         backlog: Int32 = 256
     ) {
@@ -43,6 +47,7 @@ public struct RPCServerConfiguration: Sendable {
         self.maxFrameBytes = maxFrameBytes
         self.maxCallsInFlightPerConnection = maxCallsInFlightPerConnection
         self.maxQueuedFramesPerConnection = maxQueuedFramesPerConnection
+        self.maxConnectionsPerUser = maxConnectionsPerUser
         self.shutdownGracePeriod = shutdownGracePeriod
         self.backlog = backlog
     }

@@ -63,7 +63,9 @@ bluez_supervise() {
     if [ "$rc" -gt 128 ]; then reason="killed by SIG$(kill -l $((rc - 128)))"
     else reason="exited with status $rc"; fi
     kernel=$(dmesg | grep -F "bluetoothd[$pid]" | tail -n 1 | sed 's/^\[[ 0-9.]*\] //')
-    echo "$(date +%T) bluetoothd (pid $pid) $reason${kernel:+; kernel: $kernel}" >>"$VMDIR/bluetoothd.crashes"
+    asked=""
+    if [ -e /run/bluetoothd.segfault-asked ]; then asked=" (asked for: bluez segfault)"; rm -f /run/bluetoothd.segfault-asked; fi
+    echo "$(date +%T) bluetoothd (pid $pid) $reason${kernel:+; kernel: $kernel}$asked" >>"$VMDIR/bluetoothd.crashes"
     echo "--- bluetoothd $reason $(date +%T.%N), unasked: restarting it" >>"$VMDIR/bluetoothd.log"
     if [ $(( $(cut -d. -f1 /proc/uptime) - started )) -le 1 ]; then quick=$((quick + 1)); else quick=0; fi
     if [ "$quick" -ge 5 ]; then
@@ -109,6 +111,7 @@ bluez_segfault() {
   pid=$(bluez_pid)
   [ -n "$pid" ] && running "$pid" || { echo "error bluetoothd is not running"; return; }
   before=$(cat "$VMDIR/bluetoothd.crashes" 2>/dev/null | wc -l)
+  touch /run/bluetoothd.segfault-asked
   kill -SEGV "$pid"
   i=0
   until [ "$(cat "$VMDIR/bluetoothd.crashes" 2>/dev/null | wc -l)" -gt "$before" ]; do
