@@ -6,11 +6,9 @@ wrong passwords slowed down. The testbed's boards and /metrics are the referees.
 
 from __future__ import annotations
 
-import base64
 import json
 import shutil
 import socket
-import subprocess
 import tempfile
 import threading
 import time
@@ -20,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from test_roles import as_nobody
-from web_support import BIN, BOARDS, LANES, Stack, free_port, http_get, wait_until
+from web_support import BOARDS, LANES, Stack, another_web, basic, http_get, wait_until
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -176,22 +174,15 @@ def test_one_user_has_a_few_calls_at_once_and_the_others_are_served(small_frames
 
 def test_silent_and_dribbling_connections_are_closed_and_capped(small_frames, tmp_path):
     """A blefleet-web with --max-connections 6 --idle-timeout 2: the seventh connection is
-    closed at once; silent ones and one sending a header line a second are closed after 2 s
+    closed at once; silent ones and one sending a header line every half second are closed after 2 s
     (the request head never completes); then /metrics answers again."""
-    port = free_port()
     log = tmp_path / "web-limits.log"
-    with open(log, "wb") as out:
-        web = subprocess.Popen(
-            [str(BIN / "blefleet-web"), "--socket", small_frames.socket, "--listen", f"127.0.0.1:{port}",
-             "--max-connections", "6", "--idle-timeout", "2", "--log-target", "stderr"], stdout=out, stderr=subprocess.STDOUT)
-    try:
+    with another_web(small_frames.socket, log, "--max-connections", "6", "--idle-timeout", "2") as port:
         def answers():
-            assert web.poll() is None, log.read_text()
             try:
                 return http_get(port, "/metrics", timeout=2)[0] == 200
             except OSError:
                 return False
-        wait_until(answers, 30, "blefleet-web answers")
         silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]
         dribbler = socket.create_connection(("127.0.0.1", port))
         dribbler.sendall(f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
@@ -219,9 +210,6 @@ def test_silent_and_dribbling_connections_are_closed_and_capped(small_frames, tm
             s.close()
         wait_until(answers, 10, "/metrics answers once the silent connections are gone")
         assert "refusing connections: 6 are open" in log.read_text()
-    finally:
-        web.terminate()
-        web.wait(10)
 
 
 def test_wrong_passwords_are_slowed_and_counted_per_address(small_frames, tmp_path):
@@ -230,23 +218,7 @@ def test_wrong_passwords_are_slowed_and_counted_per_address(small_frames, tmp_pa
     hashed = crypt.crypt("right", crypt.mksalt(crypt.METHOD_SHA512))
     auth = tmp_path / "users"
     auth.write_text(f"ada:{hashed}\nbob:{hashed}\n")
-    port = free_port()
-    log = tmp_path / "web-auth.log"
-    with open(log, "wb") as out:
-        web = subprocess.Popen(
-            [str(BIN / "blefleet-web"), "--socket", small_frames.socket, "--listen", f"127.0.0.1:{port}",
-             "--auth-file", str(auth), "--log-target", "stderr"], stdout=out, stderr=subprocess.STDOUT)
-
-    def basic(user, password):
-        return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
-    try:
-        def answers():
-            assert web.poll() is None, log.read_text()
-            try:
-                return http_get(port, "/metrics", timeout=2)[0] == 401
-            except OSError:
-                return False
-        wait_until(answers, 30, "blefleet-web answers")
+    with another_web(small_frames.socket, tmp_path / "web-auth.log", "--auth-file", str(auth)) as port:
         assert http_get(port, "/metrics", basic("ada", "right"))[0] == 200
         start = time.monotonic()
         statuses = [http_get(port, "/metrics", basic("bob", f"wrong{i}"))[0] for i in range(10)]
@@ -256,6 +228,3 @@ def test_wrong_passwords_are_slowed_and_counted_per_address(small_frames, tmp_pa
         assert status == 429 and headers["retry-after"] == "60", (status, text)
         assert "Too many wrong passwords" in text
         assert http_get(port, "/metrics", basic("ada", "right"))[0] == 200
-    finally:
-        web.terminate()
-        web.wait(10)

@@ -6,14 +6,13 @@ testbed's boards are the referee of what was switched."""
 
 from __future__ import annotations
 
-import base64
 import json
 import subprocess
 import warnings
 
 from playwright.sync_api import expect
 
-from web_support import BIN, BOARDS, free_port, http_get, wait_until
+from web_support import BOARDS, another_web, basic, http_get, wait_until
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -37,10 +36,6 @@ def post_rpc(port: int, method: str, params: dict | None = None, headers: dict |
         connection.close()
 
 
-def basic(user: str, password: str) -> dict:
-    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
-
-
 def leds(stack) -> dict[str, int | None]:
     return {b["name"]: b["led"] for b in stack.testbed.state()["boards"]}
 
@@ -58,20 +53,7 @@ def test_auth_file_roles(stack, browser, tmp_path):
     pupil = crypt.crypt("learn", crypt.mksalt(crypt.METHOD_SHA512))
     auth = tmp_path / "users"
     auth.write_text(f"teacher:{teacher}\npupil:{pupil}:read-only\n")
-    port = free_port()
-    log = tmp_path / "blefleet-web-roles.log"
-    with open(log, "wb") as out:
-        web = subprocess.Popen(
-            [str(BIN / "blefleet-web"), "--socket", stack.socket, "--listen", f"127.0.0.1:{port}",
-             "--auth-file", str(auth), "--log-target", "stderr"], stdout=out, stderr=subprocess.STDOUT)
-    try:
-        def up():
-            assert web.poll() is None, f"blefleet-web with --auth-file exited {web.returncode}: {log.read_text()}"
-            try:
-                return http_get(port, "/metrics", timeout=2)[0] == 401
-            except OSError:
-                return False
-        wait_until(up, 30, "blefleet-web with --auth-file does not answer")
+    with another_web(stack.socket, tmp_path / "blefleet-web-roles.log", "--auth-file", str(auth)) as port:
         as_pupil, as_teacher = basic("pupil", "learn"), basic("teacher", "teach")
         # Who each one is.
         assert json.loads(http_get(port, "/me", as_pupil)[2]) == {"user": "pupil", "role": "read-only"}
@@ -116,13 +98,6 @@ def test_auth_file_roles(stack, browser, tmp_path):
                 expect(switch).to_be_disabled()
         finally:
             context.close()
-    finally:
-        web.terminate()
-        try:
-            web.wait(10)
-        except subprocess.TimeoutExpired:
-            web.kill()
-            web.wait()
 
 
 NOBODY_CLIENT = """

@@ -13,7 +13,7 @@ import warnings
 from playwright.sync_api import expect
 from prometheus_client.parser import text_string_to_metric_families
 
-from web_support import BIN, BOARDS, HOSTILE_ALIAS, free_port, http_get, wait_until
+from web_support import BIN, BOARDS, HOSTILE_ALIAS, another_web, basic, free_port, http_get, wait_until
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -240,23 +240,7 @@ def test_auth_file(stack, tmp_path):
         assert hashed and hashed.startswith("$"), (user, hashed)
     auth = tmp_path / "users"
     auth.write_text("".join(f"{user}:{hashed}\n" for user, (_, hashed) in users.items()))
-    port = free_port()
-    log = tmp_path / "blefleet-web-auth.log"
-    with open(log, "wb") as out:
-        web = subprocess.Popen(
-            [str(BIN / "blefleet-web"), "--socket", stack.socket, "--listen", f"0.0.0.0:{port}",
-             "--auth-file", str(auth), "--log-target", "stderr"], stdout=out, stderr=subprocess.STDOUT)
-    try:
-        def up():
-            assert web.poll() is None, f"blefleet-web with --auth-file exited {web.returncode}: {log.read_text()}"
-            try:
-                return http_get(port, "/metrics", timeout=2)[0] == 401
-            except OSError:
-                return False
-        wait_until(up, 30, "blefleet-web with --auth-file does not answer")
-
-        def basic(user, password):
-            return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+    with another_web(stack.socket, tmp_path / "blefleet-web-auth.log", "--auth-file", str(auth), listen="0.0.0.0") as port:
         for path in ("/", "/metrics"):
             status, headers, _ = http_get(port, path)
             assert status == 401 and headers.get("www-authenticate", "").startswith('Basic realm="blefleet"'), (path, status, headers)
@@ -272,10 +256,3 @@ def test_auth_file(stack, tmp_path):
                     assert 'id="daemon-banner"' in body
             status, _, _ = http_get(port, path, basic("nobody", "yes crypt"))
             assert status == 401
-    finally:
-        web.terminate()
-        try:
-            web.wait(10)
-        except subprocess.TimeoutExpired:
-            web.kill()
-            web.wait()

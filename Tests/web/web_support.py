@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,3 +176,37 @@ class Stack:
         self.testbed.stop()
 
 
+
+
+@contextmanager
+def another_web(socket_path: str, log: Path, *options: str, listen: str = "127.0.0.1"):
+    """Another blefleet-web on the daemon's socket, on a port of its own, with `options`:
+    yields its port once it answers HTTP (any status), and stops it at the end."""
+    port = free_port()
+    with open(log, "wb") as out:
+        web = subprocess.Popen(
+            [str(BIN / "blefleet-web"), "--socket", socket_path, "--listen", f"{listen}:{port}", *options,
+             "--log-target", "stderr"], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        def up():
+            assert web.poll() is None, f"blefleet-web {' '.join(options)} exited {web.returncode}: {log.read_text()}"
+            try:
+                http_get(port, "/metrics", timeout=2)
+                return True
+            except OSError:
+                return False
+        wait_until(up, 30, f"blefleet-web {' '.join(options)} does not answer")
+        yield port
+    finally:
+        web.terminate()
+        try:
+            web.wait(10)
+        except subprocess.TimeoutExpired:
+            web.kill()
+            web.wait()
+
+
+def basic(user: str, password: str) -> dict:
+    """HTTP basic authentication's header."""
+    import base64
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
