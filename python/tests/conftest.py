@@ -1,0 +1,99 @@
+"""Fixtures of the Python package's tests: a BlueZoo testbed (humidity profile, 4 boards) and
+blefleetd from the debug build on it; the testbed's state is the referee."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "testbed" / "tests"))
+sys.path.insert(0, str(ROOT / "testbed"))
+
+from support import LANES, Testbed  # noqa: E402
+
+BIN = ROOT / ".build" / "debug"
+BOARDS = 4
+HUMIDITY_PROFILE = """\
+name: nano-humidity
+extends: nano
+sensors:
+  humidity:
+    service: d888a9c2-f3cc-11ed-a05b-0242ac120003
+    characteristic: d888a9c4-f3cc-11ed-a05b-0242ac120003
+    format: uint16
+    scale: 0.01
+    unit: "%"
+    access: [read, notify]
+    device-class: humidity
+"""
+
+
+class Daemon:
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.socket = str(work / "d.sock")
+        self.testbed = Testbed(work / "tb", ["--boards", str(BOARDS), "--humidity", "--temperature", "distinct:-1",
+                                             "--owner-pid", str(os.getpid())])
+        profiles = work / "profiles"
+        profiles.mkdir()
+        (profiles / "nano-humidity.yaml").write_text(HUMIDITY_PROFILE)
+        config = work / "blefleetd.conf"
+        config.write_text(f"socket-group: root\nprofile-dir: {profiles}\n")
+        self.log = work / "blefleetd.log"
+        with open(self.log, "wb") as out:
+            self.process = subprocess.Popen(
+                [str(BIN / "blefleetd"), "--config", str(config), "--socket", self.socket, "--state-dir",
+                 str(work / "state"), "--bus", self.testbed.bus_address, "--log-target", "stderr"],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not self.ready():
+            assert self.process.poll() is None, f"blefleetd exited: {self.log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"blefleetd has not {BOARDS} boards ready: {self.log.read_text()[-3000:]}"
+            time.sleep(0.1)
+
+    def ready(self) -> bool:
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(self.socket)
+        except OSError:
+            return False
+        out = subprocess.run([str(BIN / "blectl"), "--socket", self.socket, "--json", "boards"],
+                             capture_output=True, text=True, timeout=30)
+        if out.returncode != 0:
+            return False
+        boards = json.loads(out.stdout)["boards"]
+        return len(boards) == BOARDS and all(b["state"] == "ready" for b in boards)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.testbed.stop()
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    if "bluezoo" not in LANES:
+        pytest.skip("the Python package's tests run on the BlueZoo lane")
+    work = Path(tempfile.mkdtemp(prefix="bfpy-", dir="/tmp"))
+    made = None
+    try:
+        made = Daemon(work)
+        yield made
+    finally:
+        if made:
+            made.stop()
+        shutil.rmtree(work, ignore_errors=True)

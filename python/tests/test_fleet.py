@@ -1,0 +1,121 @@
+"""blefleet for Python against the real daemon on a BlueZoo testbed, as a script's author would
+check it: the boards' own state (the testbed's) is the referee."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from blefleet import DaemonUnreachable, Fleet, FleetError
+from conftest import BOARDS
+
+
+def run(coroutine):
+    return asyncio.run(asyncio.wait_for(coroutine, 60))
+
+
+def states(daemon) -> dict[str, dict]:
+    return {b["name"]: b for b in daemon.testbed.state()["boards"]}
+
+
+def test_led_on_a_selection_gives_each_boards_result_and_switches_the_boards(daemon):
+    async def scenario():
+        async with await Fleet.connect(daemon.socket) as fleet:
+            on = await fleet.led("all", True)
+            off = await fleet.led(["nano-02"], False)
+            return on, off
+    on, off = run(scenario())
+    assert on.ok == BOARDS and not on.failed
+    assert sorted(r.name for r in on) == [f"nano-{i:02d}" for i in range(1, BOARDS + 1)]
+    assert all(r.latency_ms is not None for r in on)
+    assert [(r.name, r.ok) for r in off] == [("nano-02", True)]
+    assert {name: b["led"] for name, b in states(daemon).items()} == {
+        f"nano-{i:02d}": 0 if i == 2 else 1 for i in range(1, BOARDS + 1)}
+
+
+def test_temperatures_and_a_profiles_sensor_are_what_the_boards_measure(daemon):
+    async def scenario():
+        async with await Fleet.connect(daemon.socket) as fleet:
+            return await fleet.temperatures(), await fleet.sensor("humidity"), await fleet.boards()
+    temperatures, humidity, boards = run(scenario())
+    truth = states(daemon)
+    assert {r.name: (r.value, r.unit) for r in temperatures} == {n: (b["temperature"], "°C") for n, b in truth.items()}
+    assert {r.name: (pytest.approx(r.value), r.unit) for r in humidity} == {
+        n: (pytest.approx(b["humidity"]), "%") for n, b in truth.items()}
+    assert {b.name: (b.state, b.sensors["temperature"]) for b in boards} == {
+        n: ("ready", b["temperature"]) for n, b in truth.items()}
+
+
+def test_events_follow_what_happens(daemon):
+    async def scenario():
+        async with await Fleet.connect(daemon.socket) as watcher, await Fleet.connect(daemon.socket) as switcher:
+            async with watcher.subscribe("led") as events:
+                await switcher.led("nano-03", False)
+                return await asyncio.wait_for(anext(events), 10)
+    event = run(scenario())
+    address = daemon.testbed.address("nano-03")
+    assert event["topic"] == "led" and event["address"] == address and event["data"] == {"on": False}
+
+
+def test_history_holds_the_readings(daemon):
+    async def scenario():
+        async with await Fleet.connect(daemon.socket) as fleet:
+            return await fleet.history("nano-01", since=timedelta(minutes=10), resolution="raw")
+    (series,) = run(scenario())
+    assert series.name == "nano-01" and series.points, series
+    assert {value for _, value in series.points} == {states(daemon)["nano-01"]["temperature"]}
+
+
+def test_errors_are_sentences_with_the_daemons_codes(daemon, tmp_path):
+    async def no_board():
+        async with await Fleet.connect(daemon.socket) as fleet:
+            await fleet.led("no-such-board", True)
+    with pytest.raises(FleetError) as refused:
+        run(no_board())
+    assert refused.value.code == -32001 and "no-such-board" in refused.value.message
+
+    async def bad_param():
+        async with await Fleet.connect(daemon.socket) as fleet:
+            await fleet.call("led.set", {"select": "all"})
+    with pytest.raises(FleetError) as invalid:
+        run(bad_param())
+    assert invalid.value.code == -32602 and '"on"' in invalid.value.message
+
+    with pytest.raises(DaemonUnreachable) as unreachable:
+        run(Fleet.connect(str(tmp_path / "none.sock")))
+    assert "does not exist" in str(unreachable.value)
+
+
+def test_calls_at_once_on_one_connection_each_get_their_own_answer(daemon):
+    async def scenario():
+        async with await Fleet.connect(daemon.socket) as fleet:
+            return await asyncio.gather(*(fleet.temperatures(f"nano-{i:02d}") for i in range(1, BOARDS + 1)),
+                                        fleet.status())
+    *readings, status = run(scenario())
+    assert [r[0].name for r in readings] == [f"nano-{i:02d}" for i in range(1, BOARDS + 1)]
+    assert status["boards"]["ready"] == BOARDS
+
+
+def test_the_package_is_typed_and_installs_with_pip(tmp_path):
+    """What a user of the package gets: mypy --strict finds nothing in it, and pip installs it
+    from the repository (py.typed included) and it imports."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1]
+    typed = subprocess.run([sys.executable, "-m", "mypy", "--strict", str(package / "blefleet")],
+                           capture_output=True, text=True, timeout=300)
+    assert typed.returncode == 0, typed.stdout + typed.stderr
+    target = tmp_path / "site"
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                                "--no-deps", "--no-build-isolation", "--target", str(target), str(package)],
+                               capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert installed.returncode == 0, installed.stderr
+    assert (target / "blefleet" / "py.typed").exists()
+    imported = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); import blefleet; "
+                               "print(blefleet.Fleet.__name__, blefleet.DEFAULT_SOCKET)", str(target)],
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert imported.stdout.split() == ["Fleet", "/run/blefleet/blefleetd.sock"], imported.stderr
