@@ -122,12 +122,11 @@ extension SocketTests {
         /// sends `frame` on each and prints, per connection, its first line and whether the
         /// daemon then closed it within 3 s ("closed") or kept it ("open").
         static let holder = """
-            import socket, sys, time
+            import socket, sys
             path, count, frame = sys.argv[1], int(sys.argv[2]), sys.argv[3]
             held = []
             for _ in range(count):
                 s = socket.socket(socket.AF_UNIX); s.connect(path); held.append(s)
-            time.sleep(0.3)
             for s in held:
                 try:
                     s.sendall(frame.encode() + b"\\n")
