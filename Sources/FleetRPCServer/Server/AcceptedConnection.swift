@@ -25,12 +25,24 @@ final class AcceptedConnection: Sendable {
         return channel
     }
 
-    /// Writes `frame` (one line) and closes the connection without serving it.
+    /// Writes `frame` (one line) and closes the connection without serving it. What the client
+    /// sent meanwhile is read and dropped first, for a second at most: a Unix socket closed with
+    /// unread data resets the connection, and the client would lose the line.
     func refuse(with frame: [UInt8]) {
         guard !taken.exchange(true, ordering: .relaxed) else { return }
         var buffer = ByteBuffer(bytes: frame)
         buffer.writeInteger(UInt8(ascii: "\n"))
-        Task { [channel] in try? await channel.executeThenClose { _, outbound in try await outbound.write(buffer) } }
+        Task { [channel] in
+            try? await channel.executeThenClose { inbound, outbound in
+                try await outbound.write(buffer)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { for try await _ in inbound {} }
+                    group.addTask { try await Task.sleep(for: .seconds(1)) }
+                    _ = try await group.next()
+                    group.cancelAll()
+                }
+            }
+        }
     }
 
     /// Closes the connection without serving it.
