@@ -173,9 +173,10 @@ def test_one_user_has_a_few_calls_at_once_and_the_others_are_served(small_frames
 
 
 def test_silent_and_dribbling_connections_are_closed_and_capped(small_frames, tmp_path):
-    """A blefleet-web with --max-connections 6 --idle-timeout 2: the seventh connection is
-    closed at once; silent ones and one sending a header line every half second are closed after 2 s
-    (the request head never completes); then /metrics answers again."""
+    """A blefleet-web with --max-connections 6 --idle-timeout 2: with six pages' event streams
+    open (served, so never idle), a seventh connection is closed at once; once they are gone, a
+    silent connection and one sending a header line every half second (its request head never
+    completes) are closed after 2 s; then /metrics answers again."""
     log = tmp_path / "web-limits.log"
     with another_web(small_frames.socket, log, "--max-connections", "6", "--idle-timeout", "2") as port:
         def answers():
@@ -183,19 +184,28 @@ def test_silent_and_dribbling_connections_are_closed_and_capped(small_frames, tm
                 return http_get(port, "/metrics", timeout=2)[0] == 200
             except OSError:
                 return False
-        silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]
+        streams = []
+        for _ in range(6):
+            stream = socket.create_connection(("127.0.0.1", port))
+            stream.sendall(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+            stream.settimeout(10)
+            seen = b""
+            while b"event: snapshot" not in seen:
+                chunk = stream.recv(65536)
+                assert chunk, "an event stream within the cap was closed"
+                seen += chunk
+            streams.append(stream)
+        extra = socket.create_connection(("127.0.0.1", port))
+        extra.settimeout(5)
+        assert extra.recv(100) == b"", "a connection past --max-connections 6 was kept"
+        extra.close()
+        for stream in streams:
+            stream.close()
+        wait_until(answers, 10, "/metrics answers once the streams are closed")
+
+        silent = socket.create_connection(("127.0.0.1", port))
         dribbler = socket.create_connection(("127.0.0.1", port))
         dribbler.sendall(f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
-        # A seventh is closed at once, once the six are counted in on the server's side (until
-        # then one may still get in: it is closed and another tried, for up to 10 s).
-        def seventh_closed():
-            with socket.create_connection(("127.0.0.1", port)) as extra:
-                extra.settimeout(1)
-                try:
-                    return extra.recv(100) == b""
-                except socket.timeout:
-                    return False
-        wait_until(seventh_closed, 10, "a connection past --max-connections 6 was kept")
         start = time.monotonic()
         closed_at = None
         dribbler.settimeout(0.5)
@@ -208,12 +218,10 @@ def test_silent_and_dribbling_connections_are_closed_and_capped(small_frames, tm
                 continue
             except OSError:
                 closed_at = time.monotonic() - start
-        assert closed_at is not None and closed_at < 6, f"a header line a second kept the connection {closed_at}"
-        for s in silent:
-            s.settimeout(5)
-            assert s.recv(100) == b"", "a silent connection was kept"
-            s.close()
-        wait_until(answers, 10, "/metrics answers once the silent connections are gone")
+        assert closed_at is not None and 1.5 < closed_at < 6, f"a header line every 0.5 s: closed after {closed_at} s"
+        silent.settimeout(5)
+        assert silent.recv(100) == b"", "a silent connection was kept"
+        silent.close()
         assert "refusing connections: 6 are open" in log.read_text()
 
 
