@@ -17,27 +17,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "testbed" / "tests"))
 
-from support import LANES, Testbed  # noqa: E402,F401  (LANES: for conftest)
+from support import HUMIDITY_PROFILE, LANES, Testbed  # noqa: E402,F401  (LANES: for conftest)
 
 BIN = ROOT / ".build" / "debug"
 CHROMIUM = "/usr/bin/chromium"
 BOARDS = 6
 
-# The lab's Nano sketch with relative humidity (the testbed's --humidity): every card then
-# has two sensors, as its profile says.
-HUMIDITY_PROFILE = """\
-name: nano-humidity
-extends: nano
-sensors:
-  humidity:
-    service: d888a9c2-f3cc-11ed-a05b-0242ac120003
-    characteristic: d888a9c4-f3cc-11ed-a05b-0242ac120003
-    format: uint16
-    scale: 0.01
-    unit: "%"
-    access: [read, notify]
-    device-class: humidity
-"""
 
 # A board name is the user's: the page must show it as text.
 HOSTILE_ALIAS = '<img src=x onerror="window.__injected=1">lab & <b>co</b>'

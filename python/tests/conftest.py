@@ -20,28 +20,16 @@ sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "testbed" / "tests"))
 sys.path.insert(0, str(ROOT / "testbed"))
 
-from support import LANES, Testbed  # noqa: E402
+from support import HUMIDITY_PROFILE, LANES, Testbed  # noqa: E402
 
 BIN = ROOT / ".build" / "debug"
 BOARDS = 4
-HUMIDITY_PROFILE = """\
-name: nano-humidity
-extends: nano
-sensors:
-  humidity:
-    service: d888a9c2-f3cc-11ed-a05b-0242ac120003
-    characteristic: d888a9c4-f3cc-11ed-a05b-0242ac120003
-    format: uint16
-    scale: 0.01
-    unit: "%"
-    access: [read, notify]
-    device-class: humidity
-"""
 
 
 class Daemon:
     def __init__(self, work: Path) -> None:
         self.work = work
+        self.boards = BOARDS
         self.socket = str(work / "d.sock")
         self.testbed = Testbed(work / "tb", ["--boards", str(BOARDS), "--humidity", "--temperature", "distinct:-1",
                                              "--owner-pid", str(os.getpid())])

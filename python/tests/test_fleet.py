@@ -9,7 +9,6 @@ from datetime import timedelta
 import pytest
 
 from blefleet import DaemonUnreachable, Fleet, FleetError
-from conftest import BOARDS
 
 
 def run(coroutine):
@@ -27,12 +26,13 @@ def test_led_on_a_selection_gives_each_boards_result_and_switches_the_boards(dae
             off = await fleet.led(["nano-02"], False)
             return on, off
     on, off = run(scenario())
-    assert on.ok == BOARDS and not on.failed
-    assert sorted(r.name for r in on) == [f"nano-{i:02d}" for i in range(1, BOARDS + 1)]
+    count = daemon.boards
+    assert on.ok == count and not on.failed
+    assert sorted(r.name for r in on) == [f"nano-{i:02d}" for i in range(1, count + 1)]
     assert all(r.latency_ms is not None for r in on)
     assert [(r.name, r.ok) for r in off] == [("nano-02", True)]
     assert {name: b["led"] for name, b in states(daemon).items()} == {
-        f"nano-{i:02d}": 0 if i == 2 else 1 for i in range(1, BOARDS + 1)}
+        f"nano-{i:02d}": 0 if i == 2 else 1 for i in range(1, count + 1)}
 
 
 def test_temperatures_and_a_profiles_sensor_are_what_the_boards_measure(daemon):
@@ -89,13 +89,14 @@ def test_errors_are_sentences_with_the_daemons_codes(daemon, tmp_path):
 
 
 def test_calls_at_once_on_one_connection_each_get_their_own_answer(daemon):
+    names = [f"nano-{i:02d}" for i in range(1, daemon.boards + 1)]
+
     async def scenario():
         async with await Fleet.connect(daemon.socket) as fleet:
-            return await asyncio.gather(*(fleet.temperatures(f"nano-{i:02d}") for i in range(1, BOARDS + 1)),
-                                        fleet.status())
+            return await asyncio.gather(*(fleet.temperatures(name) for name in names), fleet.status())
     *readings, status = run(scenario())
-    assert [r[0].name for r in readings] == [f"nano-{i:02d}" for i in range(1, BOARDS + 1)]
-    assert status["boards"]["ready"] == BOARDS
+    assert [r[0].name for r in readings] == names
+    assert status["boards"]["ready"] == daemon.boards
 
 
 def test_the_package_is_typed_and_installs_with_pip(tmp_path):

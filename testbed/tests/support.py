@@ -24,6 +24,22 @@ SENSOR_SERVICE = "d888a9c2-f3cc-11ed-a05b-0242ac120003"
 TEMPERATURE = "d888a9c3-f3cc-11ed-a05b-0242ac120003"
 CENTRAL = "/org/bluez/hci0"
 
+# The lab's Nano sketch with relative humidity (the testbed's --humidity), as a profile file
+# for blefleetd (blefleet-profile(5)): the clients' tests give it to the daemon they start.
+HUMIDITY_PROFILE = """\
+name: nano-humidity
+extends: nano
+sensors:
+  humidity:
+    service: d888a9c2-f3cc-11ed-a05b-0242ac120003
+    characteristic: d888a9c4-f3cc-11ed-a05b-0242ac120003
+    format: uint16
+    scale: 0.01
+    unit: "%"
+    access: [read, notify]
+    device-class: humidity
+"""
+
 
 def run_cli(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
     result = subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout)
