@@ -152,6 +152,8 @@ public actor FleetFeed: Service {
             Task { await self.finish() }
         }
         finish()
+        await calls.close()
+        await scrapes.close()
     }
 
     /// Ends every page's stream (their HTTP responses end) and stops following.
@@ -160,10 +162,6 @@ public actor FleetFeed: Service {
         for page in subscribers.values { page.finish() }
         subscribers = [:]
         client?.close()
-        Task { [calls, scrapes] in
-            await calls.close()
-            await scrapes.close()
-        }
     }
 
     private func keepPagesAlive() async {

@@ -122,6 +122,9 @@ final class PasswordChecks: Sendable {
         case overloaded
     }
 
+    /// Addresses whose wrong passwords are counted at once.
+    static let maxAddresses = 4096
+
     let file: AuthFile
     let limits: WebLimits
     private let pool: NIOThreadPool
@@ -145,21 +148,28 @@ final class PasswordChecks: Sendable {
             return kept.count
         }
         if recent >= limits.failuresPerMinute { return .tooManyFailures }
+        // Only the hashing counts against the queue: a wrong password's delay holds no thread.
         guard waiting.add(1, ordering: .relaxed).newValue <= limits.passwordQueue else {
             waiting.subtract(1, ordering: .relaxed)
             return .overloaded
         }
-        defer { waiting.subtract(1, ordering: .relaxed) }
         let file = self.file
         let user = try? await pool.runIfActive { file.user(authorization: header) }
+        waiting.subtract(1, ordering: .relaxed)
         if let user { return .user(user) }
-        failures.withLock { table in
-            var list = table[address, default: []]
-            list.append(now)
-            if table.count > 4096 { table.removeAll() }  // bounded: an address space's worth of attempts
-            table[address] = Array(list.suffix(limits.failuresPerMinute))
+        let kept = failures.withLock { table -> Bool in
+            // Bounded: addresses whose failures are all older than a minute go first; a table
+            // still full of fresh ones keeps them (wiping it would let many addresses clear
+            // one address's count) and the new address is answered as overloaded.
+            if table.count >= Self.maxAddresses, table[address] == nil {
+                table = table.filter { _, times in times.contains { now - $0 < .seconds(60) } }
+                if table.count >= Self.maxAddresses { return false }
+            }
+            table[address, default: []].append(now)
+            table[address] = Array(table[address, default: []].suffix(limits.failuresPerMinute))
+            return true
         }
         try? await Task.sleep(for: limits.failureDelay)
-        return .wrong
+        return kept ? .wrong : .overloaded
     }
 }

@@ -76,7 +76,9 @@ public enum WebServer {
         router.post("/rpc") { request, context -> Response in
             let reply: [UInt8]
             let user = context.webUser()
-            if !inFlight.enter(user.name) {
+            let entered = inFlight.enter(user.name)
+            defer { if entered { inFlight.leave(user.name) } }
+            if !entered {
                 reply = JSONValue.object([
                     "jsonrpc": "2.0", "id": .null,
                     "error": [
@@ -85,10 +87,8 @@ public enum WebServer {
                     ],
                 ]).serialized()
             } else if let body = try? await request.body.collect(upTo: maxBody) {
-                defer { inFlight.leave(user.name) }
                 reply = await rpc(Array(buffer: body), user: user, feed: feed)
             } else {
-                inFlight.leave(user.name)
                 reply = JSONValue.object([
                     "jsonrpc": "2.0", "id": .null,
                     "error": ["code": .int(Int64(RPCErrorCode.invalidRequest.rawValue)), "message": "The request is larger than 64 KiB; a call from the page is far smaller."],
