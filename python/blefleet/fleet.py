@@ -222,7 +222,7 @@ class Fleet:
             self._writer.write(json.dumps(request, separators=(",", ":")).encode() + b"\n")
             await self._writer.drain()
             return await asyncio.wait_for(future, timeout)
-        except (ConnectionError, BrokenPipeError) as e:
+        except ConnectionError as e:
             self._end(f"the connection to blefleetd ended: {e}")
             raise DaemonUnreachable(self._closed or "the connection ended") from None
         finally:
