@@ -269,11 +269,7 @@ struct RadioFaultTests {
             _ = try await testbed.run(["fault", "hang", "hci0", "--until-reset"])
             let hung = ContinuousClock.now
             // Found stuck: blectl status says so.
-            try await SeveralAdaptersTests.waitForStatus(daemon.socket, lane: lane, "hci0 stuck", timeout: .seconds(20)) {
-                $0["adapters"]?.arrayValue?.contains {
-                    $0["name"]?.stringValue == "hci0" && ["recovering", "failed"].contains($0["health"]?.stringValue ?? "")
-                } == true
-            }
+            try await Self.waitUntilFoundStuck("hci0", before: before, socket: daemon.socket, lane: lane, timeout: .seconds(20))
             let detected = hung.duration(to: .now)
             // Meanwhile every LED switches, the boards served through hci1.
             let result = try await Self.led(true, "all", socket: daemon.socket, deadlineMs: 30_000)
@@ -303,6 +299,25 @@ struct RadioFaultTests {
             print("hung hci0: found stuck after \(detected); status after recovery: \(recovered)")
         }
     }
+    /// Waits until the daemon's status shows `adapter` found stuck after `before` (a status
+    /// taken before the fault): recovering or failed now, or a recovery that began since
+    /// (`lastRecovery.started` other than before's). A power cycle or reset that works at once
+    /// is over within a tenth of a second, shorter than one poll of the status; its record stays.
+    static func waitUntilFoundStuck(
+        _ adapter: String, before: JSONValue, socket: String, lane: Lane, timeout: Duration
+    ) async throws {
+        func entry(_ status: JSONValue) -> JSONValue? {
+            status["adapters"]?.arrayValue?.first { $0["name"]?.stringValue == adapter }
+        }
+        let earlier = entry(before)?["lastRecovery"]?["started"]?.stringValue
+        try await SeveralAdaptersTests.waitForStatus(socket, lane: lane, "\(adapter) stuck", timeout: timeout) {
+            guard let now = entry($0) else { return false }
+            if ["recovering", "failed"].contains(now["health"]?.stringValue ?? "") { return true }
+            guard let started = now["lastRecovery"]?["started"]?.stringValue else { return false }
+            return started != earlier
+        }
+    }
+
     /// Puts each board of `near` close to its adapter (-35 dBm) and far from the other of
     /// hci0 and hci1 (-85 dBm), and starts a daemon on both with the kernel's management
     /// interface (the testbed's relay); returns it once every board is ready. The caller
@@ -340,15 +355,14 @@ struct RadioFaultTests {
                 let adapters = SeveralAdaptersTests.adapters($0)
                 return adapters["hci0"]?.used == 2 && adapters["hci1"]?.used == 0
             }
+            let before = try await SeveralAdaptersTests.status(daemon.socket)
             _ = try await testbed.run(["fault", "hang", "hci1", "--until-reset"])
             let hung = ContinuousClock.now
             func health(_ status: JSONValue) -> String? {
                 status["adapters"]?.arrayValue?.first { $0["name"]?.stringValue == "hci1" }?["health"]?.stringValue
             }
             do {
-                try await SeveralAdaptersTests.waitForStatus(daemon.socket, lane: lane, "hci1 stuck", timeout: .seconds(10)) {
-                    ["recovering", "failed"].contains(health($0) ?? "")
-                }
+                try await Self.waitUntilFoundStuck("hci1", before: before, socket: daemon.socket, lane: lane, timeout: .seconds(15))
             } catch {
                 throw FixtureError("\(error)\n\(daemon.logTail(200))")
             }
