@@ -5,6 +5,7 @@ public enum BlueZInterfaces {
     public static let device = "org.bluez.Device1"
     public static let gattService = "org.bluez.GattService1"
     public static let gattCharacteristic = "org.bluez.GattCharacteristic1"
+    public static let gattDescriptor = "org.bluez.GattDescriptor1"
     public static let objectManager = "org.freedesktop.DBus.ObjectManager"
     public static let properties = "org.freedesktop.DBus.Properties"
 }

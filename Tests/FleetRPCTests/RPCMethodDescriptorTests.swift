@@ -75,7 +75,13 @@ import JSONRPC
                 "boards.forget", "boards.alias", "gatt.read", "gatt.write", "gatt.notify", "events.subscribe",
                 "events.unsubscribe",
                 "daemon.status", "switch.set", "sensor.read", "history.read",
+                "devices.watch", "devices.unwatch", "device.connect", "device.disconnect", "device.services", "device.read",
+                "device.write", "device.notify",
             ])
+        // The read-only group may scan and read any device; connecting and writing need control.
+        #expect(
+            FleetMethods.descriptors.filter { $0.name.hasPrefix("device") && $0.access == .write }.map(\.name).sorted()
+                == ["device.connect", "device.disconnect", "device.write"])
         #expect(FleetMethods.SwitchSet.descriptor.access == .write)
         #expect(FleetMethods.SensorRead.descriptor.access == .read)
         #expect(FleetMethods.LedSet.descriptor.access == .write)

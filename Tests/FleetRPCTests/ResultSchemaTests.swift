@@ -81,6 +81,30 @@ import JSONRPC
                     sensor: "temperature", since: 0, until: 1_795_507_260_000, resolution: .fiveMinutes, series: [buckets],
                     unmatched: [.name("x")]),
             ])
+        case "devices.watch", "devices.unwatch":
+            return try json([DevicesWatchResult(watching: true)])
+        case "device.connect", "device.services":
+            let services = [
+                GattServiceInfo(
+                    uuid: "0000180f-0000-1000-8000-00805f9b34fb", handle: 10, primary: true,
+                    characteristics: [
+                        GattCharacteristicInfo(
+                            uuid: "00002a19-0000-1000-8000-00805f9b34fb", handle: 11, properties: ["read", "notify"],
+                            descriptors: [GattDescriptorInfo(uuid: "00002902-0000-1000-8000-00805f9b34fb", handle: 13)])
+                    ])
+            ]
+            return try json([
+                DeviceServicesResult(address: a.rawValue, name: "thermo", adapter: "hci0", mtu: 247, services: services),
+                DeviceServicesResult(address: a.rawValue, mtu: 23, services: []),
+            ])
+        case "device.disconnect":
+            return try json([DeviceReleasedResult(address: a.rawValue)])
+        case "device.read":
+            return try json([DeviceValueResult(value: "0aff")])
+        case "device.write":
+            return try json([DeviceWrittenResult()])
+        case "device.notify":
+            return try json([DeviceNotifyingResult(notifying: true)])
         default:
             // led.set, switch.set, boards.connect/disconnect/forget, gatt.write, gatt.notify.
             return try json([result(Done())])
@@ -95,6 +119,7 @@ import JSONRPC
         var written = Set<String>()
         let writesOutcomes = !["boards.list", "boards.scan", "boards.alias", "temperature.read", "sensor.read", "gatt.read",
                                "events.subscribe", "events.unsubscribe", "daemon.status", "history.read"].contains(name)
+            && !name.hasPrefix("device")
         if writesOutcomes {
             #expect(schema == FleetMethods.LedSet.descriptor.result.schema, "\(name) writes plain outcomes")
         }

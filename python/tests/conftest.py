@@ -27,27 +27,31 @@ BOARDS = 4
 
 
 class Daemon:
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, boards: int = BOARDS, config: str = "", fleet: int | None = None) -> None:
+        """`boards` on the testbed; `config` added to blefleetd's; `fleet`: how many of the
+        boards join the fleet (its `allow` list in `config` says which; default all)."""
         self.work = work
-        self.boards = BOARDS
+        self.boards = boards
+        self.fleet = boards if fleet is None else fleet
         self.socket = str(work / "d.sock")
-        self.testbed = Testbed(work / "tb", ["--boards", str(BOARDS), "--humidity", "--temperature", "distinct:-1",
+        self.testbed = Testbed(work / "tb", ["--boards", str(boards), "--humidity", "--temperature", "distinct:-1",
                                              "--owner-pid", str(os.getpid())])
         profiles = work / "profiles"
         profiles.mkdir()
         (profiles / "nano-humidity.yaml").write_text(HUMIDITY_PROFILE)
-        config = work / "blefleetd.conf"
-        config.write_text(f"socket-group: root\nprofile-dir: {profiles}\n")
+        extra = config
+        config_file = work / "blefleetd.conf"
+        config_file.write_text(f"socket-group: root\nprofile-dir: {profiles}\n{extra}")
         self.log = work / "blefleetd.log"
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(
-                [str(BIN / "blefleetd"), "--config", str(config), "--socket", self.socket, "--state-dir",
+                [str(BIN / "blefleetd"), "--config", str(config_file), "--socket", self.socket, "--state-dir",
                  str(work / "state"), "--bus", self.testbed.bus_address, "--log-target", "stderr"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while not self.ready():
             assert self.process.poll() is None, f"blefleetd exited: {self.log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"blefleetd has not {BOARDS} boards ready: {self.log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"blefleetd has not {self.fleet} boards ready: {self.log.read_text()[-3000:]}"
             time.sleep(0.1)
 
     def ready(self) -> bool:
@@ -61,7 +65,7 @@ class Daemon:
         if out.returncode != 0:
             return False
         boards = json.loads(out.stdout)["boards"]
-        return len(boards) == BOARDS and all(b["state"] == "ready" for b in boards)
+        return len(boards) == self.fleet and all(b["state"] == "ready" for b in boards)
 
     def stop(self) -> None:
         self.process.terminate()

@@ -24,7 +24,7 @@ actor DiscoveryGovernor {
     /// The longest such moment (it ends sooner once every waiting board was heard).
     static let refreshWindow: Duration = .seconds(2)
     private let client: BlueZClient
-    private let filter: DiscoveryFilter
+    private var filter: DiscoveryFilter
     private let logger: Logger
     /// The powered adapter to discover on; nil while it is off, missing, or BlueZ is gone.
     private var adapter: BlueZAdapter?
@@ -149,6 +149,18 @@ actor DiscoveryGovernor {
         case .failed(let message): message.lowercased().contains("timed out") || message.lowercased().contains("timeout")
         default: false
         }
+    }
+
+    /// Discovery reports what `filter` lets through from now on: a session running is
+    /// started again with it (BlueZ merges every client's filter at each start).
+    func setFilter(_ filter: DiscoveryFilter) async {
+        guard filter != self.filter else { return }
+        self.filter = filter
+        guard running, !reconciling, adapter != nil else { return }
+        kicking = true
+        await reconcile()
+        kicking = false
+        await reconcile()
     }
 
     /// Stops discovery and starts it again now (a recovery step), whatever the last restart.

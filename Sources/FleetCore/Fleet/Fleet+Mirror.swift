@@ -115,7 +115,7 @@ extension Fleet {
                 let reports = healthReports.continuation
                 let adapter = FleetAdapter(
                     adapter: current, limit: configuration.limit(for: current), client: client,
-                    filter: DiscoveryFilter(serviceUUIDs: context.profiles.advertisedServices.map(\.bluetooth)), logger: logger,
+                    filter: discoveryFilter, logger: logger,
                     report: { reports.yield(($0, $1)) })
                 adapters[current.path] = adapter
                 logger.info(

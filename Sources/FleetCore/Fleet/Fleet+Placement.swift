@@ -130,7 +130,10 @@ extension Fleet {
         }
         for other in shown where other != board {
             if let known = boards[other] {
-                links.append(await known.linkUsage)
+                // A board a client holds (`device.connect`) is never given away to rotate.
+                var usage = await known.linkUsage
+                if leases.isLeased(other) { usage.isBusy = true }
+                links.append(usage)
             } else {
                 links.append(ConnectionSlots.Link(address: other, lastUsed: .now, isBusy: true))
             }

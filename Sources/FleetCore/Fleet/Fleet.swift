@@ -48,6 +48,11 @@ public actor Fleet {
     var lastNotedSeen: [BoardAddress: (at: ContinuousClock.Instant, name: String?)] = [:]
     /// The settings that can change while running (`reconfigure`).
     public private(set) var tunables: Tunables
+    /// The links held for clients (`device.connect`), by device.
+    nonisolated let leases = DeviceLeases()
+    /// Clients that want every device reported (an advertisement watch, a connect to a device
+    /// not heard yet): while any does, discovery runs without the profiles' service filter.
+    var discoveryWideners = 0
     /// What the adapters' health asks the fleet to do (``AdapterHealthMonitor``), by adapter path.
     nonisolated let healthReports = AsyncStream.makeStream(of: (String, AdapterHealth.Action).self)
 

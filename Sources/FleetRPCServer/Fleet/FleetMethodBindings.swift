@@ -182,6 +182,7 @@ public enum FleetMethodBindings {
             return HistoryResult(
                 sensor: sensor, since: params.since, until: until, resolution: resolution, series: series, unmatched: match.unmatched)
         }
+        DeviceBindings(fleet: fleet).register(on: &dispatcher)
         dispatcher.registerDiscovery(FleetMethods.Discover.self, title: "blefleet", version: environment.version)
     }
 

@@ -1,0 +1,392 @@
+import BlueZ
+import Synchronization
+
+/// Any device, not only the fleet's boards: the daemon as a Bluetooth proxy for its clients
+/// (a bleak script through `blefleet.bleak`). A client's connect is a lease on a link
+/// through the same adapters, placement and slots as the boards: a leased link is never
+/// given away to rotate, idle board links give way to it (least recently used first), and
+/// it ends when the client disconnects or its connection closes.
+extension Fleet {
+    /// The discovery filter the adapters use now: the profiles' advertised services, or
+    /// none while a client wants every device reported.
+    var discoveryFilter: DiscoveryFilter {
+        discoveryWideners > 0
+            ? DiscoveryFilter() : DiscoveryFilter(serviceUUIDs: context.profiles.advertisedServices.map(\.bluetooth))
+    }
+
+    /// One more (`+1`) or one fewer (`-1`) client wants every device reported.
+    func widenDiscovery(_ delta: Int) async {
+        let wasWide = discoveryWideners > 0
+        discoveryWideners = max(0, discoveryWideners + delta)
+        guard wasWide != (discoveryWideners > 0) else { return }
+        let filter = discoveryFilter
+        logger.debug(wasWide ? "discovery back to the profiles' services" : "discovery reports every device for clients")
+        for adapter in adapters.values { await adapter.discovery.setFilter(filter) }
+    }
+
+    /// The device object of `address` whose link is up, on any adapter.
+    static func linkedDevice(_ address: BoardAddress, in tree: BlueZObjectTree) -> BlueZDevice? {
+        tree.objects(implementing: BlueZInterfaces.device).lazy
+            .map { BlueZDevice(path: $0.path, properties: $0.properties) }
+            .first { BoardAddress($0.address) == address && $0.hasLink }
+    }
+
+    // MARK: Leases
+
+    /// Connects to `address` for `holder` (or joins the link that is up) and leases it: the
+    /// fleet never gives the link away while leased. Waits for a connection slot (idle board
+    /// links are released for it, least recently used first) until `timeout`. `onLost` is
+    /// called once, with a reason, when the link goes down while leased.
+    public func leaseDevice(
+        _ address: BoardAddress, holder: LeaseHolder, timeout: Duration, onLost: @escaping @Sendable (String) -> Void
+    ) async throws(DeviceError) -> DeviceLink {
+        let deadline = ContinuousClock.now + timeout
+        if let board = boards[address] {
+            let outcome = await Self.race(deadline) { () async -> DeviceError? in
+                do {
+                    try await board.connect()
+                    return nil
+                } catch let error as FleetError {
+                    return DeviceError(error)
+                } catch {
+                    return DeviceError(.failed, "\(error)")
+                }
+            }
+            if outcome.timedOut, outcome.value != nil {
+                throw DeviceError(.timeout, "\(address) was not connected within \(timeout) (a fleet board: `blectl boards` says why).")
+            }
+            if let error = outcome.value { throw error }
+        } else if Self.linkedDevice(address, in: await client.mirror.tree)?.servicesResolved != true {
+            // Cancelled at the deadline, the connect says where it stood.
+            let outcome = await Self.race(deadline) { () async -> DeviceError? in
+                await self.connectDevice(address, deadline: deadline)
+            }
+            if let error = outcome.value { throw error }
+        }
+        let tree = await client.mirror.tree
+        guard let device = Self.linkedDevice(address, in: tree) else {
+            throw DeviceError(.notConnected, "\(address) disconnected as soon as it was connected.")
+        }
+        let path = device.path
+        let first = leases.add(holder, to: address, devicePath: path, isBoard: boards[address] != nil, onLost: onLost)
+        if first {
+            let leases = self.leases
+            let lostLink = Mutex(false)
+            let observation = await client.mirror.observe(path: path, interfaces: [BlueZInterfaces.device]) { event in
+                let reason: String? =
+                    switch event {
+                    case .propertiesChanged(_, _, let changed, _) where changed["Connected"]?.bool == false:
+                        "the link went down"
+                    case .interfacesRemoved: "BlueZ removed the device"
+                    case .serviceLost: "bluetoothd stopped"
+                    default: nil
+                    }
+                guard let reason, lostLink.withLock({ lost in defer { lost = true }; return !lost }) else { return }
+                guard let lease = leases.lost(address, devicePath: path) else { return }
+                for onLost in lease.holders.values { onLost(reason) }
+            }
+            leases.watch(address, with: observation)
+            // Down meanwhile (between the look above and the observation): over at once.
+            if await client.mirror.tree.device(at: path)?.hasLink != true, let lease = leases.lost(address, devicePath: path) {
+                for onLost in lease.holders.values { onLost("the link went down") }
+            }
+            logger.info(
+                "device leased to a client",
+                metadata: ["ble.address": "\(address)", "ble.adapter": "\(Self.adapterName(device.adapterPath))",
+                           "client": "\(holder.id)"])
+        }
+        let services = tree.gattServices(device: path)
+        let mtu = services.lazy.flatMap(\.characteristics).compactMap(\.mtu).first.map(Int.init) ?? 23
+        return DeviceLink(
+            address: address, name: device.alias ?? device.name, adapter: Self.adapterName(device.adapterPath), mtu: mtu,
+            services: services.map(DeviceGATTService.init))
+    }
+
+    /// Ends `holder`'s lease on `address`; the link of a device no one holds any more that is
+    /// not a board is released at once.
+    public func endLease(_ address: BoardAddress, holder: LeaseHolder) async {
+        guard let lease = leases.remove(holder, from: address) else { return }
+        logger.info("device lease ended", metadata: ["ble.address": "\(address)", "client": "\(holder.id)"])
+        guard !lease.isBoard, boards[address] == nil,
+            let device = await client.mirror.tree.device(at: lease.devicePath), device.hasLink
+        else {
+            context.slotsChanged.notify()
+            return
+        }
+        do {
+            try await client.disconnect(device)
+        } catch {
+            logger.warning("could not release a device's link", metadata: ["ble.address": "\(address)", "error": "\(error)"])
+        }
+        context.slotsChanged.notify()
+    }
+
+    /// Ends every lease of `holder` (its connection closed).
+    public func endLeases(of holder: LeaseHolder) async {
+        for address in leases.held(by: holder) { await endLease(address, holder: holder) }
+    }
+
+    /// Connects a device that is not a board, as a board connects: through the adapter that
+    /// hears it best with room (``Placement``), one connect at a time per adapter, discovery
+    /// paused meanwhile, a slot reserved (idle board links released for it). Returns nil when
+    /// linked, else why not; when cancelled (its deadline), a timeout saying where it stood.
+    private func connectDevice(_ address: BoardAddress, deadline: ContinuousClock.Instant) async -> DeviceError? {
+        var choice = await placement(for: address, link: nil, rssi: [:])
+        if choice == nil {
+            // Not heard (yet): every device reported for a moment, until it is.
+            await widenDiscovery(+1)
+            let usable = Set(adapters.values.filter { $0.adapter.powered && $0.health.isUsable }.map(\.path))
+            _ = try? await client.mirror.wait(
+                timeout: max(.milliseconds(1), ContinuousClock.now.duration(to: deadline)), description: "\(address) heard"
+            ) { snapshot in
+                snapshot.tree.objects(implementing: BlueZInterfaces.device).contains {
+                    BoardAddress($0.properties["Address"]?.string ?? "") == address
+                        && usable.contains($0.properties["Adapter"]?.string ?? "")
+                } ? .done(()) : .pending
+            }
+            await widenDiscovery(-1)
+            if Task.isCancelled {
+                return DeviceError(.notFound, "No adapter of the fleet heard \(address) within the time given (is it on and advertising?).")
+            }
+            choice = await placement(for: address, link: nil, rssi: [:])
+        }
+        guard let choice else {
+            return DeviceError(.notFound, "No adapter of the fleet hears \(address) (is it on and advertising?).")
+        }
+        let adapter = choice.adapter
+        await adapter.discovery.hold()
+        defer {
+            adapter.unclaim(address)
+            context.slotsChanged.notify()
+            Task { await adapter.discovery.release() }
+        }
+        do {
+            try await adapter.scheduler.acquire()
+        } catch {
+            return await noSlot(for: address, on: adapter)
+        }
+        let permit = ConnectPermit(adapter: adapter, rotation: choice.full)
+        defer { permit.release() }
+        guard await reserveSlot(for: address, on: adapter, command: true) else {
+            return await noSlot(for: address, on: adapter)
+        }
+        adapter.linking(address)
+        do {
+            try await client.connect(
+                choice.device, timeout: max(.milliseconds(1), ContinuousClock.now.duration(to: deadline)),
+                linkUp: { permit.release(linked: true) })
+            return nil
+        } catch {
+            adapter.noteFailure(of: address)
+            let bluez = BlueZError(error)
+            if case .timeout = bluez {
+                return DeviceError(.timeout, "\(address) did not connect through \(adapter.name) in time (\(bluez.message)).")
+            }
+            return DeviceError(.connectFailed, "\(address) could not be connected through \(adapter.name): \(bluez.message).")
+        }
+    }
+
+    /// Why a connect still waiting at its deadline did not happen: every connection slot of
+    /// its adapter in use (the phrase "connection slot" is what bleak-retry-connector
+    /// classifies as out of slots), or its turn in the adapter's queue of connects not come.
+    private func noSlot(for address: BoardAddress, on adapter: FleetAdapter) async -> DeviceError {
+        let links = await client.mirror.tree.devices(onAdapter: adapter.path).filter(\.hasLink).count
+        let leased = leases.count
+        let held = leased > 0 ? " (\(leased) device link\(leased == 1 ? "" : "s") leased by clients)" : ""
+        guard links + adapter.linkingBoards.count >= adapter.limit else {
+            return DeviceError(
+                .timeout, "\(address) was still waiting for its turn to connect through \(adapter.name) at its deadline"
+                    + " (\(adapter.queuedBoards.count) connects queued there).")
+        }
+        return DeviceError(
+            .timeout,
+            "No connection slot of \(adapter.name) became free for \(address) in time: all \(adapter.limit) are in use\(held).")
+    }
+
+    /// Runs `body` until `deadline`; past it, cancels it and waits for it to end (it cleans
+    /// up after itself and says where it stood). Its value, and whether the deadline passed.
+    static func race<Value: Sendable>(
+        _ deadline: ContinuousClock.Instant, _ body: @escaping @Sendable () async -> Value
+    ) async -> (value: Value, timedOut: Bool) {
+        await withTaskGroup(of: Value?.self) { group in
+            group.addTask { await body() }
+            group.addTask {
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                return nil
+            }
+            var timedOut = false
+            while let next = await group.next() {
+                if let value = next {
+                    group.cancelAll()
+                    return (value, timedOut)
+                }
+                if !timedOut, ContinuousClock.now >= deadline {
+                    timedOut = true
+                    group.cancelAll()
+                }
+            }
+            preconditionFailure("the body of a race always ends with a value")
+        }
+    }
+
+    // MARK: GATT by handle
+
+    /// The linked device of `address`, or `notConnected`.
+    private func linked(_ address: BoardAddress) async throws(DeviceError) -> (BlueZDevice, BlueZObjectTree) {
+        let tree = await client.mirror.tree
+        guard let device = Self.linkedDevice(address, in: tree) else {
+            throw DeviceError(.notConnected, "\(address) is not connected (device.connect connects it).")
+        }
+        return (device, tree)
+    }
+
+    /// The services of the linked device `address` (handles, properties, descriptors), and its MTU.
+    public func deviceServices(_ address: BoardAddress) async throws(DeviceError) -> (mtu: Int, services: [DeviceGATTService]) {
+        let (device, tree) = try await linked(address)
+        guard device.servicesResolved else {
+            throw DeviceError(.notConnected, "\(address) is connected but its services are not resolved yet.")
+        }
+        let services = tree.gattServices(device: device.path)
+        return (services.lazy.flatMap(\.characteristics).compactMap(\.mtu).first.map(Int.init) ?? 23,
+                services.map(DeviceGATTService.init))
+    }
+
+    private func attribute(_ address: BoardAddress, handle: UInt16, descriptor: Bool) async throws(DeviceError)
+        -> BlueZGATTAttribute
+    {
+        let (device, tree) = try await linked(address)
+        guard let found = tree.gattAttribute(device: device.path, handle: handle, descriptor: descriptor) else {
+            let hex = "0x" + String(handle, radix: 16)
+            throw DeviceError(
+                .notSupported, "\(address) has no \(descriptor ? "descriptor" : "characteristic or descriptor") with handle \(handle) (\(hex)).")
+        }
+        return found
+    }
+
+    /// Reads the characteristic (or, with `descriptor`, the descriptor) with `handle`.
+    public func readAttribute(_ address: BoardAddress, handle: UInt16, descriptor: Bool, timeout: Duration) async throws(DeviceError)
+        -> [UInt8]
+    {
+        let found = try await attribute(address, handle: handle, descriptor: descriptor)
+        do {
+            return try await client.readValue(found, timeout: timeout)
+        } catch {
+            throw DeviceError(gatt: BlueZError(error), address: address)
+        }
+    }
+
+    /// Writes the characteristic (or descriptor) with `handle`.
+    public func writeAttribute(
+        _ address: BoardAddress, handle: UInt16, descriptor: Bool, value: [UInt8], withResponse: Bool, timeout: Duration
+    ) async throws(DeviceError) {
+        let found = try await attribute(address, handle: handle, descriptor: descriptor)
+        do {
+            try await client.writeValue(value, to: found, type: withResponse ? .request : .command, timeout: timeout)
+        } catch {
+            throw DeviceError(gatt: BlueZError(error), address: address)
+        }
+    }
+
+    /// Follows the notifications (or indications) of the characteristic with `handle`: one
+    /// BlueZ subscription however many clients follow it (the BlueZ client counts them).
+    public func followAttribute(
+        _ address: BoardAddress, handle: UInt16, onValue: @escaping @Sendable ([UInt8]) -> Void,
+        onEnd: @escaping @Sendable (String) -> Void
+    ) async throws(DeviceError) -> DeviceFollow {
+        let found = try await attribute(address, handle: handle, descriptor: false)
+        guard let characteristic = await client.mirror.tree.characteristic(at: found.path) else {
+            throw DeviceError(.notConnected, "\(address) disconnected.")
+        }
+        guard characteristic.flags.contains(where: { $0 == "notify" || $0 == "indicate" }) else {
+            throw DeviceError(.notSupported, "The characteristic with handle \(handle) of \(address) neither notifies nor indicates.")
+        }
+        do {
+            return DeviceFollow(
+                try await client.notifications(characteristic, onValue: onValue) { error in
+                    onEnd("\(error)")
+                })
+        } catch {
+            throw DeviceError(gatt: BlueZError(error), address: address)
+        }
+    }
+
+    // MARK: Advertisements
+
+    /// Reports each device the adapters hear, from the fleet's one discovery session: first
+    /// every device BlueZ knows now, then each change of what it advertises (RSSI, name,
+    /// data). With `services`, only devices that advertise one of them. Discovery reports
+    /// every device while a watch runs. ``AdvertisementWatch/cancel()`` ends it.
+    public func watchAdvertisements(
+        services: [GattUUID], deliver: @escaping @Sendable (DeviceAdvertisement) -> Void
+    ) async -> AdvertisementWatch {
+        let services = Set(services.map(\.bluetooth))
+        await widenDiscovery(+1)
+        let known = Mutex<[String: BlueZObjectTree.Properties]>([:])
+        let deviceInterface = BlueZInterfaces.device
+        @Sendable func report(_ path: String, _ properties: BlueZObjectTree.Properties) {
+            guard let advertisement = BlueZObjectTree(objects: [path: [deviceInterface: properties]]).advertisement(at: path)
+            else { return }
+            if !services.isEmpty {
+                let offered = Set(advertisement.device.uuids)
+                    .union(advertisement.serviceData.keys.compactMap(BluetoothUUID.init))
+                guard !offered.isDisjoint(with: services) else { return }
+            }
+            if let advertisement = DeviceAdvertisement(advertisement) { deliver(advertisement) }
+        }
+        let observation = await client.mirror.observe(interfaces: [deviceInterface]) { event in
+            switch event {
+            case .interfacesAdded(let path, let interfaces):
+                guard let properties = interfaces[deviceInterface] else { return }
+                known.withLock { $0[path] = properties }
+                report(path, properties)
+            case .propertiesChanged(let path, _, let changed, let invalidated):
+                let merged = known.withLock { known -> BlueZObjectTree.Properties? in
+                    guard var properties = known[path] else { return nil }
+                    properties.merge(changed) { _, new in new }
+                    for name in invalidated { properties[name] = nil }
+                    known[path] = properties
+                    return properties
+                }
+                if let merged { report(path, merged) }
+            case .interfacesRemoved(let path, let interfaces) where interfaces.contains(deviceInterface):
+                _ = known.withLock { $0.removeValue(forKey: path) }
+            case .serviceLost:
+                known.withLock { $0 = [:] }
+            default:
+                break
+            }
+        }
+        for (path, properties) in await client.mirror.tree.objects(implementing: deviceInterface) {
+            let fresh = known.withLock { known -> Bool in
+                guard known[path] == nil else { return false }
+                known[path] = properties
+                return true
+            }
+            if fresh { report(path, properties) }
+        }
+        return AdvertisementWatch { [weak self] in
+            observation.cancel()
+            Task { await self?.widenDiscovery(-1) }
+        }
+    }
+}
+
+/// A running ``Fleet/watchAdvertisements(services:deliver:)``.
+public final class AdvertisementWatch: Sendable {
+    private let stop: Mutex<(@Sendable () -> Void)?>
+
+    init(stop: @escaping @Sendable () -> Void) {
+        self.stop = Mutex(stop)
+    }
+
+    /// Ends the watch (idempotent).
+    public func cancel() {
+        let action = stop.withLock { stop in
+            defer { stop = nil }
+            return stop
+        }
+        action?()
+    }
+
+    deinit { cancel() }
+}

@@ -1,0 +1,206 @@
+import FleetCore
+import FleetRPC
+import FleetWire
+import Foundation
+import JSONRPC
+import Synchronization
+
+/// Binds the `devices.*`/`device.*` methods (any device, leased links, GATT by handle) and
+/// keeps what each connection has under way: its advertisement watch, the characteristics
+/// it follows, its leases (all ended when it closes).
+final class DeviceBindings: Sendable {
+    private struct Follow: Hashable {
+        let address: BoardAddress
+        let handle: Int
+    }
+    private struct PerConnection {
+        var watch: AdvertisementWatch?
+        var follows: [Follow: DeviceFollow] = [:]
+    }
+    private let connections = Mutex<[UInt64: PerConnection]>([:])
+    private let fleet: Fleet
+
+    init(fleet: Fleet) {
+        self.fleet = fleet
+    }
+
+    /// The connection's entry; the first time, what ends everything when it closes.
+    private func track(_ connection: RPCConnection) {
+        let isNew = connections.withLock { connections -> Bool in
+            guard connections[connection.id] == nil else { return false }
+            connections[connection.id] = PerConnection()
+            return true
+        }
+        guard isNew else { return }
+        let fleet = self.fleet
+        connection.onClose { [weak self] in
+            let ended = self?.connections.withLock { $0.removeValue(forKey: connection.id) }
+            ended?.watch?.cancel()
+            for follow in ended?.follows.values ?? [:].values { follow.cancel() }
+            Task { await fleet.endLeases(of: LeaseHolder(connection.id)) }
+        }
+    }
+
+    static func rpcError(_ error: any Error) -> RPCError {
+        guard let error = error as? DeviceError else { return RPCError(.internalError, "\(error)") }
+        var rpc = FleetError(error.code, error.message).rpcError
+        if let code = error.attError { rpc.data = ["attError": .int(Int64(code))] }
+        return rpc
+    }
+
+    static func now() -> String { Date().formatted(.iso8601) }
+
+    func register(on dispatcher: inout JSONRPCDispatcher) {
+        let fleet = self.fleet
+        dispatcher.register(FleetMethods.DevicesWatch.self) { [self] params, context in
+            let services = try (params.services ?? []).map { text throws(RPCError) -> GattUUID in
+                guard let uuid = GattUUID(text) else {
+                    throw RPCError(.invalidParams, "services: \"\(text)\" is not a UUID (like 180f or 0000180f-0000-1000-8000-00805f9b34fb).")
+                }
+                return uuid
+            }
+            let connection = context.connection
+            track(connection)
+            let watch = await fleet.watchAdvertisements(services: services) { advertisement in
+                _ = connection.notify(
+                    method: DeviceAdvertisementNotification.method,
+                    params: DeviceAdvertisementNotification(
+                        address: advertisement.address.rawValue, addressType: advertisement.addressType, name: advertisement.name,
+                        rssi: advertisement.rssi, txPower: advertisement.txPower,
+                        manufacturerData: Dictionary(
+                            uniqueKeysWithValues: advertisement.manufacturerData.map { (String($0.key), HexBytes.encode($0.value)) }),
+                        serviceData: advertisement.serviceData.mapValues(HexBytes.encode),
+                        serviceUuids: advertisement.serviceUUIDs, adapter: advertisement.adapter,
+                        connected: advertisement.connected, time: Self.now()))
+            }
+            let replaced = connections.withLock { connections -> AdvertisementWatch? in
+                guard connections[connection.id] != nil else { return watch }  // closed meanwhile
+                defer { connections[connection.id]?.watch = watch }
+                return connections[connection.id]?.watch
+            }
+            replaced?.cancel()
+            return DevicesWatchResult(watching: !connection.isClosed)
+        }
+        dispatcher.register(FleetMethods.DevicesUnwatch.self) { [self] _, context in
+            let watch = connections.withLock { connections -> AdvertisementWatch? in
+                defer { connections[context.connection.id]?.watch = nil }
+                return connections[context.connection.id]?.watch
+            }
+            watch?.cancel()
+            return DevicesWatchResult(watching: false)
+        }
+        dispatcher.register(FleetMethods.DeviceConnect.self) { [self] params, context in
+            let connection = context.connection
+            track(connection)
+            let holder = LeaseHolder(connection.id)
+            let address = params.address
+            let link: DeviceLink
+            do {
+                link = try await fleet.leaseDevice(
+                    address, holder: holder, timeout: .milliseconds(params.timeoutMs ?? 20_000)
+                ) { reason in
+                    _ = connection.notify(
+                        method: DeviceDisconnectedNotification.method,
+                        params: DeviceDisconnectedNotification(address: address.rawValue, reason: reason))
+                }
+            } catch {
+                throw Self.rpcError(error)
+            }
+            // The connection closed while it connected: nobody holds the link.
+            if connection.isClosed { await fleet.endLease(address, holder: holder) }
+            return DeviceServicesResult(
+                address: link.address.rawValue, name: link.name, adapter: link.adapter, mtu: link.mtu,
+                services: link.services.map(Self.wire))
+        }
+        dispatcher.register(FleetMethods.DeviceDisconnect.self) { [self] params, context in
+            let follows = connections.withLock { connections -> [DeviceFollow] in
+                guard let entry = connections[context.connection.id] else { return [] }
+                let mine = entry.follows.filter { $0.key.address == params.address }
+                for key in mine.keys { connections[context.connection.id]?.follows[key] = nil }
+                return Array(mine.values)
+            }
+            for follow in follows { follow.cancel() }
+            await fleet.endLease(params.address, holder: LeaseHolder(context.connection.id))
+            return DeviceReleasedResult(address: params.address.rawValue)
+        }
+        dispatcher.register(FleetMethods.DeviceServices.self) { params, _ in
+            do {
+                let (mtu, services) = try await fleet.deviceServices(params.address)
+                return DeviceServicesResult(address: params.address.rawValue, mtu: mtu, services: services.map(Self.wire))
+            } catch {
+                throw Self.rpcError(error)
+            }
+        }
+        dispatcher.register(FleetMethods.DeviceRead.self) { params, _ in
+            do {
+                let value = try await fleet.readAttribute(
+                    params.address, handle: UInt16(params.handle), descriptor: params.descriptor ?? false,
+                    timeout: .milliseconds(params.timeoutMs ?? 10_000))
+                return DeviceValueResult(value: HexBytes.encode(value))
+            } catch {
+                throw Self.rpcError(error)
+            }
+        }
+        dispatcher.register(FleetMethods.DeviceWrite.self) { params, _ in
+            do {
+                try await fleet.writeAttribute(
+                    params.address, handle: UInt16(params.handle), descriptor: params.descriptor ?? false, value: params.value,
+                    withResponse: params.withResponse ?? true, timeout: .milliseconds(params.timeoutMs ?? 10_000))
+                return DeviceWrittenResult()
+            } catch {
+                throw Self.rpcError(error)
+            }
+        }
+        dispatcher.register(FleetMethods.DeviceNotify.self) { [self] params, context in
+            let connection = context.connection
+            let key = Follow(address: params.address, handle: params.handle)
+            guard params.on ?? true else {
+                let follow = connections.withLock { connections -> DeviceFollow? in
+                    connections[connection.id]?.follows.removeValue(forKey: key)
+                }
+                follow?.cancel()
+                return DeviceNotifyingResult(notifying: false)
+            }
+            track(connection)
+            if connections.withLock({ $0[connection.id]?.follows[key] != nil }) { return DeviceNotifyingResult(notifying: true) }
+            let address = params.address
+            let handle = params.handle
+            let follow: DeviceFollow
+            do {
+                follow = try await fleet.followAttribute(
+                    address, handle: UInt16(handle),
+                    onValue: { value in
+                        _ = connection.notify(
+                            method: DeviceValueNotification.method,
+                            params: DeviceValueNotification(
+                                address: address.rawValue, handle: handle, value: HexBytes.encode(value), time: Self.now()))
+                    },
+                    onEnd: { [weak self] reason in
+                        _ = self?.connections.withLock { $0[connection.id]?.follows.removeValue(forKey: key) }
+                        _ = connection.notify(
+                            method: DeviceDisconnectedNotification.method,
+                            params: DeviceDisconnectedNotification(address: address.rawValue, reason: reason))
+                    })
+            } catch {
+                throw Self.rpcError(error)
+            }
+            let stale = connections.withLock { connections -> DeviceFollow? in
+                guard connections[connection.id] != nil else { return follow }  // closed meanwhile
+                defer { connections[connection.id]?.follows[key] = follow }
+                return connections[connection.id]?.follows[key]
+            }
+            stale?.cancel()
+            return DeviceNotifyingResult(notifying: true)
+        }
+    }
+
+    static func wire(_ service: DeviceGATTService) -> GattServiceInfo {
+        GattServiceInfo(
+            uuid: service.uuid, handle: service.handle, primary: service.primary,
+            characteristics: service.characteristics.map { characteristic in
+                GattCharacteristicInfo(
+                    uuid: characteristic.uuid, handle: characteristic.handle, properties: characteristic.properties,
+                    descriptors: characteristic.descriptors.map { GattDescriptorInfo(uuid: $0.uuid, handle: $0.handle) })
+            })
+    }
+}

@@ -1,0 +1,251 @@
+"""Any device through blefleetd (devices.*, device.*), on a BlueZoo testbed whose boards the
+fleet does not all own: nano-01 and nano-02 join the fleet (its `allow` list), the others are
+devices like any a lab has. Spoken as raw JSON-RPC lines, as a client nobody here wrote would;
+the testbed's boards and BlueZ's own objects (busctl) are the referees."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Daemon
+from support import LANES
+
+LED_SERVICE = "cd48409a-f3cc-11ed-a05b-0242ac120003"
+LED = "cd48409b-f3cc-11ed-a05b-0242ac120003"
+TEMPERATURE = "d888a9c3-f3cc-11ed-a05b-0242ac120003"
+
+
+@pytest.fixture(scope="module")
+def lab():
+    if "bluezoo" not in LANES:
+        pytest.skip("runs on the BlueZoo lane")
+    work = Path(tempfile.mkdtemp(prefix="bfdev-", dir="/tmp"))
+    made = None
+    try:
+        made = Daemon(work, boards=5, fleet=2, config="connection-limit: 2\nallow: [nano-01, nano-02]\n")
+        yield made
+    finally:
+        if made:
+            made.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+class Line:
+    """One connection to the daemon: calls answered by id, notifications kept in order."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.ids = itertools.count(1)
+        self.waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.notes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.task = asyncio.get_running_loop().create_task(self.read())
+
+    @classmethod
+    async def open(cls, path: str) -> "Line":
+        reader, writer = await asyncio.open_unix_connection(path, limit=1 << 24)
+        return cls(reader, writer)
+
+    async def read(self) -> None:
+        while line := await self.reader.readline():
+            message = json.loads(line)
+            if "id" in message and message["id"] in self.waiting:
+                self.waiting.pop(message["id"]).set_result(message)
+            else:
+                await self.notes.put(message)
+
+    async def call(self, method: str, **params: Any) -> dict[str, Any]:
+        number = next(self.ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.waiting[number] = future
+        self.writer.write(json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}).encode() + b"\n")
+        return await asyncio.wait_for(future, 60)
+
+    async def result(self, method: str, **params: Any) -> Any:
+        reply = await self.call(method, **params)
+        assert "result" in reply, f"{method}: {reply}"
+        return reply["result"]
+
+    async def note(self, method: str, timeout: float = 20) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            message = await asyncio.wait_for(self.notes.get(), max(0.01, deadline - time.monotonic()))
+            if message.get("method") == method:
+                return message["params"]
+
+    def pending(self, method: str) -> list[dict[str, Any]]:
+        found = []
+        while not self.notes.empty():
+            message = self.notes.get_nowait()
+            if message.get("method") == method:
+                found.append(message["params"])
+        return found
+
+    async def close(self) -> None:
+        self.writer.close()
+        self.task.cancel()
+
+
+def run(coroutine):
+    return asyncio.run(asyncio.wait_for(coroutine, 120))
+
+
+def links(daemon: Daemon) -> set[str]:
+    """The addresses BlueZ shows a link to (Connected), read with busctl: the referee."""
+    out = subprocess.run(
+        ["busctl", f"--address={daemon.testbed.bus_address}", "--json=short", "call", "org.bluez", "/",
+         "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"], capture_output=True, text=True, check=True)
+    objects = json.loads(out.stdout)["data"][0]
+    return {props["org.bluez.Device1"]["Address"]["data"] for props in objects.values()
+            if "org.bluez.Device1" in props and props["org.bluez.Device1"]["Connected"]["data"]}
+
+
+def wait_for(what: str, check, timeout: float = 20.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(0.1)
+
+
+def handles(services: list[dict[str, Any]]) -> dict[str, int]:
+    return {c["uuid"]: c["handle"] for s in services for c in s["characteristics"]}
+
+
+def test_advertisements_come_from_the_daemons_discovery_with_every_device_and_the_filter_holds(lab):
+    async def scenario():
+        everyone = await Line.open(lab.socket)
+        none = await Line.open(lab.socket)
+        try:
+            assert await everyone.result("devices.watch") == {"watching": True}
+            # Devices known when the watch starts are reported before its reply.
+            assert await none.result("devices.watch", services=["0000feed-0000-1000-8000-00805f9b34fb"]) == {"watching": True}
+            filtered_out = none.pending("device.advertisement")
+            seen: dict[str, dict[str, Any]] = {}
+            deadline = time.monotonic() + 20
+            while len(seen) < lab.boards and time.monotonic() < deadline:
+                ad = await everyone.note("device.advertisement")
+                seen[ad["name"] or ad["address"]] = ad
+            assert await everyone.result("devices.unwatch") == {"watching": False}
+            return seen, filtered_out
+        finally:
+            await everyone.close()
+            await none.close()
+    seen, filtered_out = run(scenario())
+    assert filtered_out == []
+    names = [f"nano-{i:02d}" for i in range(1, lab.boards + 1)]
+    assert sorted(seen) == names, seen.keys()
+    stranger = seen["nano-04"]
+    assert stranger["address"] == lab.testbed.address("nano-04")
+    assert LED_SERVICE in stranger["serviceUuids"]
+    assert stranger["adapter"] == "hci0"
+    assert isinstance(stranger["manufacturerData"], dict) and isinstance(stranger["serviceData"], dict)
+
+
+def test_a_device_the_fleet_does_not_own_is_connected_leased_and_used_by_handle(lab):
+    address = lab.testbed.address("nano-03")
+    lab.testbed.cli("board", "temp", "nano-03", "17")
+
+    async def scenario():
+        line = await Line.open(lab.socket)
+        try:
+            link = await line.result("device.connect", address=address, timeoutMs=20000)
+            by_uuid = handles(link["services"])
+            temperature = await line.result("device.read", address=address, handle=by_uuid[TEMPERATURE])
+            await line.result("device.write", address=address, handle=by_uuid[LED], value="01")
+            refused = await line.call("device.read", address=address, handle=by_uuid[LED])
+            missing = await line.call("device.read", address=address, handle=0xfff0)
+            assert await line.result("device.notify", address=address, handle=by_uuid[TEMPERATURE]) == {"notifying": True}
+            lab.testbed.cli("board", "temp", "nano-03", "19")
+            value = await line.note("device.value")
+            services = await line.result("device.services", address=address)
+            released = await line.result("device.disconnect", address=address)
+            return link, temperature, refused, missing, value, services, released
+        finally:
+            await line.close()
+    link, temperature, refused, missing, value, services, released = run(scenario())
+    assert link["address"] == address and link["name"] == "nano-03" and link["adapter"] == "hci0"
+    assert link["mtu"] >= 23
+    assert LED_SERVICE in [s["uuid"] for s in link["services"]]
+    led = next(c for s in link["services"] for c in s["characteristics"] if c["uuid"] == LED)
+    temp = next(c for s in link["services"] for c in s["characteristics"] if c["uuid"] == TEMPERATURE)
+    assert "write" in led["properties"] and "notify" in temp["properties"] and "read" in temp["properties"]
+    assert services["services"] == link["services"]
+    assert temperature == {"value": "11"}  # 17 °C
+    assert lab.testbed.board("nano-03")["led"] == 1
+    assert refused["error"]["code"] == -32007, refused
+    assert refused["error"]["data"]["attError"] == 2, refused  # read not permitted
+    assert missing["error"]["code"] == -32008, missing
+    assert value["address"] == address and value["handle"] == temp["handle"] and value["value"] == "13"  # 19 °C
+    assert released == {"address": address, "leased": False}
+    wait_for("nano-03's link released", lambda: address not in links(lab))
+    # The fleet's own boards never noticed.
+    assert {b["name"] for b in lab.testbed.state()["boards"] if b["name"] in ("nano-01", "nano-02")} == {"nano-01", "nano-02"}
+
+
+def test_a_leased_link_is_not_given_away_and_a_full_house_says_connection_slot(lab):
+    a3, a4, a5 = (lab.testbed.address(f"nano-0{i}") for i in (3, 4, 5))
+
+    async def scenario():
+        first, second, third = [await Line.open(lab.socket) for _ in range(3)]
+        try:
+            # Two slots: the fleet's idle boards give way to the clients' connects.
+            await first.result("device.connect", address=a3)
+            await second.result("device.connect", address=a4)
+            # A command on the fleet's boards waits for a slot; it does not take a leased one.
+            led = await first.call("led.set", select="all", on=True, timeoutMs=3000)
+            full = await third.call("device.connect", address=a5, timeoutMs=3000)
+            lost = first.pending("device.disconnected") + second.pending("device.disconnected")
+            return led, full, lost, links(lab)
+        finally:
+            for line in (first, second, third):
+                await line.close()
+    led, full, lost, linked = run(scenario())
+    assert lost == []
+    assert {a3, a4} <= linked and a5 not in linked
+    assert full["error"]["code"] == -32003, full
+    assert "connection slot" in full["error"]["message"], full
+    assert led["result"]["totals"]["ok"] == 0, led
+    # The clients' sockets closed: their leases ended, their links went, the fleet's boards came back.
+    wait_for("the clients' links released", lambda: not ({a3, a4, a5} & links(lab)))
+
+
+def test_a_script_killed_while_it_holds_a_link_leaves_none_and_the_next_run_works(lab):
+    address = lab.testbed.address("nano-05")
+    script = f"""
+import asyncio, json, sys
+async def main():
+    reader, writer = await asyncio.open_unix_connection({lab.socket!r})
+    writer.write(json.dumps({{"jsonrpc": "2.0", "id": 1, "method": "device.connect",
+                             "params": {{"address": {address!r}}}}}).encode() + b"\\n")
+    await writer.drain()
+    print("asked", flush=True)
+    await asyncio.sleep(3600)
+asyncio.run(main())
+"""
+    child = subprocess.Popen(["python3", "-c", script], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline().strip() == "asked"
+    wait_for("the script's link to nano-05 up", lambda: address in links(lab), timeout=30)
+    child.kill()
+    child.wait()
+    wait_for("no link to nano-05 once its client is gone", lambda: address not in links(lab), timeout=30)
+
+    async def again():
+        line = await Line.open(lab.socket)
+        try:
+            return await line.result("device.connect", address=address)
+        finally:
+            await line.close()
+    assert run(again())["address"] == address
+    wait_for("nano-05's link released after the second run", lambda: address not in links(lab), timeout=30)
