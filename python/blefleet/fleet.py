@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Union
@@ -18,8 +19,13 @@ DEFAULT_SOCKET = "/run/blefleet/blefleetd.sock"
 Selection = Union[str, Sequence[str]]
 """Which boards: ``"all"``, a name, an alias, an address, a glob (``"lab-*"``), or a list of them."""
 
+NotificationHandler = Callable[[dict[str, Any]], None]
+"""Called with a notification's params (``Fleet.on_notification``)."""
+
 # A frame longer than the daemon takes ends the connection; a reply may be long (a day of history).
 _LINE_LIMIT = 64 << 20
+
+_logger = logging.getLogger(__name__)
 
 
 class FleetError(Exception):
@@ -165,6 +171,8 @@ class Fleet:
         self._ids = itertools.count(1)
         self._waiting: dict[int, tuple[str, asyncio.Future[Any]]] = {}
         self._followers: list[asyncio.Queue[dict[str, Any] | None]] = []
+        self._handlers: dict[str, list[NotificationHandler]] = {}
+        self._close_handlers: list[Callable[[str], None]] = []
         self._closed: str | None = None
         self._read_task = asyncio.get_running_loop().create_task(self._read())
 
@@ -203,6 +211,36 @@ class Fleet:
             await self._read_task
         except (asyncio.CancelledError, OSError):
             pass
+
+    @property
+    def closed(self) -> str | None:
+        """Why the connection ended (a sentence), or None while it is open."""
+        return self._closed
+
+    def on_notification(self, method: str, handler: NotificationHandler) -> Callable[[], None]:
+        """Calls ``handler(params)`` in the event loop for each notification ``method`` the daemon
+        sends on this connection (``device.value``, ...), in the order they came; returns a
+        function that removes the handler. An exception of a handler is logged, not raised."""
+        handlers = self._handlers.setdefault(method, [])
+        handlers.append(handler)
+
+        def remove() -> None:
+            if handler in handlers:
+                handlers.remove(handler)
+        return remove
+
+    def on_close(self, handler: Callable[[str], None]) -> Callable[[], None]:
+        """Calls ``handler(reason)`` once when the connection ends (closed here, by the daemon,
+        or failed); at once if it has already ended. Returns a function that removes it."""
+        if self._closed is not None:
+            handler(self._closed)
+            return lambda: None
+        self._close_handlers.append(handler)
+
+        def remove() -> None:
+            if handler in self._close_handlers:
+                self._close_handlers.remove(handler)
+        return remove
 
     # -- the wire ----------------------------------------------------------------------
 
@@ -247,6 +285,12 @@ class Fleet:
 
     def _deliver(self, item: Mapping[str, Any]) -> None:
         if "method" in item and "id" not in item:
+            params = item.get("params")
+            for handler in list(self._handlers.get(str(item["method"]), ())):
+                try:
+                    handler(dict(params) if isinstance(params, Mapping) else {})
+                except Exception:
+                    _logger.exception("the handler of %s failed", item["method"])
             if item["method"] in ("events.event", "events.dropped"):
                 event = dict(item.get("params") or {})
                 if item["method"] == "events.dropped":
@@ -282,6 +326,12 @@ class Fleet:
                 future.set_exception(DaemonUnreachable(f"{method}: {reason}"))
         for queue in self._followers:
             queue.put_nowait(None)
+        handlers, self._close_handlers = self._close_handlers, []
+        for handler in handlers:
+            try:
+                handler(reason)
+            except Exception:
+                _logger.exception("a handler of the connection's end failed")
 
     # -- the fleet -----------------------------------------------------------------------
 

@@ -1,0 +1,88 @@
+"""The daemon's answers as bleak's own exceptions, so that a script's ``except`` clauses written
+for bleak catch what went wrong through the fleet too."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import bleak.exc
+from bleak.exc import BleakCharacteristicNotFoundError, BleakDeviceNotFoundError, BleakError
+
+from ..fleet import DEFAULT_SOCKET, DaemonUnreachable, FleetError
+
+# The daemon's stable JSON-RPC codes (blefleet-rpc(7)) this backend tells apart.
+PERMISSION_DENIED = -32000
+NOT_HEARD = -32001
+ADAPTER_UNAVAILABLE = -32002
+TIMEOUT = -32003
+BLUEZ_UNAVAILABLE = -32005
+NOT_CONNECTED = -32006
+GATT_ERROR = -32007
+CHARACTERISTIC_NOT_FOUND = -32008
+
+
+class BleakFleetError(BleakError):
+    """A call of blefleetd failed: the daemon's sentence (``str()`` of the exception and
+    ``message``), its JSON-RPC ``code``, the ``method`` called and the error's ``data``."""
+
+    def __init__(self, message: str, code: int | None = None, method: str | None = None, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.method = method
+        self.data = data
+
+
+class BleakFleetGATTError(BleakFleetError):
+    """The device answered with an ATT error, with bleak older than 3.0 (which has no
+    ``BleakGATTProtocolError``): ``att_error`` (and ``code``) is the ATT error code."""
+
+    def __init__(self, att_error: int, message: str, method: str | None = None) -> None:
+        super().__init__(f"GATT protocol error 0x{att_error:02x}: {message}", att_error, method,
+                         {"attError": att_error})
+        self.att_error = att_error
+
+
+# bleak >= 3.0 has its own exception for the device's ATT errors; older ones do not.
+_PROTOCOL_ERROR: Any = getattr(bleak.exc, "BleakGATTProtocolError", None)
+
+
+def socket_path(explicit: str | None = None) -> str:
+    """The daemon's socket: ``explicit``, else $BLEFLEET_SOCKET, else ``DEFAULT_SOCKET``."""
+    return explicit or os.environ.get("BLEFLEET_SOCKET") or DEFAULT_SOCKET
+
+
+def unreachable(error: DaemonUnreachable, path: str) -> BleakFleetError:
+    """The daemon could not be reached (or the connection ended): what to do about it."""
+    return BleakFleetError(
+        f"blefleetd cannot be reached at {path} ({error.message}); start blefleetd, or give its socket "
+        "with BLEFLEET_SOCKET=PATH, python3 -m blefleet.bleak --socket PATH, or socket_path=PATH",
+        error.code, error.method)
+
+
+def to_bleak(error: FleetError, path: str, *, address: str | None = None, handle: int | None = None,
+             connecting: bool = False) -> BaseException:
+    """The bleak exception for a failed call: an ATT error is ``BleakGATTProtocolError`` with its
+    code (``BleakFleetGATTError`` before bleak 3.0), a timeout ``TimeoutError``, an address no
+    adapter hears (on connect) ``BleakDeviceNotFoundError``, an unknown handle ``BleakCharacteristicNotFoundError``;
+    anything else ``BleakFleetError`` (a ``BleakError``) with the daemon's sentence as it came."""
+    if isinstance(error, DaemonUnreachable):
+        return unreachable(error, path)
+    exception: BaseException
+    if error.code == GATT_ERROR and isinstance(error.data, dict) and isinstance(error.data.get("attError"), int):
+        code = error.data["attError"]
+        if _PROTOCOL_ERROR is None:
+            return BleakFleetGATTError(code, error.message, error.method)
+        exception = _PROTOCOL_ERROR(code)
+        exception.add_note(f"blefleetd: {error.message}")
+    elif error.code == TIMEOUT:
+        exception = TimeoutError(error.message)
+    elif error.code == NOT_HEARD and connecting and address is not None:
+        exception = BleakDeviceNotFoundError(address, error.message)
+    elif error.code == CHARACTERISTIC_NOT_FOUND and handle is not None:
+        exception = BleakCharacteristicNotFoundError(handle)
+        exception.add_note(f"blefleetd: {error.message}")
+    else:
+        exception = BleakFleetError(error.message, error.code, error.method, error.data)
+    return exception
