@@ -89,3 +89,20 @@ def daemon():
         if made:
             made.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def lab():
+    """A lab whose fleet owns two of its five boards (its `allow` list): nano-03 to nano-05 are
+    devices like any other a lab has. Two connection slots."""
+    if "bluezoo" not in LANES:
+        pytest.skip("runs on the BlueZoo lane")
+    work = Path(tempfile.mkdtemp(prefix="bfdev-", dir="/tmp"))
+    made = None
+    try:
+        made = Daemon(work, boards=5, fleet=2, config="connection-limit: 2\nallow: [nano-01, nano-02]\n")
+        yield made
+    finally:
+        if made:
+            made.stop()
+        shutil.rmtree(work, ignore_errors=True)

@@ -8,9 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -18,26 +16,10 @@ from typing import Any
 import pytest
 
 from conftest import Daemon
-from support import LANES
 
 LED_SERVICE = "cd48409a-f3cc-11ed-a05b-0242ac120003"
 LED = "cd48409b-f3cc-11ed-a05b-0242ac120003"
 TEMPERATURE = "d888a9c3-f3cc-11ed-a05b-0242ac120003"
-
-
-@pytest.fixture(scope="module")
-def lab():
-    if "bluezoo" not in LANES:
-        pytest.skip("runs on the BlueZoo lane")
-    work = Path(tempfile.mkdtemp(prefix="bfdev-", dir="/tmp"))
-    made = None
-    try:
-        made = Daemon(work, boards=5, fleet=2, config="connection-limit: 2\nallow: [nano-01, nano-02]\n")
-        yield made
-    finally:
-        if made:
-            made.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 class Line:

@@ -1,0 +1,165 @@
+"""Unchanged bleak scripts through blefleetd (python3 -m blefleet.bleak), against the daemon on a
+BlueZoo lab: the scripts are ordinary bleak code (the shapes of bleak's own examples:
+discover, explore the services and read every readable characteristic, notifications, two
+devices at once, the disconnect callback) and import nothing of blefleet. The testbed's boards
+are the referee."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPERATURE = "d888a9c3-f3cc-11ed-a05b-0242ac120003"
+LED = "cd48409b-f3cc-11ed-a05b-0242ac120003"
+
+
+def launch(lab, tmp_path: Path, script: str, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "script.py"
+    path.write_text(textwrap.dedent(script))
+    env = dict(os.environ, BLEFLEET_SOCKET=lab.socket, PYTHONPATH=str(ROOT / "python"))
+    # Nothing of BlueZ's bus: a script that went around the daemon would fail.
+    env["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent"
+    result = subprocess.run([sys.executable, "-m", "blefleet.bleak", str(path), *args], env=env, capture_output=True,
+                            text=True, timeout=timeout)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_discover_lists_every_device_heard_with_its_advertisement(lab, tmp_path):
+    out = launch(lab, tmp_path, """
+        import asyncio
+        from bleak import BleakScanner
+
+        async def main():
+            found = await BleakScanner.discover(timeout=3.0, return_adv=True)
+            for device, adv in found.values():
+                print(device.address, adv.local_name, adv.rssi, ",".join(adv.service_uuids))
+
+        asyncio.run(main())
+    """).stdout
+    lines = {line.split()[0]: line.split() for line in out.splitlines()}
+    for i in range(1, lab.boards + 1):
+        address = lab.testbed.address(f"nano-{i:02d}")
+        assert address in lines, out
+        assert lines[address][1] == f"nano-{i:02d}"
+        assert "cd48409a-f3cc-11ed-a05b-0242ac120003" in lines[address][3]
+
+
+def test_a_scanner_filter_and_find_device_by_name(lab, tmp_path):
+    out = launch(lab, tmp_path, """
+        import asyncio, sys
+        from bleak import BleakScanner
+
+        async def main():
+            device = await BleakScanner.find_device_by_name(sys.argv[1], timeout=5.0)
+            print("found", device.address if device else None)
+            nobody = await BleakScanner.discover(timeout=1.0, service_uuids=["0000feed-0000-1000-8000-00805f9b34fb"])
+            print("filtered", len(nobody))
+
+        asyncio.run(main())
+    """, "nano-04").stdout
+    assert f"found {lab.testbed.address('nano-04')}" in out
+    assert "filtered 0" in out
+
+
+def test_exploring_a_device_reads_every_readable_characteristic_and_writes_the_led(lab, tmp_path):
+    lab.testbed.cli("board", "temp", "nano-03", "23")
+    out = launch(lab, tmp_path, """
+        import asyncio, sys
+        from bleak import BleakClient
+
+        async def main():
+            async with BleakClient(sys.argv[1]) as client:
+                print("mtu", client.mtu_size)
+                for service in client.services:
+                    for char in service.characteristics:
+                        if "read" in char.properties:
+                            print("read", char.uuid, char.handle, (await client.read_gatt_char(char)).hex())
+                        else:
+                            print("char", char.uuid, char.handle, ",".join(char.properties))
+                await client.write_gatt_char(sys.argv[2], b"\\x01", response=True)
+                print("written")
+
+        asyncio.run(main())
+    """, lab.testbed.address("nano-03"), LED).stdout
+    assert f"read {TEMPERATURE}" in out and " 17\n" in out, out  # 23 °C
+    assert f"char {LED}" in out and "written" in out, out
+    assert lab.testbed.board("nano-03")["led"] == 1
+
+
+def test_notifications_and_two_devices_at_once(lab, tmp_path):
+    a3, a5 = lab.testbed.address("nano-03"), lab.testbed.address("nano-05")
+    lab.testbed.cli("board", "temp", "nano-03", "11")
+    lab.testbed.cli("board", "temp", "nano-05", "12")
+    out = launch(lab, tmp_path, """
+        import asyncio, sys
+        from bleak import BleakClient
+
+        async def follow(address, uuid, count):
+            seen = asyncio.Queue()
+            async with BleakClient(address) as client:
+                await client.start_notify(uuid, lambda char, data: seen.put_nowait(bytes(data)))
+                values = [await asyncio.wait_for(seen.get(), 10) for _ in range(count)]
+                await client.stop_notify(uuid)
+            print(address, [v.hex() for v in values])
+
+        async def main():
+            await asyncio.gather(follow(sys.argv[1], sys.argv[3], 2), follow(sys.argv[2], sys.argv[3], 2))
+
+        asyncio.run(main())
+    """, a3, a5, TEMPERATURE).stdout
+    assert f"{a3} ['0b', '0b']" in out, out
+    assert f"{a5} ['0c', '0c']" in out, out
+
+
+def test_the_disconnect_callback_is_called_when_the_device_goes(lab, tmp_path):
+    address = lab.testbed.address("nano-04")
+    try:
+        out = launch(lab, tmp_path, """
+            import asyncio, subprocess, sys
+            from bleak import BleakClient
+
+            async def main():
+                gone = asyncio.Event()
+                client = BleakClient(sys.argv[1], disconnected_callback=lambda c: gone.set())
+                await client.connect()
+                print("connected", client.is_connected, flush=True)
+                subprocess.run(sys.argv[2:], check=True)  # the board loses power
+                await asyncio.wait_for(gone.wait(), 30)
+                print("callback; connected", client.is_connected)
+
+            asyncio.run(main())
+        """, address, str(ROOT / "scripts" / "testbed"), "board", "drop", "nano-04", "--run-dir", str(lab.testbed.run_dir)).stdout
+    finally:
+        lab.testbed.cli("board", "restore", "nano-04")
+    assert "connected True" in out and "callback; connected False" in out, out
+
+
+def test_errors_are_bleaks_own(lab, tmp_path):
+    out = launch(lab, tmp_path, """
+        import asyncio, sys
+        from bleak import BleakClient
+        from bleak.exc import BleakDeviceNotFoundError, BleakError
+
+        async def main():
+            try:
+                async with BleakClient("F0:0D:00:00:00:99", timeout=2.0):
+                    pass
+            except BleakDeviceNotFoundError as e:
+                print("not found:", type(e).__name__)
+            async with BleakClient(sys.argv[1]) as client:
+                try:
+                    await client.read_gatt_char(sys.argv[2])
+                except BleakError as e:
+                    print("refused:", type(e).__name__, getattr(e, "code", None), e)
+
+        asyncio.run(main())
+    """, lab.testbed.address("nano-03"), LED).stdout
+    assert "not found: BleakDeviceNotFoundError" in out, out
+    assert "refused: BleakGATTProtocolError 2" in out, out
