@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -65,6 +66,13 @@ def run(*argv: str | os.PathLike, timeout: float = 60, check: bool = True, **kwa
     if check and result.returncode != 0:
         raise AssertionError(f"{argv} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
     return result
+
+
+def python_files() -> list[str]:
+    """The Python package's modules (and its py.typed marker), relative to python/blefleet."""
+    package = ROOT / "python" / "blefleet"
+    return sorted(str(p.relative_to(package)) for p in package.rglob("*")
+                  if p.is_file() and (p.suffix == ".py" or p.name == "py.typed"))
 
 
 def man_pages() -> list[Path]:
@@ -122,6 +130,8 @@ def test_package_ships_every_file_with_its_mode_owned_by_root(listing):
     expected = {path: mode_string(mode) for path, mode in EXPECTED_FILES.items()}
     for page in man_pages():
         expected[f"usr/share/man/man{page.suffix[1:]}/{page.name}.gz"] = "-rw-r--r--"
+    for module in python_files():
+        expected[f"usr/lib/python3/dist-packages/blefleet/{module}"] = "-rw-r--r--"
     assert files == expected
     directories = {path: perms for path, (perms, _) in listing.items() if perms.startswith("d")}
     assert set(directories.values()) == {"drwxr-xr-x"}
@@ -624,6 +634,41 @@ def test_daemon_started_alone_with_its_unit_command_line_serves_led_on_all(tree,
             notify.close()
         assert status == 0, daemon.log
         assert "STOPPING=1" in notify.messages
+
+
+def test_packaged_python_module_runs_an_unchanged_bleak_script_through_the_packaged_daemon(tree, testbed):
+    site = tree / "usr/lib/python3/dist-packages"
+    # Debian's python3 imports the fleet's API; without bleak the launcher says what to install.
+    plain = run("/usr/bin/python3", "-c", "import blefleet; print(blefleet.Fleet.__name__)",
+                env=dict(os.environ, PYTHONPATH=str(site)), check=False)
+    assert plain.stdout.strip() == "Fleet", plain.stderr
+    no_bleak = run("/usr/bin/python3", "-m", "blefleet.bleak", "script.py", env=dict(os.environ, PYTHONPATH=str(site)),
+                   check=False, cwd="/")
+    if run("/usr/bin/python3", "-c", "import bleak", check=False).returncode != 0:
+        assert no_bleak.returncode == 1 and "pip install 'bleak>=1.0'" in no_bleak.stderr, no_bleak.stderr
+    with tempfile.TemporaryDirectory(prefix="blefleet-pkg-") as tmp:
+        work = Path(tmp)
+        notify = NotifySocket(work / "notify")
+        env = dict(os.environ, NOTIFY_SOCKET=str(work / "notify"))
+        env.pop("JOURNAL_STREAM", None)
+        daemon = Logged(daemon_command(tree, work, testbed), env=env)
+        try:
+            notify.wait_for("READY=1", daemon, 60)
+            sock = work / "blefleetd.sock"
+            scan_finds_every_board(tree, sock)
+            script = work / "discover.py"
+            script.write_text(
+                "import asyncio\nfrom bleak import BleakScanner\n"
+                "for d in asyncio.run(BleakScanner.discover(timeout=2.0)):\n    print(d.address, d.name)\n")
+            # bleak from the test's environment (pip), the module from the package's tree.
+            result = run(sys.executable, "-m", "blefleet.bleak", "--socket", sock, script,
+                         env=dict(os.environ, PYTHONPATH=str(site)), check=False, timeout=60)
+            assert result.returncode == 0, result.stderr
+            assert sum(" nano-" in line for line in result.stdout.splitlines()) == 5, result.stdout
+        finally:
+            status = daemon.stop()
+            notify.close()
+        assert status == 0, daemon.log
 
 
 def test_packaged_web_serves_the_packaged_daemons_boards_and_refuses_the_network_without_passwords(tree, testbed):

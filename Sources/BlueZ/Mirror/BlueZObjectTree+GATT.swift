@@ -1,4 +1,4 @@
-public import DBus
+import DBus
 
 /// A connected device's GATT database as BlueZ shows it, by attribute handle: what a GATT
 /// client (bleak, a lab's script) needs to read, write and follow any attribute.

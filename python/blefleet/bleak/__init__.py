@@ -19,10 +19,28 @@ $BLEFLEET_SOCKET, else /run/blefleet/blefleetd.sock. The daemon's errors are ble
 sentence. Pairing is not available.
 """
 
-from ._errors import BleakFleetError, BleakFleetGATTError
-from ._install import BACKEND_ID, install, installed, uninstall
-from .client import BleakClientBlefleet
-from .scanner import BleakScannerBlefleet
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._errors import BleakFleetError, BleakFleetGATTError
+    from ._install import BACKEND_ID, install, installed, uninstall
+    from .client import BleakClientBlefleet
+    from .scanner import BleakScannerBlefleet
 
 __all__ = ["BACKEND_ID", "BleakClientBlefleet", "BleakFleetError", "BleakFleetGATTError", "BleakScannerBlefleet",
            "install", "installed", "uninstall"]
+
+_WHERE = {"BleakFleetError": "_errors", "BleakFleetGATTError": "_errors", "BACKEND_ID": "_install",
+          "install": "_install", "installed": "_install", "uninstall": "_install", "BleakClientBlefleet": "client",
+          "BleakScannerBlefleet": "scanner"}
+
+MISSING_BLEAK = ("blefleet.bleak needs bleak 1.0 or later for this Python: python3 -m pip install 'bleak>=1.0' "
+                 "(on Debian 12, whose python3-bleak is 0.19, in a venv: python3 -m venv --system-site-packages ENV)")
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use, so that `python3 -m blefleet.bleak` can say clearly when bleak is missing.
+    if name not in _WHERE:
+        raise AttributeError(f"module 'blefleet.bleak' has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)

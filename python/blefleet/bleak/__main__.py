@@ -10,7 +10,7 @@ import os
 import runpy
 import sys
 
-from ._install import install
+from . import MISSING_BLEAK
 
 USAGE = "usage: python3 -m blefleet.bleak [--socket PATH] SCRIPT.py [ARGS...] | -m MODULE [ARGS...]"
 HELP = f"""{USAGE}
@@ -68,6 +68,13 @@ def main(argv: list[str]) -> int:
     if script is None and module is None:
         return _usage("no script to run")
 
+    try:
+        from ._install import install
+    except ImportError as error:
+        if (error.name or "").split(".")[0] != "bleak":
+            raise
+        print(MISSING_BLEAK, file=sys.stderr)
+        return 1
     install(socket)
     if module is not None:
         try:
