@@ -8,7 +8,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
+import shutil
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +20,7 @@ from typing import Any
 import pytest
 
 from conftest import Daemon
+from support import LANES
 
 LED_SERVICE = "cd48409a-f3cc-11ed-a05b-0242ac120003"
 LED = "cd48409b-f3cc-11ed-a05b-0242ac120003"
@@ -231,3 +236,105 @@ asyncio.run(main())
             await line.close()
     assert run(again())["address"] == address
     wait_for("nano-05's link released after the second run", lambda: address not in links(lab), timeout=30)
+
+
+@pytest.fixture(scope="module")
+def shared_lab():
+    """A lab whose daemon has a read-only group (nogroup) beside its control group (root):
+    its socket is open to every local account, and each call is judged by the caller's."""
+    if "bluezoo" not in LANES:
+        pytest.skip("runs on the BlueZoo lane")
+    work = Path(tempfile.mkdtemp(prefix="bfrole-", dir="/tmp"))
+    work.chmod(0o755)
+    made = None
+    try:
+        made = Daemon(work, boards=3, fleet=1, config="read-only-group: nogroup\nallow: [nano-01]\n")
+        yield made
+    finally:
+        if made:
+            made.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def as_user(uid: int, gid: int, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """argv run by uid/gid with no other groups (the daemon learns who from the socket)."""
+    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *argv],
+                          capture_output=True, text=True, timeout=90, env=env, cwd="/")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_read_only_group_scans_and_reads_the_control_group_connects_and_writes_strangers_get_nothing(shared_lab):
+    lab = shared_lab
+    address = lab.testbed.address("nano-02")
+    env = dict(os.environ, BLEFLEET_SOCKET=lab.socket, PYTHONPATH=str(ROOT / "python"))
+    scan = ("import asyncio\nfrom bleak import BleakScanner\n"
+            "for d in asyncio.run(BleakScanner.discover(timeout=2.0)):\n    print(d.address)\n")
+    connect = ("import asyncio, sys\nfrom bleak import BleakClient\nfrom bleak.exc import BleakError\n"
+               "async def main():\n"
+               "    try:\n"
+               "        async with BleakClient(sys.argv[1], timeout=5.0):\n"
+               "            print('connected')\n"
+               "    except BleakError as e:\n"
+               "        print('refused:', e)\n"
+               "asyncio.run(main())\n")
+    def launch(uid: int, gid: int, code: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return as_user(uid, gid, sys.executable, "-m", "blefleet.bleak", write_script(lab, code), *args, env=env)
+
+    nobody = (65534, 65534)
+    stranger = (4242, 4242)
+    # The read-only group scans, and its scripts' connects are refused with the group to join.
+    scanned = launch(*nobody, scan)
+    assert scanned.returncode == 0 and address in scanned.stdout, scanned.stderr
+    refused = launch(*nobody, connect, address)
+    assert "refused:" in refused.stdout and "device.connect" in refused.stdout, (refused.stdout, refused.stderr)
+    # A stranger gets nothing, not even a scan.
+    stranger_scan = launch(*stranger, scan)
+    assert stranger_scan.returncode != 0 and address not in stranger_scan.stdout, stranger_scan.stdout
+    assert "may not call devices.watch" in stranger_scan.stderr, stranger_scan.stderr
+
+    async def scenario():
+        holder = await Line.open(lab.socket)  # root: the control group
+        try:
+            link = await holder.result("device.connect", address=address)
+            temperature = handles(link["services"])[TEMPERATURE]
+            led = handles(link["services"])[LED]
+            # The read-only group reads and follows a link someone else holds, and writes nothing.
+            reader = subprocess.run(
+                ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", RAW_CLIENT,
+                 lab.socket, json.dumps([["device.read", {"address": address, "handle": temperature}],
+                                         ["device.notify", {"address": address, "handle": temperature}],
+                                         ["device.write", {"address": address, "handle": led, "value": "01"}]])],
+                capture_output=True, text=True, timeout=60, cwd="/")
+            return [json.loads(line) for line in reader.stdout.splitlines()], reader.stderr
+        finally:
+            await holder.close()
+    answers, errors = run(scenario())
+    assert "result" in answers[0] and len(answers[0]["result"]["value"]) == 2, (answers, errors)
+    assert answers[1].get("result") == {"notifying": True}, answers
+    assert answers[2]["error"]["code"] == -32000, answers
+    assert lab.testbed.board("nano-02")["led"] is None
+
+
+RAW_CLIENT = """
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+for number, (method, params) in enumerate(json.loads(sys.argv[2]), 1):
+    f.write(json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}) + "\\n")
+    f.flush()
+    while True:
+        message = json.loads(f.readline())
+        if message.get("id") == number:
+            print(json.dumps(message), flush=True)
+            break
+"""
+
+
+def write_script(lab: Daemon, code: str) -> str:
+    path = Path(lab.work) / f"script-{abs(hash(code))}.py"
+    path.write_text(code)
+    path.chmod(0o644)
+    return str(path)
