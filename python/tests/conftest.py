@@ -27,15 +27,23 @@ BOARDS = 4
 
 
 class Daemon:
-    def __init__(self, work: Path, boards: int = BOARDS, config: str = "", fleet: int | None = None) -> None:
+    def __init__(self, work: Path, boards: int = BOARDS, config: str = "", fleet: int | None = None,
+                 lane: str = "bluezoo") -> None:
         """`boards` on the testbed; `config` added to blefleetd's; `fleet`: how many of the
-        boards join the fleet (its `allow` list in `config` says which; default all)."""
+        boards join the fleet (its `allow` list in `config` says which; default all); `lane`:
+        BlueZoo, or real BlueZ in the VM of $BLEFLEET_TESTBED_VM."""
         self.work = work
         self.boards = boards
         self.fleet = boards if fleet is None else fleet
+        self.lane = lane
         self.socket = str(work / "d.sock")
-        self.testbed = Testbed(work / "tb", ["--boards", str(boards), "--humidity", "--temperature", "distinct:-1",
-                                             "--owner-pid", str(os.getpid())])
+        options = ["--boards", str(boards), "--humidity", "--temperature", "distinct:-1", "--owner-pid", str(os.getpid())]
+        environment = dict(os.environ)
+        if lane == "real":
+            options += ["--real", "--vm", os.environ["BLEFLEET_TESTBED_VM"]]
+        self.testbed = Testbed(work / "tb", options, lane)
+        if self.testbed.mgmt_socket:
+            environment["BLEFLEET_MGMT_SOCKET"] = self.testbed.mgmt_socket
         profiles = work / "profiles"
         profiles.mkdir()
         (profiles / "nano-humidity.yaml").write_text(HUMIDITY_PROFILE)
@@ -47,8 +55,8 @@ class Daemon:
             self.process = subprocess.Popen(
                 [str(BIN / "blefleetd"), "--config", str(config_file), "--socket", self.socket, "--state-dir",
                  str(work / "state"), "--bus", self.testbed.bus_address, "--log-target", "stderr"],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment)
+        deadline = time.monotonic() + (180 if lane == "real" else 60)
         while not self.ready():
             assert self.process.poll() is None, f"blefleetd exited: {self.log.read_text()[-3000:]}"
             assert time.monotonic() < deadline, f"blefleetd has not {self.fleet} boards ready: {self.log.read_text()[-3000:]}"
@@ -91,16 +99,18 @@ def daemon():
         shutil.rmtree(work, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def lab():
+@pytest.fixture(scope="module", params=LANES)
+def lab(request):
     """A lab whose fleet owns two of its five boards (its `allow` list): nano-03 to nano-05 are
-    devices like any other a lab has. Two connection slots."""
-    if "bluezoo" not in LANES:
-        pytest.skip("runs on the BlueZoo lane")
+    devices like any other a lab has. Two connection slots. On each lane of BLEFLEET_LANES (the
+    real one needs $BLEFLEET_TESTBED_VM, a VM scripts/test boots)."""
+    if request.param == "real" and not os.environ.get("BLEFLEET_TESTBED_VM"):
+        pytest.fail("the real lane needs BLEFLEET_TESTBED_VM (scripts/testbed vm start)")
     work = Path(tempfile.mkdtemp(prefix="bfdev-", dir="/tmp"))
     made = None
     try:
-        made = Daemon(work, boards=5, fleet=2, config="connection-limit: 2\nallow: [nano-01, nano-02]\n")
+        made = Daemon(work, boards=5, fleet=2, config="connection-limit: 2\nallow: [nano-01, nano-02]\n",
+                      lane=request.param)
         yield made
     finally:
         if made:

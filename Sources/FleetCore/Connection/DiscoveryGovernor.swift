@@ -186,11 +186,18 @@ actor DiscoveryGovernor {
         while wanted != running, let adapter {
             let start = wanted
             do {
-                if start {
-                    try await client.startDiscovery(adapter: adapter, filter: filter)
-                } else {
-                    try await client.stopDiscovery(adapter: adapter)
-                }
+                // Whoever drives this reconciliation (a board whose connect is being cancelled,
+                // a client's call at its deadline) must not cancel the call: a cancelled
+                // StartDiscovery is no answer from the controller, and counted as one it made
+                // a working adapter look stuck (power-cycled, every link dropped).
+                let (client, filter) = (self.client, self.filter)
+                try await Task {
+                    if start {
+                        try await client.startDiscovery(adapter: adapter, filter: filter)
+                    } else {
+                        try await client.stopDiscovery(adapter: adapter)
+                    }
+                }.value
                 // bluetoothd answers before the controller has followed. A StartDiscovery
                 // that arrives while its stop is still completing is taken as done while
                 // the controller stays idle (measured on real BlueZ 5.66: an adapter deaf for

@@ -85,8 +85,20 @@ final class DeviceLeases: Sendable {
 
     private struct State {
         var leases: [BoardAddress: Lease] = [:]
+        /// One GATT operation at a time per device that is not a board (a board has its own).
+        var queues: [BoardAddress: ConnectScheduler] = [:]
     }
     private let state = Mutex(State())
+
+    /// The queue of GATT operations on `address` (not a board).
+    func queue(for address: BoardAddress) -> ConnectScheduler {
+        state.withLock { state in
+            if let queue = state.queues[address] { return queue }
+            let queue = ConnectScheduler(limit: 1)
+            state.queues[address] = queue
+            return queue
+        }
+    }
 
     /// Whether any client holds `address`'s link.
     func isLeased(_ address: BoardAddress) -> Bool {

@@ -268,10 +268,9 @@ extension Fleet {
         -> [UInt8]
     {
         let found = try await attribute(address, handle: handle, descriptor: descriptor)
-        do {
-            return try await client.readValue(found, timeout: timeout)
-        } catch {
-            throw DeviceError(gatt: BlueZError(error), address: address)
+        let client = self.client
+        return try await oneAtATime(address, timeout: timeout) { remaining in
+            try await client.readValue(found, timeout: remaining)
         }
     }
 
@@ -280,11 +279,44 @@ extension Fleet {
         _ address: BoardAddress, handle: UInt16, descriptor: Bool, value: [UInt8], withResponse: Bool, timeout: Duration
     ) async throws(DeviceError) {
         let found = try await attribute(address, handle: handle, descriptor: descriptor)
-        do {
-            try await client.writeValue(value, to: found, type: withResponse ? .request : .command, timeout: timeout)
-        } catch {
-            throw DeviceError(gatt: BlueZError(error), address: address)
+        let client = self.client
+        try await oneAtATime(address, timeout: timeout) { remaining in
+            try await client.writeValue(value, to: found, type: withResponse ? .request : .command, timeout: remaining)
         }
+    }
+
+    /// Runs one GATT call on `address` at a time: in the board's own queue when it is one of
+    /// the fleet's (its LED writes and a client's writes never meet in BlueZ, which refuses a
+    /// second write to a characteristic with one under way: InProgress), else in the device's.
+    /// An InProgress from BlueZ all the same (another BlueZ client) is tried again until
+    /// `timeout`, as is the wait for the queue.
+    private func oneAtATime<T: Sendable>(
+        _ address: BoardAddress, timeout: Duration, _ body: @escaping @Sendable (Duration) async throws -> T
+    ) async throws(DeviceError) -> T {
+        let deadline = ContinuousClock.now + timeout
+        let queue = boards[address]?.gattQueue ?? leases.queue(for: address)
+        let outcome = await Self.race(deadline) { () async -> Result<T, DeviceError> in
+            do {
+                try await queue.acquire()
+            } catch {
+                return .failure(DeviceError(.timeout, "\(address) was still busy with other GATT operations at the deadline."))
+            }
+            defer { queue.release() }
+            var pause: Duration = .milliseconds(20)
+            while true {
+                do {
+                    return .success(try await body(max(.milliseconds(1), ContinuousClock.now.duration(to: deadline))))
+                } catch {
+                    let failure = BlueZError(error)
+                    guard case .inProgress = failure, ContinuousClock.now + pause < deadline, !Task.isCancelled else {
+                        return .failure(DeviceError(gatt: failure, address: address))
+                    }
+                    try? await Task.sleep(for: pause)
+                    pause = min(pause * 2, .milliseconds(200))
+                }
+            }
+        }
+        return try outcome.value.get()
     }
 
     /// Follows the notifications (or indications) of the characteristic with `handle`: one
