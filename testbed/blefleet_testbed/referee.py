@@ -37,7 +37,7 @@ def adapter_of(path: str) -> str:
 class Links:
     def __init__(self) -> None:
         self.linked: set[str] = set()
-        # (caller, serial) of each Connect not yet answered by an error or a link -> device path
+        # (caller, serial) of each Connect not yet answered (a reply, an error, or its link) -> device path
         self.pending: dict[tuple[str, int], str] = {}
         self.connect_calls: dict[str, int] = {}
         self.most_links: dict[str, int] = {}
@@ -57,7 +57,10 @@ class Links:
             self.most_at_connect[adapter] = max(self.most_at_connect.get(adapter, 0), len(holding))
             self.pending[(m.sender, m.serial)] = m.path
             self.note_most(adapter)
-        elif m.message_type == MessageType.ERROR:
+        elif m.message_type in (MessageType.ERROR, MessageType.METHOD_RETURN):
+            # Answered: an error, or success (also for a device whose link was up already,
+            # which shows no change of Connected; left pending, it counted as a link of its
+            # own once that link went down, until the device linked again).
             self.pending.pop((m.destination, m.reply_serial), None)
         elif m.message_type == MessageType.SIGNAL and m.member == "PropertiesChanged" and m.body \
                 and m.body[0] == DEVICE:

@@ -1,0 +1,54 @@
+"""The slot referee's own bookkeeping (`scripts/testbed watch-links`): links BlueZ shows, and
+Connect calls asked for and not yet answered, per adapter."""
+
+from __future__ import annotations
+
+from dbus_fast import Message, MessageType, Variant
+
+from blefleet_testbed.referee import Links
+
+DEVICE = "org.bluez.Device1"
+A = "/org/bluez/hci0/dev_00_AA_01_03_00_03"
+B = "/org/bluez/hci0/dev_00_AA_01_04_00_04"
+
+
+def connect(path: str, serial: int) -> Message:
+    return Message(message_type=MessageType.METHOD_CALL, path=path, interface=DEVICE, member="Connect",
+                   sender=":1.7", serial=serial, destination="org.bluez")
+
+
+def reply(serial: int, error: bool = False) -> Message:
+    if error:
+        return Message(message_type=MessageType.ERROR, error_name="org.bluez.Error.Failed", reply_serial=serial,
+                       destination=":1.7", sender=":1.1", serial=900 + serial)
+    return Message(message_type=MessageType.METHOD_RETURN, reply_serial=serial, destination=":1.7", sender=":1.1",
+                   serial=900 + serial)
+
+
+def changed(path: str, connected: bool) -> Message:
+    return Message(message_type=MessageType.SIGNAL, path=path, interface="org.freedesktop.DBus.Properties",
+                   member="PropertiesChanged", signature="sa{sv}as",
+                   body=[DEVICE, {"Connected": Variant("b", connected)}, []], sender=":1.1", serial=800)
+
+
+def test_a_connect_answered_on_a_device_already_linked_is_no_link_once_that_link_goes():
+    links = Links()
+    links.on_message(connect(A, 1))
+    links.on_message(changed(A, True))
+    links.on_message(reply(1))
+    # Connect again while the link is up: BlueZ answers at once, Connected does not change.
+    links.on_message(connect(A, 2))
+    links.on_message(reply(2))
+    links.on_message(changed(A, False))
+    links.on_message(connect(B, 3))
+    assert links.report()["most_at_connect"]["/org/bluez/hci0"] == 1
+
+
+def test_a_connect_not_yet_answered_holds_a_slot_until_its_error():
+    links = Links()
+    links.on_message(connect(A, 1))
+    links.on_message(connect(B, 2))
+    assert links.report()["most_at_connect"]["/org/bluez/hci0"] == 2
+    links.on_message(reply(1, error=True))
+    links.on_message(connect(A, 3))
+    assert links.report()["most_links"]["/org/bluez/hci0"] == 2
