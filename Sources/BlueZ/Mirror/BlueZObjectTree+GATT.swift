@@ -130,20 +130,26 @@ extension BlueZObjectTree {
 
     /// The device's latest advertisement as BlueZ holds it.
     public func advertisement(at devicePath: String) -> BlueZAdvertisement? {
-        guard let props = properties(devicePath, BlueZInterfaces.device) else { return nil }
+        properties(devicePath, BlueZInterfaces.device).map { BlueZAdvertisement(path: devicePath, properties: $0) }
+    }
+}
+
+extension BlueZAdvertisement {
+    /// From a device's `Device1` properties (for each advertisement seen: no tree built).
+    public init(path: String, properties: BlueZObjectTree.Properties) {
         var manufacturer: [UInt16: [UInt8]] = [:]
-        if case .dictionary(_, _, let entries) = props["ManufacturerData"]?.unwrapped {
+        if case .dictionary(_, _, let entries) = properties["ManufacturerData"]?.unwrapped {
             for entry in entries {
                 guard let company = entry.key.uint16, let bytes = entry.value.bytes else { continue }
                 manufacturer[company] = bytes
             }
         }
         var serviceData: [String: [UInt8]] = [:]
-        for (uuid, value) in props["ServiceData"]?.dictionary ?? [:] {
+        for (uuid, value) in properties["ServiceData"]?.dictionary ?? [:] {
             if let bytes = value.bytes { serviceData[uuid] = bytes }
         }
-        return BlueZAdvertisement(
-            device: BlueZDevice(path: devicePath, properties: props), txPower: props["TxPower"]?.int16,
+        self.init(
+            device: BlueZDevice(path: path, properties: properties), txPower: properties["TxPower"]?.int16,
             manufacturerData: manufacturer, serviceData: serviceData)
     }
 }

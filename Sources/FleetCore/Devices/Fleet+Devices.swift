@@ -96,10 +96,9 @@ extension Fleet {
                            "client": "\(holder.id)"])
         }
         let services = tree.gattServices(device: path)
-        let mtu = services.lazy.flatMap(\.characteristics).compactMap(\.mtu).first.map(Int.init) ?? 23
         return DeviceLink(
-            address: address, name: device.alias ?? device.name, adapter: Self.adapterName(device.adapterPath), mtu: mtu,
-            services: services.map(DeviceGATTService.init))
+            address: address, name: device.alias ?? device.name, adapter: Self.adapterName(device.adapterPath),
+            mtu: Self.mtu(of: services), services: services.map(DeviceGATTService.init))
     }
 
     /// Ends `holder`'s lease on `address`; the link of a device no one holds any more that is
@@ -247,8 +246,12 @@ extension Fleet {
             throw DeviceError(.notConnected, "\(address) is connected but its services are not resolved yet.")
         }
         let services = tree.gattServices(device: device.path)
-        return (services.lazy.flatMap(\.characteristics).compactMap(\.mtu).first.map(Int.init) ?? 23,
-                services.map(DeviceGATTService.init))
+        return (Self.mtu(of: services), services.map(DeviceGATTService.init))
+    }
+
+    /// The ATT MTU BlueZ shows on the device's characteristics (5.62 and later), else ATT's default.
+    static func mtu(of services: [BlueZGATTService]) -> Int {
+        services.lazy.flatMap(\.characteristics).compactMap(\.mtu).first.map(Int.init) ?? 23
     }
 
     private func attribute(_ address: BoardAddress, handle: UInt16, descriptor: Bool) async throws(DeviceError)
@@ -288,8 +291,7 @@ extension Fleet {
     /// Runs one GATT call on `address` at a time: in the board's own queue when it is one of
     /// the fleet's (its LED writes and a client's writes never meet in BlueZ, which refuses a
     /// second write to a characteristic with one under way: InProgress), else in the device's.
-    /// An InProgress from BlueZ all the same (another BlueZ client) is tried again until
-    /// `timeout`, as is the wait for the queue.
+    /// The wait for the queue counts against `timeout`.
     private func oneAtATime<T: Sendable>(
         _ address: BoardAddress, timeout: Duration, _ body: @escaping @Sendable (Duration) async throws -> T
     ) async throws(DeviceError) -> T {
@@ -302,18 +304,10 @@ extension Fleet {
                 return .failure(DeviceError(.timeout, "\(address) was still busy with other GATT operations at the deadline."))
             }
             defer { queue.release() }
-            var pause: Duration = .milliseconds(20)
-            while true {
-                do {
-                    return .success(try await body(max(.milliseconds(1), ContinuousClock.now.duration(to: deadline))))
-                } catch {
-                    let failure = BlueZError(error)
-                    guard case .inProgress = failure, ContinuousClock.now + pause < deadline, !Task.isCancelled else {
-                        return .failure(DeviceError(gatt: failure, address: address))
-                    }
-                    try? await Task.sleep(for: pause)
-                    pause = min(pause * 2, .milliseconds(200))
-                }
+            do {
+                return .success(try await body(max(.milliseconds(1), ContinuousClock.now.duration(to: deadline))))
+            } catch {
+                return .failure(DeviceError(gatt: BlueZError(error), address: address))
             }
         }
         return try outcome.value.get()
@@ -356,8 +350,7 @@ extension Fleet {
         let known = Mutex<[String: BlueZObjectTree.Properties]>([:])
         let deviceInterface = BlueZInterfaces.device
         @Sendable func report(_ path: String, _ properties: BlueZObjectTree.Properties) {
-            guard let advertisement = BlueZObjectTree(objects: [path: [deviceInterface: properties]]).advertisement(at: path)
-            else { return }
+            let advertisement = BlueZAdvertisement(path: path, properties: properties)
             if !services.isEmpty {
                 let offered = Set(advertisement.device.uuids)
                     .union(advertisement.serviceData.keys.compactMap(BluetoothUUID.init))

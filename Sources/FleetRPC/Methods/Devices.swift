@@ -80,9 +80,7 @@ extension FleetMethods {
             }
 
             public init(checked params: RPCCheckedParams) throws(RPCError) {
-                guard let address = try params.typed("address", as: BoardAddress.self) else {
-                    throw .invalidParams("missing required parameter \"address\"")
-                }
+                let address = try params.address("address")
                 self.init(address: address, timeoutMs: try params.optionalInt("timeoutMs"))
             }
         }
@@ -108,10 +106,7 @@ extension FleetMethods {
             }
 
             public init(checked params: RPCCheckedParams) throws(RPCError) {
-                guard let address = try params.typed("address", as: BoardAddress.self) else {
-                    throw .invalidParams("missing required parameter \"address\"")
-                }
-                self.init(address: address)
+                self.init(address: try params.address("address"))
             }
         }
         public typealias Result = DeviceReleasedResult
@@ -155,11 +150,9 @@ extension FleetMethods {
             }
 
             public init(checked params: RPCCheckedParams) throws(RPCError) {
-                guard let address = try params.typed("address", as: BoardAddress.self) else {
-                    throw .invalidParams("missing required parameter \"address\"")
-                }
+                let address = try params.address("address")
                 self.init(
-                    address: address, handle: try params.required("handle") { $0.int64Value.flatMap { Int(exactly: $0) } },
+                    address: address, handle: try params.int("handle"),
                     descriptor: try params.optionalBool("descriptor"), timeoutMs: try params.optionalInt("timeoutMs"))
             }
         }
@@ -201,11 +194,9 @@ extension FleetMethods {
             }
 
             public init(checked params: RPCCheckedParams) throws(RPCError) {
-                guard let address = try params.typed("address", as: BoardAddress.self) else {
-                    throw .invalidParams("missing required parameter \"address\"")
-                }
+                let address = try params.address("address")
                 self.init(
-                    address: address, handle: try params.required("handle") { $0.int64Value.flatMap { Int(exactly: $0) } },
+                    address: address, handle: try params.int("handle"),
                     value: try params.typed("value", as: [UInt8].self) ?? [], withResponse: try params.optionalBool("withResponse"),
                     descriptor: try params.optionalBool("descriptor"), timeoutMs: try params.optionalInt("timeoutMs"))
             }
@@ -248,11 +239,9 @@ extension FleetMethods {
             }
 
             public init(checked params: RPCCheckedParams) throws(RPCError) {
-                guard let address = try params.typed("address", as: BoardAddress.self) else {
-                    throw .invalidParams("missing required parameter \"address\"")
-                }
+                let address = try params.address("address")
                 self.init(
-                    address: address, handle: try params.required("handle") { $0.int64Value.flatMap { Int(exactly: $0) } },
+                    address: address, handle: try params.int("handle"),
                     on: try params.optionalBool("on"))
             }
         }

@@ -109,6 +109,12 @@ extension RPCCheckedParams {
     public func optionalSelection(_ name: String) throws(RPCError) -> Selection? {
         try typed(name, as: Selection.self)
     }
+
+    /// The address named `name` (read once, as `.address`, by the descriptor).
+    public func address(_ name: String) throws(RPCError) -> BoardAddress {
+        guard let address = try typed(name, as: BoardAddress.self) else { throw .invalidParams("missing required parameter \"\(name)\"") }
+        return address
+    }
 }
 
 extension Selection {

@@ -34,9 +34,10 @@ final class DeviceBindings: Sendable {
         guard isNew else { return }
         let fleet = self.fleet
         connection.onClose { [weak self] in
-            let ended = self?.connections.withLock { $0.removeValue(forKey: connection.id) }
-            ended?.watch?.cancel()
-            for follow in ended?.follows.values ?? [:].values { follow.cancel() }
+            if let ended = self?.connections.withLock({ $0.removeValue(forKey: connection.id) }) {
+                ended.watch?.cancel()
+                for follow in ended.follows.values { follow.cancel() }
+            }
             Task { await fleet.endLeases(of: LeaseHolder(connection.id)) }
         }
     }

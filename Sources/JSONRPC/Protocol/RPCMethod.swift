@@ -76,4 +76,7 @@ public struct RPCCheckedParams: Sendable {
     public func optionalInt(_ name: String) throws(RPCError) -> Int? {
         try optional(name) { $0.int64Value.flatMap { Int(exactly: $0) } }
     }
+    public func int(_ name: String) throws(RPCError) -> Int {
+        try required(name) { $0.int64Value.flatMap { Int(exactly: $0) } }
+    }
 }
