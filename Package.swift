@@ -119,6 +119,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The fleet's core in a deterministic simulation: a simulated radio (a BlueZBus) and
+        // clock, seeded classrooms with faults, a referee of the fleet's promises.
+        .target(
+            name: "FleetSimulation",
+            dependencies: [
+                "FleetCore", "FleetModel", "BlueZ", "DBus",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "JSONRPC",
             swiftSettings: swiftSettings
@@ -255,6 +265,15 @@ let package = Package(
             dependencies: [
                 "BlefleetDaemon", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        .executableTarget(
+            name: "blefleet-sim",
+            dependencies: [
+                "FleetSimulation",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

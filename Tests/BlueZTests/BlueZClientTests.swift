@@ -184,7 +184,7 @@ struct BlueZClientTests {
             #expect(sawLost)
             #expect(await client.mirror.isLoaded)
             // The mirror equals what BlueZ reports now.
-            let reply = try await client.connection.call(
+            let reply = try await #require(client.bus as? DBusBlueZBus).connection.call(
                 destination: "org.bluez", path: "/", interface: "org.freedesktop.DBus.ObjectManager",
                 member: "GetManagedObjects")
             let fresh = try #require(reply.first?.dictionary)

@@ -34,7 +34,7 @@ extension BlueZClient {
     public func connect(
         _ device: BlueZDevice, timeout: Duration = .seconds(30), linkUp: (@Sendable () -> Void)? = nil
     ) async throws {
-        let start = ContinuousClock.now
+        let start = clock.now
         let path = device.path
         if let current = await mirror.tree.device(at: path), current.servicesResolved {
             linkUp?()
@@ -66,7 +66,7 @@ extension BlueZClient {
             } catch BlueZError.alreadyConnected {
                 // BlueZ says it is connected; the wait below sees it resolved.
             }
-            let remaining = timeout - (ContinuousClock.now - start)
+            let remaining = timeout - clock.since(start)
             try await mirror.result(
                 of: ticket, timeout: max(remaining, .milliseconds(1)),
                 description: "services of \(device.address) not resolved within \(timeout)")

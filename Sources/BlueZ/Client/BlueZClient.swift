@@ -7,8 +7,11 @@ import Synchronization
 /// Holds the bus connection and the object mirror; `run()` must be running (it keeps the
 /// mirror exact) for waits to make progress. Every method throws `BlueZError`.
 public final class BlueZClient: Sendable {
-    public let connection: DBusConnection
+    /// How bluetoothd is reached: D-Bus in the daemon, a simulated radio in a simulation.
+    public let bus: any BlueZBus
     public let mirror: BlueZObjectMirror
+    /// The radio's time: every "now" and every wait of BlueZ and of the fleet on it.
+    public let clock: any RadioClock
     let logger: Logger
     /// Notification sessions open per characteristic: BlueZ keeps one session per D-Bus
     /// client, so `StopNotify` is sent only when this client's last session ends.
@@ -19,11 +22,19 @@ public final class BlueZClient: Sendable {
     /// Set once the management interface turned out unusable here (logged once).
     let managementUnusable = Atomic<Bool>(false)
 
-    public init(connection: DBusConnection, management: ManagementInterface? = nil, logger: Logger) {
-        self.connection = connection
+    public convenience init(connection: DBusConnection, management: ManagementInterface? = nil, logger: Logger) {
+        self.init(bus: DBusBlueZBus(connection: connection), management: management, logger: logger)
+    }
+
+    public init(
+        bus: any BlueZBus, management: ManagementInterface? = nil, clock: any RadioClock = MachineClock(),
+        logger: Logger
+    ) {
+        self.bus = bus
         self.management = management
         self.logger = logger
-        self.mirror = BlueZObjectMirror(connection: connection, logger: logger)
+        self.clock = clock
+        self.mirror = BlueZObjectMirror(logger: logger, clock: clock)
     }
 
     /// Connects to the bus BlueZ is on: the system bus (`nil`), or a D-Bus address.
@@ -37,12 +48,12 @@ public final class BlueZClient: Sendable {
 
     /// Closes the bus connection.
     public func close() {
-        connection.close()
+        bus.close()
     }
 
     /// Keeps the mirror in sync until cancelled; throws when the bus connection is lost.
     public func run() async throws {
-        try await mirror.run()
+        try await bus.run(mirror: mirror)
     }
 
     /// Calls a BlueZ method, mapping every failure to `BlueZError`.
@@ -52,9 +63,7 @@ public final class BlueZClient: Sendable {
         timeout: Duration
     ) async throws -> [DBusValue] {
         do {
-            return try await connection.call(
-                destination: BlueZInterfaces.service, path: path, interface: interface,
-                member: member, arguments: arguments, timeout: timeout)
+            return try await bus.call(path: path, interface: interface, member: member, arguments: arguments, timeout: timeout)
         } catch {
             throw BlueZError(error)
         }

@@ -80,8 +80,9 @@ extension BlueZObjectMirror {
         }
         defer { waiters[ticket.id] = nil }
         if let outcome = waiter.outcome { return try outcome.get() }
+        let clock = self.clock
         let timer = Task { [weak self] in
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            guard (try? await clock.sleep(for: timeout)) != nil else { return }
             await self?.expire(ticket.id, description: description)
         }
         defer { timer.cancel() }

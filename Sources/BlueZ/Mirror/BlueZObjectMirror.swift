@@ -6,8 +6,11 @@ public import Logging
 /// It subscribes to every signal from `org.bluez` (InterfacesAdded/Removed and
 /// PropertiesChanged in one ordered stream) *before* calling `GetManagedObjects`, replays
 /// signals that arrived while the snapshot was loading, and starts again from scratch when
-/// `org.bluez` disappears and returns (a bluetoothd restart). `run()` keeps it exact until
+/// `org.bluez` disappears and returns (a bluetoothd restart). `run(on:)` keeps it exact until
 /// cancelled.
+///
+/// A simulated radio feeds it directly instead (``load(_:owner:)``, ``apply(_:)``,
+/// ``lose()``): what bluetoothd's signals would say, in the same order.
 public actor BlueZObjectMirror {
     public private(set) var tree = BlueZObjectTree()
     /// The unique bus name of the `org.bluez` owner whose objects are mirrored, if any.
@@ -15,8 +18,8 @@ public actor BlueZObjectMirror {
     /// Whether a snapshot is loaded (false while BlueZ is absent or loading).
     public private(set) var isLoaded = false
 
-    let connection: DBusConnection
     let logger: Logger
+    let clock: any RadioClock
     private var loadingOwner: String?
     private var bufferedSignals: [DBusSignal] = []
     private struct Subscriber {
@@ -47,13 +50,14 @@ public actor BlueZObjectMirror {
     var waiters: [UInt64: any MirrorWaiter] = [:]
     var nextID: UInt64 = 0
 
-    public init(connection: DBusConnection, logger: Logger) {
-        self.connection = connection
+    public init(logger: Logger, clock: any RadioClock = MachineClock()) {
         self.logger = logger
+        self.clock = clock
     }
 
-    /// Keeps the mirror exact until cancelled or the bus connection is lost (then throws).
-    public func run() async throws {
+    /// Keeps the mirror exact with `org.bluez` on `connection` until cancelled or the bus
+    /// connection is lost (then throws).
+    public func run(on connection: DBusConnection) async throws {
         let signals = try await connection.signals(matching: DBusMatchRule(sender: BlueZInterfaces.service))
         let owners = try await connection.nameOwnerChanges(of: BlueZInterfaces.service)
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -62,11 +66,11 @@ public actor BlueZObjectMirror {
                 throw BlueZError.busDisconnected("the signal stream from the bus ended")
             }
             group.addTask {
-                for try await change in owners { await self.ownerChanged(to: change.newOwner) }
+                for try await change in owners { await self.ownerChanged(to: change.newOwner, on: connection) }
                 throw BlueZError.busDisconnected("the name-owner stream from the bus ended")
             }
             // Subscribed: now look at who owns org.bluez and load its objects.
-            await ownerChanged(to: try await connection.nameOwner(of: BlueZInterfaces.service))
+            await ownerChanged(to: try await connection.nameOwner(of: BlueZInterfaces.service), on: connection)
             try await group.next()
             group.cancelAll()
         }
@@ -145,21 +149,35 @@ public actor BlueZObjectMirror {
 
     // MARK: Owner tracking and loading
 
-    private func ownerChanged(to newOwner: String?) async {
+    private func ownerChanged(to newOwner: String?, on connection: DBusConnection) async {
         guard newOwner != owner else { return }
-        if owner != nil {
-            logger.warning("org.bluez left the bus; mirror cleared", metadata: ["dbus.owner": "\(owner ?? "")"])
-            owner = nil
-            isLoaded = false
-            tree = BlueZObjectTree()
-            broadcast(.serviceLost)
-        }
+        if owner != nil { lose() }
         guard let newOwner else { return }
         owner = newOwner
-        await load(from: newOwner)
+        await load(from: newOwner, on: connection)
     }
 
-    private func load(from loadOwner: String) async {
+    /// `org.bluez` left the bus: the tree is cleared and everyone told.
+    public func lose() {
+        guard owner != nil || isLoaded else { return }
+        logger.warning("org.bluez left the bus; mirror cleared", metadata: ["dbus.owner": "\(owner ?? "")"])
+        owner = nil
+        loadingOwner = nil
+        isLoaded = false
+        tree = BlueZObjectTree()
+        broadcast(.serviceLost)
+    }
+
+    /// `org.bluez` (as `owner`) is here with these objects (as `GetManagedObjects` gives them).
+    public func load(_ objects: [String: [String: BlueZObjectTree.Properties]], owner newOwner: String) {
+        owner = newOwner
+        loadingOwner = nil
+        tree = BlueZObjectTree(objects: objects)
+        isLoaded = true
+        broadcast(.serviceLoaded)
+    }
+
+    private func load(from loadOwner: String, on connection: DBusConnection) async {
         loadingOwner = loadOwner
         bufferedSignals = []
         var attempt = 0
@@ -192,7 +210,7 @@ public actor BlueZObjectMirror {
                     metadata: ["error": "\(bluezError)", "attempt": "\(attempt)"])
                 // Bounded backoff: 50 ms, 100 ms, … up to 2 s.
                 let delay = min(2000, 50 << min(attempt, 6))
-                try? await Task.sleep(for: .milliseconds(delay))
+                try? await clock.sleep(for: .milliseconds(delay))
                 if Task.isCancelled { return }
             }
         }
@@ -231,35 +249,53 @@ public actor BlueZObjectMirror {
     }
 
     private func apply(_ signal: DBusSignal) {
+        if let event = Self.event(of: signal) { apply(event) }
+    }
+
+    /// What a signal of bluetoothd's says, as an event (nil for signals the mirror ignores).
+    static func event(of signal: DBusSignal) -> BlueZMirrorEvent? {
         let args = signal.arguments
         switch (signal.interface, signal.member) {
         case (BlueZInterfaces.objectManager, "InterfacesAdded"):
-            guard args.count >= 2, let path = args[0].string else { return }
-            let interfaces = Self.parseInterfaces(args[1])
+            guard args.count >= 2, let path = args[0].string else { return nil }
+            return .interfacesAdded(path: path, interfaces: parseInterfaces(args[1]))
+        case (BlueZInterfaces.objectManager, "InterfacesRemoved"):
+            guard args.count >= 2, let path = args[0].string else { return nil }
+            return .interfacesRemoved(path: path, interfaces: (args[1].array ?? []).compactMap(\.string))
+        case (BlueZInterfaces.properties, "PropertiesChanged"):
+            guard args.count >= 2, let interface = args[0].string else { return nil }
+            let invalidated = (args.count > 2 ? args[2].array ?? [] : []).compactMap(\.string)
+            return .propertiesChanged(
+                path: signal.path, interface: interface, changed: parseProperties(args[1]), invalidated: invalidated)
+        default:
+            return nil
+        }
+    }
+
+    /// Applies one change of bluetoothd's objects (as its signal would say it) and tells
+    /// everyone who wants it. `serviceLost`/`serviceLoaded` are ``lose()`` and ``load(_:owner:)``.
+    public func apply(_ event: BlueZMirrorEvent) {
+        switch event {
+        case .interfacesAdded(let path, let interfaces):
             var current = tree.objects[path] ?? [:]
             for (interface, properties) in interfaces {
                 current[interface, default: [:]].merge(properties) { _, new in new }
             }
             tree.objects[path] = current
-            broadcast(.interfacesAdded(path: path, interfaces: interfaces))
-        case (BlueZInterfaces.objectManager, "InterfacesRemoved"):
-            guard args.count >= 2, let path = args[0].string else { return }
-            let interfaces = (args[1].array ?? []).compactMap(\.string)
+            broadcast(event)
+        case .interfacesRemoved(let path, let interfaces):
             guard var current = tree.objects[path] else { return }
             for interface in interfaces { current[interface] = nil }
             tree.objects[path] = current.isEmpty ? nil : current
-            broadcast(.interfacesRemoved(path: path, interfaces: interfaces))
-        case (BlueZInterfaces.properties, "PropertiesChanged"):
-            guard args.count >= 2, let interface = args[0].string else { return }
+            broadcast(event)
+        case .propertiesChanged(let path, let interface, let changed, let invalidated):
             // Properties of objects we do not know (removed meanwhile) are ignored.
-            guard tree.objects[signal.path]?[interface] != nil else { return }
-            let changed = Self.parseProperties(args[1])
-            let invalidated = (args.count > 2 ? args[2].array ?? [] : []).compactMap(\.string)
-            tree.objects[signal.path]?[interface]?.merge(changed) { _, new in new }
-            for name in invalidated { tree.objects[signal.path]?[interface]?[name] = nil }
-            broadcast(.propertiesChanged(path: signal.path, interface: interface, changed: changed, invalidated: invalidated))
-        default:
-            break
+            guard tree.objects[path]?[interface] != nil else { return }
+            tree.objects[path]?[interface]?.merge(changed) { _, new in new }
+            for name in invalidated { tree.objects[path]?[interface]?[name] = nil }
+            broadcast(event)
+        case .serviceLost, .serviceLoaded:
+            return
         }
     }
 }

@@ -7,7 +7,7 @@ extension Board {
     private func whenReady<T: Sendable>(_ operation: () async throws -> T) async throws -> T {
         machine.workStarted()
         defer {
-            lastUsed = .now
+            lastUsed = clock.now
             workEnded()
         }
         while true {
@@ -92,8 +92,8 @@ extension Board {
     /// (a sensor the board only notifies waits for its next value).
     func readSensor(_ name: String, maxAge: Duration) async throws -> SensorValue {
         let sensor = try characteristic(name, .sensor)
-        if let cached = live.reading(name), cached.age(at: .now) <= maxAge {
-            return SensorValue(sensor: name, value: cached.value, unit: sensor.unit, age: cached.age(at: .now))
+        if let cached = live.reading(name), cached.age(at: clock.now) <= maxAge {
+            return SensorValue(sensor: name, value: cached.value, unit: sensor.unit, age: cached.age(at: clock.now))
         }
         guard sensor.access.contains(.read) else {
             return try await nextNotified(sensor)
@@ -117,7 +117,7 @@ extension Board {
         while true {
             let generation = live.readingArrived.generation
             if let reading = live.reading(sensor.name), reading.receivedAt != before {
-                return SensorValue(sensor: sensor.name, value: reading.value, unit: sensor.unit, age: reading.age(at: .now))
+                return SensorValue(sensor: sensor.name, value: reading.value, unit: sensor.unit, age: reading.age(at: clock.now))
             }
             await live.readingArrived.wait(after: generation)
             try Task.checkCancellation()

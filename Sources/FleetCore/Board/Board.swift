@@ -40,7 +40,9 @@ actor Board {
     /// that heard it are full.
     static let placementWait: Duration = .seconds(2)
     /// RSSI, last advertisement and latest temperature, recorded without this actor.
-    nonisolated let live = BoardLive()
+    nonisolated let live: BoardLive
+    /// The radio's time (the client's).
+    nonisolated var clock: any RadioClock { context.client.clock }
 
     /// The kind of board (which switches and sensors it has): the profile whose advertised
     /// service its device offers, looked at again at every connect.
@@ -66,16 +68,17 @@ actor Board {
     init(record: BoardRecord, devices: [BlueZDevice], adapterPowered: Bool, context: FleetContext) {
         self.address = record.address
         self.context = context
+        self.live = BoardLive(clock: context.client.clock)
         self.name = record.name
         self.alias = record.alias
         live.setNames(name: record.name, alias: record.alias)
         self.desiredLED = record.desiredLED
         self.devices = Dictionary(devices.map { ($0.adapterPath, $0) }) { first, _ in first }
         self.profile = context.profiles.profile(offering: devices.flatMap(\.uuids)) ?? .nano
-        let now = ContinuousClock.now
+        let now = context.client.clock.now
         self.lastUsed = now
         let machine = BoardStateMachine(
-            policy: context.configuration.reconnect, present: !devices.isEmpty, adapterPowered: adapterPowered, now: now)
+            policy: context.configuration.reconnect, random: context.randomness(record.address), present: !devices.isEmpty, adapterPowered: adapterPowered, now: now)
         self.machine = machine
         var logger = context.logger
         logger[metadataKey: "ble.address"] = "\(record.address)"
@@ -121,7 +124,7 @@ actor Board {
     /// Applies one event to the state machine, reports a phase change, performs the action.
     func apply(_ event: (inout BoardStateMachine, ContinuousClock.Instant) -> BoardStateMachine.Action) {
         let before = machine.phase
-        let action = event(&machine, .now)
+        let action = event(&machine, clock.now)
         let after = machine.phase
         // No link held, no link adapter: placement must not keep a board on the adapter of
         // a link that is gone (or was re-adopted while it went down).
@@ -153,8 +156,8 @@ actor Board {
                 "retrying connect later",
                 metadata: ["retry.delay": "\(delay)", "retry.attempts": "\(machine.failedAttempts)",
                            "retry.reason": "\(machine.lastFailure?.rawValue ?? "link lost")"])
-            Task { [weak self] in
-                guard (try? await Task.sleep(for: delay)) != nil else { return }
+            Task { [weak self, clock] in
+                guard (try? await clock.sleep(for: delay)) != nil else { return }
                 await self?.apply { $0.backoffTimerFired(token: token, now: $1) }
             }
         case .disconnect(let code):
@@ -256,7 +259,11 @@ actor Board {
             }
             choice = again
         }
-        placedAmong = choice.heard
+        // Every adapter that had reported the board by now was looked at (placement skips
+        // one it cannot use, or whose device BlueZ no longer shows): only an adapter that
+        // reports it after this wakes it from standby, else placement and the wake-up would
+        // hand it back and forth without end (the simulation found that: a busy loop).
+        placedAmong = choice.heard.union(devices.keys)
         let adapter = choice.adapter
         let full = choice.full
         let device = choice.device
@@ -392,14 +399,14 @@ actor Board {
 
     /// The board is usable: waiters go on, its sensors are followed, its LED put back.
     private func becameReady() {
-        lastUsed = .now
+        lastUsed = clock.now
         // A link that came up is one a call waiting for a free link may look at again.
         context.slotsChanged.notify()
         logger.info("board ready", metadata: ["profile": "\(profile.name)"])
         resumeWaiters()
         let link = machine.link
-        Task { [weak self] in
-            guard (try? await Task.sleep(for: BoardStateMachine.settleTime)) != nil else { return }
+        Task { [weak self, clock] in
+            guard (try? await clock.sleep(for: BoardStateMachine.settleTime)) != nil else { return }
             await self?.apply { $0.linkSettled(link: link, now: $1) }
         }
         followSensors(of: profile, link: link)
@@ -505,7 +512,7 @@ actor Board {
                 metadata: ["bytes": "\(bytes.count)", "format": "\(sensor.format.rawValue)"])
             return nil
         }
-        let reading = SensorReading(value: value, receivedAt: .now)
+        let reading = SensorReading(value: value, receivedAt: live.now)
         live.setReading(reading, of: sensor.name)
         if sensor.name == BoardProfile.temperatureSensor {
             events.publish(.temperature(address, reading.celsius))
@@ -554,7 +561,7 @@ actor Board {
         if machine.isReady { return }
         nextWaiterID &+= 1
         let id = nextWaiterID
-        let now = ContinuousClock.now
+        let now = clock.now
         let moving = machine.isMoving(at: now)
         let relinking = moving ? nil : machine.relinkGraceLeft(at: now)
         try await withTaskCancellationHandler {
@@ -565,8 +572,8 @@ actor Board {
                 // adapter's loss is told and it moves) before it is called absent.
                 if !machine.isReady && !moving {
                     if let relinking {
-                        Task { [weak self] in
-                            guard (try? await Task.sleep(for: relinking)) != nil else { return }
+                        Task { [weak self, clock] in
+                            guard (try? await clock.sleep(for: relinking)) != nil else { return }
                             await self?.relinkGraceEnded()
                         }
                     } else {
@@ -582,7 +589,7 @@ actor Board {
     /// The grace a call gave a board whose link fell has passed: a board still not ready,
     /// and not moving, is connected for the call now, or the call is told why not.
     private func relinkGraceEnded() {
-        guard !waiters.isEmpty, !machine.isReady, !machine.isMoving(at: .now) else { return }
+        guard !waiters.isEmpty, !machine.isReady, !machine.isMoving(at: clock.now) else { return }
         apply { $0.connectRequested(reason: .command, now: $1) }
     }
 
@@ -607,7 +614,7 @@ actor Board {
     /// `last seen 12 s ago`, for an absent board's answer.
     private var lastSeenText: String {
         guard let seen = live.current.lastSeen else { return "not seen since the daemon started" }
-        let seconds = Int(seen.duration(to: .now).components.seconds)
+        let seconds = Int(clock.since(seen).components.seconds)
         let ago =
             switch seconds {
             case ..<120: "\(seconds) s"

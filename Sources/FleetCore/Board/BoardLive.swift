@@ -1,3 +1,4 @@
+import BlueZ
 import Synchronization
 
 /// What a board learns from its steady radio traffic — advertisements (RSSI) and notified
@@ -36,6 +37,14 @@ final class BoardLive: Sendable {
     }
 
     private let state = Mutex(State())
+    private let clock: any RadioClock
+
+    init(clock: any RadioClock) {
+        self.clock = clock
+    }
+
+    /// Now, by the radio's clock.
+    var now: ContinuousClock.Instant { clock.now }
 
     var current: State { state.withLock { $0 } }
 
@@ -79,7 +88,7 @@ final class BoardLive: Sendable {
     /// A notification came over the board's link through `adapter`.
     func carried(through adapter: String) {
         state.withLock { state in
-            let now = ContinuousClock.now
+            let now = clock.now
             let gap = state.carried.flatMap { $0.adapter == adapter ? $0.at.duration(to: now) : nil }
             state.carried = Carried(adapter: adapter, at: now, gap: gap)
         }
@@ -100,7 +109,7 @@ final class BoardLive: Sendable {
         state.withLock { state in
             guard force || !state.awaitsAdvertisement else { return false }
             if let rssi { state.rssiByAdapter[adapter] = rssi }
-            let now = ContinuousClock.now
+            let now = clock.now
             state.lastSeen = now
             state.heardAt[adapter] = now
             return true

@@ -1,3 +1,4 @@
+import BlueZ
 import Synchronization
 
 /// One adapter's ``AdapterHealth``, fed from wherever the fleet sees its controller at
@@ -6,23 +7,26 @@ import Synchronization
 final class AdapterHealthMonitor: Sendable {
     let path: String
     private struct State {
-        var health = AdapterHealth(now: .now)
+        var health: AdapterHealth
         /// When a connect through the adapter last succeeded.
         var lastConnected: ContinuousClock.Instant?
         /// The newest advertisement already told to the health.
         var lastHeard: ContinuousClock.Instant?
     }
-    private let state = Mutex(State())
+    private let state: Mutex<State>
+    let clock: any RadioClock
     private let report: @Sendable (String, AdapterHealth.Action) -> Void
 
-    init(path: String, report: @escaping @Sendable (String, AdapterHealth.Action) -> Void) {
+    init(path: String, clock: any RadioClock, report: @escaping @Sendable (String, AdapterHealth.Action) -> Void) {
         self.path = path
+        self.clock = clock
+        self.state = Mutex(State(health: AdapterHealth(now: clock.now)))
         self.report = report
     }
 
     /// Feeds one event; an action is reported to the fleet.
     func observe(_ event: (inout AdapterHealth, ContinuousClock.Instant) -> AdapterHealth.Action) {
-        let action = state.withLock { event(&$0.health, .now) }
+        let action = state.withLock { event(&$0.health, clock.now) }
         if action != .none { report(path, action) }
     }
 
@@ -37,7 +41,7 @@ final class AdapterHealthMonitor: Sendable {
 
     /// A connect through the adapter succeeded.
     func connected() {
-        state.withLock { $0.lastConnected = .now }
+        state.withLock { $0.lastConnected = clock.now }
         observe { $0.saw(.connected, now: $1) }
     }
 

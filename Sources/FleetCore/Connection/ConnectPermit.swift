@@ -8,19 +8,20 @@ import Synchronization
 final class ConnectPermit: Sendable {
     private let adapter: FleetAdapter
     private let rotation: Bool
-    private let acquired = ContinuousClock.now
+    private let acquired: ContinuousClock.Instant
     private let held = Mutex(true)
 
     /// Taken: the caller holds `adapter`'s scheduler permit.
     init(adapter: FleetAdapter, rotation: Bool) {
         self.adapter = adapter
         self.rotation = rotation
+        self.acquired = adapter.clock.now
     }
 
     /// Gives the permit back (`linked`: because the link is up); later calls do nothing.
     func release(linked: Bool = false) {
         guard held.withLock({ held in defer { held = false }; return held }) else { return }
-        if rotation && linked { adapter.recordRotation(acquired.duration(to: .now)) }
+        if rotation && linked { adapter.recordRotation(adapter.clock.since(acquired)) }
         adapter.scheduler.release()
     }
 }

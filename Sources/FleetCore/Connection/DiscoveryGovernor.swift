@@ -95,7 +95,7 @@ actor DiscoveryGovernor {
     /// discovery has been paused for ``longestPause``, runs it until `heard` says the boards
     /// waiting were heard again, or for ``refreshWindow`` at most.
     func refreshIfPausedLong(heard: @escaping @Sendable (BlueZObjectTree) -> Bool) async {
-        guard let since = pausedSince, since.duration(to: .now) >= Self.longestPause, let adapter, !refreshing else {
+        guard let since = pausedSince, client.clock.since(since) >= Self.longestPause, let adapter, !refreshing else {
             return
         }
         logger.debug("discovery resumed for a moment: boards waiting for a slot must stay known to BlueZ",
@@ -115,8 +115,8 @@ actor DiscoveryGovernor {
     /// controller may report a board only once in ~10 s). At most every ``kickInterval``.
     func kick() async {
         guard running, holds == 0, !reconciling, let adapter else { return }
-        if let lastKick, lastKick.duration(to: .now) < Self.kickInterval { return }
-        lastKick = .now
+        if let lastKick, client.clock.since(lastKick) < Self.kickInterval { return }
+        lastKick = client.clock.now
         kicking = true
         await reconcile()  // stops: `wanted` is false while kicking
         kicking = false
@@ -166,7 +166,7 @@ actor DiscoveryGovernor {
     /// Stops discovery and starts it again now (a recovery step), whatever the last restart.
     func restart() async {
         guard let adapter else { return }
-        lastKick = .now
+        lastKick = client.clock.now
         kicking = true
         await reconcile()
         kicking = false
@@ -214,7 +214,7 @@ actor DiscoveryGovernor {
                 if start, !followed { scheduleCheck() }
                 if start, followed { restartsForStoppedScan = 0 }
                 running = start
-                pausedSince = start ? nil : .now
+                pausedSince = start ? nil : client.clock.now
                 if start { startFailures = 0 }
                 logger.debug(start ? "discovery on" : "discovery paused for connects", metadata: ["ble.adapter": "\(adapter.name)"])
             } catch {
@@ -234,7 +234,7 @@ actor DiscoveryGovernor {
                 }
                 // "No discovery started": it is off, which is what was asked for.
                 running = false
-                pausedSince = .now
+                pausedSince = client.clock.now
             }
         }
         if adapter == nil {
@@ -264,8 +264,8 @@ actor DiscoveryGovernor {
 
     private func scheduleCheck() {
         guard check == nil else { return }
-        check = Task { [weak self] in
-            try? await Task.sleep(for: Self.retryDelay)
+        check = Task { [weak self, clock = client.clock] in
+            try? await clock.sleep(for: Self.retryDelay)
             await self?.checkFired()
         }
     }
@@ -283,8 +283,8 @@ actor DiscoveryGovernor {
 
     private func scheduleRetry() {
         guard retry == nil else { return }
-        retry = Task { [weak self] in
-            try? await Task.sleep(for: Self.retryDelay)
+        retry = Task { [weak self, clock = client.clock] in
+            try? await clock.sleep(for: Self.retryDelay)
             await self?.retryFired()
         }
     }

@@ -12,6 +12,8 @@ final class FleetAdapter: Sendable {
     let limit: Int
     let scheduler = ConnectScheduler(limit: 1)
     let discovery: DiscoveryGovernor
+    /// The radio's time (the client's).
+    let clock: any RadioClock
     private struct State {
         var adapter: BlueZAdapter
         /// When boards failed to connect through this adapter, per board.
@@ -23,7 +25,7 @@ final class FleetAdapter: Sendable {
         /// before BlueZ shows their link.
         var linking: Set<BoardAddress> = []
         /// When the fleet started using the adapter, or it was last powered on.
-        var since: ContinuousClock.Instant = .now
+        var since: ContinuousClock.Instant
         /// How long one rotation takes here (a slot freed, the next board connected and
         /// resolved), averaged over the recent ones.
         var rotation: Duration = FleetAdapter.assumedRotation
@@ -43,10 +45,11 @@ final class FleetAdapter: Sendable {
         self.path = adapter.path
         self.name = adapter.name
         self.limit = max(1, limit)
-        let health = AdapterHealthMonitor(path: adapter.path, report: report)
+        self.clock = client.clock
+        let health = AdapterHealthMonitor(path: adapter.path, clock: client.clock, report: report)
         self.health = health
         self.discovery = DiscoveryGovernor(client: client, filter: filter, logger: logger, health: health)
-        self.state = Mutex(State(adapter: adapter))
+        self.state = Mutex(State(adapter: adapter, since: client.clock.now))
     }
 
     var adapter: BlueZAdapter { state.withLock { $0.adapter } }
@@ -56,7 +59,7 @@ final class FleetAdapter: Sendable {
     static let freshness: Duration = .seconds(5)
 
     /// Whether the adapter started (was added or powered on) within ``freshness``.
-    var isFresh: Bool { state.withLock { $0.since.duration(to: .now) < Self.freshness } }
+    var isFresh: Bool { state.withLock { clock.since($0.since) < Self.freshness } }
 
     /// A rotation's duration before any was measured: what `Device1.Disconnect` takes
     /// (bluetoothd's 2 s timer) plus a connect; releases through the kernel take far less,
@@ -75,7 +78,7 @@ final class FleetAdapter: Sendable {
     }
 
     func poweredOn() {
-        state.withLock { $0.since = .now }
+        state.withLock { $0.since = clock.now }
         health.observe { health, now in
             health.restarted(now: now)
             return .none
@@ -86,14 +89,16 @@ final class FleetAdapter: Sendable {
         state.withLock { $0.adapter = adapter }
     }
 
-    func noteFailure(of board: BoardAddress, now: ContinuousClock.Instant = .now) {
-        state.withLock { state in
+    func noteFailure(of board: BoardAddress, now: ContinuousClock.Instant? = nil) {
+        let now = now ?? clock.now
+        return state.withLock { state in
             state.failures[board, default: []].append(now)
         }
     }
 
-    func recentFailures(of board: BoardAddress, now: ContinuousClock.Instant = .now) -> Int {
-        state.withLock { state in
+    func recentFailures(of board: BoardAddress, now: ContinuousClock.Instant? = nil) -> Int {
+        let now = now ?? clock.now
+        return state.withLock { state in
             let recent = (state.failures[board] ?? []).filter { $0.duration(to: now) < Self.failureMemory }
             state.failures[board] = recent.isEmpty ? nil : recent
             return recent.count

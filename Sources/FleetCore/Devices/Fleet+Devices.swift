@@ -40,9 +40,9 @@ extension Fleet {
     public func leaseDevice(
         _ address: BoardAddress, holder: LeaseHolder, timeout: Duration, onLost: @escaping @Sendable (String) -> Void
     ) async throws(DeviceError) -> DeviceLink {
-        let deadline = ContinuousClock.now + timeout
+        let deadline = client.clock.now + timeout
         if let board = boards[address] {
-            let outcome = await Self.race(deadline) { () async -> DeviceError? in
+            let outcome = await Self.race(deadline, clock: client.clock) { () async -> DeviceError? in
                 do {
                     try await board.connect()
                     return nil
@@ -58,7 +58,7 @@ extension Fleet {
             if let error = outcome.value { throw error }
         } else if Self.linkedDevice(address, in: await client.mirror.tree)?.servicesResolved != true {
             // Cancelled at the deadline, the connect says where it stood.
-            let outcome = await Self.race(deadline) { () async -> DeviceError? in
+            let outcome = await Self.race(deadline, clock: client.clock) { () async -> DeviceError? in
                 await self.connectDevice(address, deadline: deadline)
             }
             if let error = outcome.value { throw error }
@@ -136,7 +136,7 @@ extension Fleet {
             await widenDiscovery(+1)
             let usable = Set(adapters.values.filter { $0.adapter.powered && $0.health.isUsable }.map(\.path))
             _ = try? await client.mirror.wait(
-                timeout: max(.milliseconds(1), ContinuousClock.now.duration(to: deadline)), description: "\(address) heard"
+                timeout: max(.milliseconds(1), client.clock.now.duration(to: deadline)), description: "\(address) heard"
             ) { snapshot in
                 snapshot.tree.objects(implementing: BlueZInterfaces.device).contains {
                     BoardAddress($0.properties["Address"]?.string ?? "") == address
@@ -172,7 +172,7 @@ extension Fleet {
         adapter.linking(address)
         do {
             try await client.connect(
-                choice.device, timeout: max(.milliseconds(1), ContinuousClock.now.duration(to: deadline)),
+                choice.device, timeout: max(.milliseconds(1), client.clock.now.duration(to: deadline)),
                 linkUp: { permit.release(linked: true) })
             return nil
         } catch {
@@ -205,12 +205,12 @@ extension Fleet {
     /// Runs `body` until `deadline`; past it, cancels it and waits for it to end (it cleans
     /// up after itself and says where it stood). Its value, and whether the deadline passed.
     static func race<Value: Sendable>(
-        _ deadline: ContinuousClock.Instant, _ body: @escaping @Sendable () async -> Value
+        _ deadline: ContinuousClock.Instant, clock: any RadioClock, _ body: @escaping @Sendable () async -> Value
     ) async -> (value: Value, timedOut: Bool) {
         await withTaskGroup(of: Value?.self) { group in
             group.addTask { await body() }
             group.addTask {
-                try? await Task.sleep(until: deadline, clock: .continuous)
+                try? await clock.sleep(until: deadline)
                 return nil
             }
             var timedOut = false
@@ -219,7 +219,7 @@ extension Fleet {
                     group.cancelAll()
                     return (value, timedOut)
                 }
-                if !timedOut, ContinuousClock.now >= deadline {
+                if !timedOut, clock.now >= deadline {
                     timedOut = true
                     group.cancelAll()
                 }
@@ -295,9 +295,10 @@ extension Fleet {
     private func oneAtATime<T: Sendable>(
         _ address: BoardAddress, timeout: Duration, _ body: @escaping @Sendable (Duration) async throws -> T
     ) async throws(DeviceError) -> T {
-        let deadline = ContinuousClock.now + timeout
+        let clock = client.clock
+        let deadline = clock.now + timeout
         let queue = boards[address]?.gattQueue ?? leases.queue(for: address)
-        let outcome = await Self.race(deadline) { () async -> Result<T, DeviceError> in
+        let outcome = await Self.race(deadline, clock: client.clock) { () async -> Result<T, DeviceError> in
             do {
                 try await queue.acquire()
             } catch {
@@ -305,7 +306,7 @@ extension Fleet {
             }
             defer { queue.release() }
             do {
-                return .success(try await body(max(.milliseconds(1), ContinuousClock.now.duration(to: deadline))))
+                return .success(try await body(max(.milliseconds(1), clock.now.duration(to: deadline))))
             } catch {
                 return .failure(DeviceError(gatt: BlueZError(error), address: address))
             }

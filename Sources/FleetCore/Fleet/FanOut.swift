@@ -1,3 +1,4 @@
+public import BlueZ
 /// Runs one operation on many boards concurrently under a single deadline.
 public enum FanOut {
     /// Runs `operation` for every board at once and returns one outcome per board, in the
@@ -14,10 +15,10 @@ public enum FanOut {
     public static func run<Value: Sendable>(
         _ boards: [BoardIdentity],
         timeout: Duration,
+        clock: any RadioClock = MachineClock(),
         unfinished: (@Sendable ([BoardIdentity]) -> [BoardAddress: FleetError])? = nil,
         operation: @escaping @Sendable (BoardIdentity) async throws -> Value
     ) async -> FleetResult<Value> {
-        let clock = ContinuousClock()
         let start = clock.now
         let deadline = start + timeout
         guard !boards.isEmpty else { return FleetResult(outcomes: []) }
@@ -45,7 +46,7 @@ public enum FanOut {
             })
         }
         let timer = Task {
-            if (try? await Task.sleep(until: deadline, clock: clock)) != nil { continuation.yield(.deadline) }
+            if (try? await clock.sleep(until: deadline)) != nil { continuation.yield(.deadline) }
         }
 
         var results = [(Result<Value, FleetError>, Duration)?](repeating: nil, count: boards.count)

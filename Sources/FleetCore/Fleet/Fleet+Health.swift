@@ -9,7 +9,7 @@ extension Fleet {
     /// boards are heard elsewhere, or its links fell silent while other adapters' traffic
     /// goes on; the running recovery step's window.
     func checkAdapterHealth() {
-        let now = ContinuousClock.now
+        let now = client.clock.now
         let live = boards.mapValues { $0.live.current }
         let heard = live.values.map(\.heardAt)
         for adapter in adapters.values {
@@ -113,7 +113,7 @@ extension Fleet {
             return
         }
         guard let times = boards[board]?.live.current.heardAt,
-            Self.heard(times, elsewhereThan: adapter.path, within: adapter.health.current.thresholds.silence, now: .now)
+            Self.heard(times, elsewhereThan: adapter.path, within: adapter.health.current.thresholds.silence, now: client.clock.now)
         else { return }
         logger.debug("\(what.rawValue) got no answer although another adapter hears the board", metadata: metadata)
         adapter.health.command(completed: false)
@@ -133,7 +133,7 @@ extension Fleet {
     func connectFailed(_ board: BoardAddress, on adapter: FleetAdapter) {
         let window = adapter.health.current.thresholds.othersWindow
         let othersConnected = adapters.values.contains { other in
-            other !== adapter && (other.health.lastConnected.map { $0.duration(to: .now) < window } ?? false)
+            other !== adapter && (other.health.lastConnected.map { client.clock.since($0) < window } ?? false)
         }
         adapter.health.observe { $0.connectFailed(board, now: $1, othersConnected: othersConnected) }
     }

@@ -54,7 +54,7 @@ extension Fleet {
     /// Records in the registry that the board was seen, at most every few seconds per board
     /// unless its name changed (advertisements arrive about once a second while discovering).
     private func noteSeen(_ address: BoardAddress, name: String?) async {
-        let now = ContinuousClock.now
+        let now = client.clock.now
         if let last = lastNotedSeen[address], name == nil || name == last.name, last.at.duration(to: now) < .seconds(5) {
             return
         }

@@ -65,7 +65,7 @@ extension Fleet {
         let tally = self.tally
         let queues = Array(adapters.values)
         let result = await FanOut.run(
-            targets, timeout: self.timeout(timeout, for: targets),
+            targets, timeout: self.timeout(timeout, for: targets), clock: client.clock,
             unfinished: { unfinished in
                 tally.waitingForSlots(unfinished, deadline: timeout) { board in
                     queues.lazy.compactMap { $0.place(of: board) }.first
@@ -197,7 +197,7 @@ extension Fleet {
         let (targets, unmatched) = resolve(selection)
         var outcomes: [BoardOutcome<Done>] = []
         for target in targets {
-            let start = ContinuousClock.now
+            let start = client.clock.now
             guard let board = boards.removeValue(forKey: target.address) else { continue }
             tally.remove(target.address)
             lastNotedSeen[target.address] = nil
@@ -210,7 +210,7 @@ extension Fleet {
             }
             for device in devices { try? await client.removeDevice(device) }
             events.publish(.boardRemoved(target.address))
-            outcomes.append(BoardOutcome(address: target.address, name: target.name, result: result, latency: start.duration(to: .now)))
+            outcomes.append(BoardOutcome(address: target.address, name: target.name, result: result, latency: client.clock.since(start)))
         }
         return FleetResult(outcomes: outcomes, unmatched: unmatched)
     }
@@ -222,9 +222,9 @@ extension Fleet {
         guard !powered.isEmpty else {
             throw FleetError(.adapterOff, "The adapter \(adapterSelection) is powered off or missing.")
         }
-        let start = ContinuousClock.now
+        let start = client.clock.now
         for adapter in powered { await adapter.discovery.resume() }
-        try await Task.sleep(for: duration)
+        try await client.clock.sleep(for: duration)
         return await snapshots().filter { ($0.lastSeen ?? start) > start || $0.phase == .ready }
     }
 }
@@ -242,7 +242,7 @@ extension Fleet {
     func sampleStaleTemperature() async -> Bool {
         guard activeCommands == 0, bluezAvailable else { return false }
         let due = configuration.temperatureRefresh / 2
-        let now = ContinuousClock.now
+        let now = client.clock.now
         // A board never read counts as older than any reading.
         // Only boards waiting for a slot: not one a user disconnected (it stays so until a
         // call needs it), nor one backing off after failed connects (its backoff holds).
@@ -251,7 +251,7 @@ extension Fleet {
             return age >= due ? (board: board, age: age) : nil
         }
         guard let board = stale.max(by: { $0.age < $1.age })?.board else { return false }
-        let result = await FanOut.run([board.identity], timeout: configuration.connectTimeout) { _ in
+        let result = await FanOut.run([board.identity], timeout: configuration.connectTimeout, clock: client.clock) { _ in
             try await board.readTemperature(maxAge: .zero)
         }
         if let error = result.outcomes.first?.error {

@@ -21,8 +21,18 @@ extension Fleet {
         var devices: [String: BlueZDevice] = [:]
         var roomWhereUnheard: [String] = []
         var freshRoomWhereUnheard: [String] = []
-        // Not through an adapter whose controller is being recovered (its boards go elsewhere).
-        for (path, adapter) in adapters where adapter.adapter.powered && adapter.health.isUsable {
+        // Adapters that heard the board but cannot take it now (powered off, or its controller
+        // being recovered): considered too, so a board in standby is not woken by their room
+        // (it would be placed elsewhere again, and woken again, without end); their recovery
+        // or power-on wakes every board.
+        var heardUnusable: Set<String> = []
+        for (path, adapter) in adapters {
+            guard adapter.adapter.powered && adapter.health.isUsable else {
+                if tree.devices(onAdapter: path).contains(where: { BoardAddress($0.address) == board }) {
+                    heardUnusable.insert(path)
+                }
+                continue
+            }
             // Slots taken: links up, and connects placed here that will take one.
             let onAdapter = tree.devices(onAdapter: path)
             var taken = Set(onAdapter.filter(\.hasLink).compactMap { BoardAddress($0.address) })
@@ -55,7 +65,7 @@ extension Fleet {
         context.slotsChanged.notify()
         return PlacementChoice(
             adapter: adapter, device: device, full: chosen.full, roomWhereUnheard: roomWhereUnheard,
-            freshRoomWhereUnheard: freshRoomWhereUnheard, heard: Set(devices.keys))
+            freshRoomWhereUnheard: freshRoomWhereUnheard, heard: Set(devices.keys).union(heardUnusable))
     }
 
     /// Called by a board holding `adapter`'s connect permit: may it take a link there?
@@ -126,7 +136,7 @@ extension Fleet {
         let shown = Set(connected.compactMap { BoardAddress($0.address) })
         var links: [ConnectionSlots.Link] = []
         for other in adapter.linkingBoards where other != board && !shown.contains(other) {
-            links.append(ConnectionSlots.Link(address: other, lastUsed: .now, isBusy: true))
+            links.append(ConnectionSlots.Link(address: other, lastUsed: client.clock.now, isBusy: true))
         }
         for other in shown where other != board {
             if let known = boards[other] {
@@ -135,7 +145,7 @@ extension Fleet {
                 if leases.isLeased(other) { usage.isBusy = true }
                 links.append(usage)
             } else {
-                links.append(ConnectionSlots.Link(address: other, lastUsed: .now, isBusy: true))
+                links.append(ConnectionSlots.Link(address: other, lastUsed: client.clock.now, isBusy: true))
             }
         }
         return (links, shown.union(adapter.linkingBoards))

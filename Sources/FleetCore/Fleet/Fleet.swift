@@ -1,4 +1,4 @@
-import BlueZ
+public import BlueZ
 public import Logging
 import Synchronization
 
@@ -13,7 +13,7 @@ public actor Fleet {
     public nonisolated let configuration: FleetConfiguration
     /// The adapters to connect through.
     public nonisolated let adapterSelection: AdapterSelection
-    let client: BlueZClient
+    public nonisolated let client: BlueZClient
     let registry: Registry
     let logger: Logger
     nonisolated let context: FleetContext
@@ -104,9 +104,15 @@ public actor Fleet {
         client.close()
     }
 
-    init(
+    /// A fleet on a client of its own: a ``BlueZClient`` on a simulated radio (its bus and
+    /// its clock); ``connect(bus:management:adapters:configuration:registry:logger:)`` makes
+    /// the daemon's.
+    public init(
         client: BlueZClient, adapters: AdapterSelection, configuration: FleetConfiguration, registry: Registry,
-        logger: Logger
+        logger: Logger,
+        randomness: @escaping @Sendable (BoardAddress) -> any RandomNumberGenerator & Sendable = { _ in
+            SystemRandomNumberGenerator()
+        }
     ) {
         self.client = client
         self.adapterSelection = adapters
@@ -126,7 +132,7 @@ public actor Fleet {
         let fleetReference = WeakFleetReference()
         self.context = FleetContext(
             client: client, configuration: configuration, events: events, tally: tally, logger: logger,
-            fleet: fleetReference)
+            fleet: fleetReference, randomness: randomness)
         fleetReference.fleet = self
     }
 
@@ -155,10 +161,11 @@ public actor Fleet {
             "fleet starting", metadata: ["fleet.known": "\(boards.count)", "ble.adapters": "\(adapterSelection)"])
         try await withThrowingTaskGroup(of: Void.self) { group in
             let client = self.client
+            let clock = client.clock
             group.addTask { try await client.run() }
             group.addTask { [weak self] in
                 while !Task.isCancelled {
-                    try await Task.sleep(for: .seconds(5))
+                    try await clock.sleep(for: .seconds(5))
                     await self?.noteSightings()
                     try? await self?.registry.flushIfDue()
                 }
@@ -180,7 +187,7 @@ public actor Fleet {
             group.addTask { [weak self] in
                 // Silence, and each recovery step's window, judged once a second.
                 while !Task.isCancelled {
-                    try await Task.sleep(for: .seconds(1))
+                    try await clock.sleep(for: .seconds(1))
                     await self?.checkAdapterHealth()
                 }
             }
@@ -188,7 +195,7 @@ public actor Fleet {
                 // A controller with links answers the kernel's questions about them.
                 var turn = 0
                 while !Task.isCancelled {
-                    try await Task.sleep(for: Fleet.probeInterval)
+                    try await clock.sleep(for: Fleet.probeInterval)
                     await self?.probeAdapters(turn: turn)
                     turn &+= 1
                 }
@@ -196,7 +203,7 @@ public actor Fleet {
             group.addTask { [weak self] in
                 // Each turn reads at most one board, and only while no call runs.
                 while !Task.isCancelled {
-                    try await Task.sleep(for: Fleet.samplingTurn)
+                    try await clock.sleep(for: Fleet.samplingTurn)
                     while let self, await self.sampleStaleTemperature() {}
                 }
             }
@@ -232,8 +239,8 @@ public actor Fleet {
         if synchronised { return true }
         nextLoadWaiter &+= 1
         let id = nextLoadWaiter
-        let timer = Task { [weak self] in
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+        let timer = Task { [weak self, clock = client.clock] in
+            guard (try? await clock.sleep(for: timeout)) != nil else { return }
             await self?.resumeLoadWaiter(id, loaded: false)
         }
         defer { timer.cancel() }

@@ -11,6 +11,9 @@ final class FleetContext: Sendable {
     let events: EventBroadcaster<FleetEvent>
     let tally: FleetTally
     let logger: Logger
+    /// Each board's source of randomness (its reconnect jitter): the system's in the daemon,
+    /// a seeded one in a simulation.
+    let randomness: @Sendable (BoardAddress) -> any RandomNumberGenerator & Sendable
     /// The connection slots changed: a board's link became free to take (its work done), a
     /// link came up or went down, a board was queued for a slot. A connect that found every
     /// link busy looks again, and so does the release of idle links ahead of queued connects.
@@ -22,8 +25,10 @@ final class FleetContext: Sendable {
 
     init(
         client: BlueZClient, configuration: FleetConfiguration, events: EventBroadcaster<FleetEvent>,
-        tally: FleetTally, logger: Logger, fleet: WeakFleetReference
+        tally: FleetTally, logger: Logger, fleet: WeakFleetReference,
+        randomness: @escaping @Sendable (BoardAddress) -> any RandomNumberGenerator & Sendable
     ) {
+        self.randomness = randomness
         self.client = client
         self.configuration = configuration
         self.events = events

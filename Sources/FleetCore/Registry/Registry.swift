@@ -15,8 +15,9 @@ public actor Registry {
     /// Problems found when the registry was loaded (bad file moved aside, stale temp files).
     public nonisolated let loadIssues: [RegistryIssue]
 
-    /// Saves block on fsync: the registry runs on a queue of its own (see ``DispatchQueueExecutor``).
-    private nonisolated let executor = DispatchQueueExecutor(label: "blefleet.registry")
+    /// Saves block on fsync: the registry runs on a queue of its own (see ``DispatchQueueExecutor``),
+    /// or where its maker says (a simulation runs everything on its one thread).
+    private nonisolated let executor: any SerialExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     private var records: [BoardAddress: BoardRecord]
@@ -27,7 +28,11 @@ public actor Registry {
     private let logger: Logger
 
     /// Loads the registry from `directory` (see ``RegistryFile/load(now:)``) and logs any issue.
-    public init(directory: String, lastSeenInterval: Duration = .seconds(60), logger: Logger, now: Date = Date()) {
+    public init(
+        directory: String, lastSeenInterval: Duration = .seconds(60), logger: Logger, now: Date = Date(),
+        executor: (any SerialExecutor)? = nil
+    ) {
+        self.executor = executor ?? DispatchQueueExecutor(label: "blefleet.registry")
         file = RegistryFile(directory: directory)
         self.lastSeenInterval = lastSeenInterval
         self.logger = logger
