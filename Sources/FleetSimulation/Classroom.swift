@@ -63,7 +63,7 @@ public struct Classroom: Sendable {
                 rssi: Dictionary(uniqueKeysWithValues: (0..<schedule.limits.count).map { ($0, Int16.random(in: -85 ... -45, using: &random)) }))
         }
         let radio = SimulatedRadio(adapters: schedule.limits, boards: boards, seed: schedule.seed, clock: clock)
-        let client = BlueZClient(bus: radio, management: nil, clock: clock, logger: logger)
+        let client = BlueZClient(bus: radio, management: SimulatedManagement(radio: radio), clock: clock, logger: logger)
         let registry = Registry(directory: stateDirectory, logger: logger, executor: SimulationRuntime.shared.serialExecutor)
         var adapterLimits: [String: Int] = [:]
         for (index, limit) in schedule.limits.enumerated() { adapterLimits["hci\(index)"] = limit }

@@ -23,7 +23,13 @@ public struct Schedule: Sendable, CustomStringConvertible {
 
     /// A classroom drawn from `seed`: 1–40 boards, 1–3 adapters with limits 1–7, up to 3
     /// readers, up to 12 faults of every kind in the first minutes.
-    public init(seed: UInt64, boardRange: ClosedRange<Int> = 1...40, faultCount: ClosedRange<Int> = 0...12) {
+    /// With `partialRanges`, each adapter hears each board with a chance of 4 in 5 (adapters
+    /// in different corners); without, every adapter hears every board (one room), until a
+    /// fault moves a board out of one's range.
+    public init(
+        seed: UInt64, boardRange: ClosedRange<Int> = 1...40, faultCount: ClosedRange<Int> = 0...12,
+        partialRanges: Bool = false
+    ) {
         var random = SeededRandom(seed: seed)
         self.seed = seed
         let adapterCount = Int.random(in: 1...3, using: &random)
@@ -32,7 +38,7 @@ public struct Schedule: Sendable, CustomStringConvertible {
         boards = (0..<count).map { String(format: "C0:FF:EE:00:%02X:%02X", seed % 256, $0) }
         var ranges: [String: Set<Int>] = [:]
         for board in boards {
-            var heard = Set((0..<adapterCount).filter { _ in random.chance(0.8) })
+            var heard = Set((0..<adapterCount).filter { _ in random.chance(0.8) || !partialRanges })
             if heard.isEmpty { heard.insert(Int.random(in: 0..<adapterCount, using: &random)) }
             ranges[board] = heard
         }

@@ -44,16 +44,20 @@ extension SimulatedRadio {
         ]
     }
 
-    /// bluetoothd (re)appears with its adapters and no device.
-    func appear(mirror: isolated BlueZObjectMirror) {
-        let (objects, generation) = world.withLock { world in
+    /// bluetoothd (re)appears with its adapters and no device (`generation`: the start that
+    /// brings it back; a later restart meanwhile has its own).
+    func appear(generation start: Int? = nil, mirror: isolated BlueZObjectMirror) {
+        let loaded = world.withLock { world -> ([String: [String: BlueZObjectTree.Properties]], Int)? in
+            guard start == nil || start == world.generation else { return nil }
             var objects: [String: [String: BlueZObjectTree.Properties]] = [:]
             for adapter in world.adapters where adapter.plugged {
                 objects[adapter.path] = [BlueZInterfaces.adapter: Self.adapterProperties(adapter)]
             }
             world.present = true
+            world.known = [:]
             return (objects, world.generation)
         }
+        guard let (objects, generation) = loaded else { return }
         mirror.load(objects, owner: ":1.\(generation)")
     }
 
@@ -146,7 +150,7 @@ extension SimulatedRadio {
             let busy = world.links.values.count { $0 == index } + world.pending.values.count { $0 == index }
             if busy >= adapter.limit {
                 world.violations.append(
-                    "at \(clock.now) a Connect of \(address) through hci\(index) with \(busy) links and connects under way there (limit \(adapter.limit))")
+                    "at \(time) a Connect of \(address) through hci\(index) with \(busy) links and connects under way there (limit \(adapter.limit))")
             }
             world.pending[address] = index
             let delay = world.random.duration(.milliseconds(40)...(.milliseconds(400))) + adapter.slowBy
@@ -194,7 +198,7 @@ extension SimulatedRadio {
             if board.refuses { return .refused }
             let links = world.links.values.count { $0 == index }
             if links >= adapter.limit {
-                world.violations.append("at \(clock.now) a link of \(address) through hci\(index) past its limit of \(adapter.limit)")
+                world.violations.append("at \(time) a link of \(address) through hci\(index) past its limit of \(adapter.limit)")
                 return .aborted
             }
             world.links[address] = index

@@ -44,9 +44,9 @@ extension SimulatedRadio {
     public func apply(_ fault: Fault) async {
         switch fault {
         case .restartBluetoothd(let after):
-            await vanish(mirror: mirror)
+            let generation = await vanish(mirror: mirror)
             try? await clock.sleep(for: after)
-            await appear(mirror: mirror)
+            await appear(generation: generation, mirror: mirror)
         default:
             await change(fault, mirror: mirror)
         }
@@ -114,8 +114,8 @@ extension SimulatedRadio {
     }
 
     /// bluetoothd leaves the bus: every link, connect and device object with it.
-    private func vanish(mirror: isolated BlueZObjectMirror) {
-        world.withLock { world in
+    private func vanish(mirror: isolated BlueZObjectMirror) -> Int {
+        let generation = world.withLock { world in
             world.generation += 1
             world.present = false
             world.links = [:]
@@ -123,8 +123,10 @@ extension SimulatedRadio {
             world.known = [:]
             world.notifying = []
             for index in world.adapters.indices { world.adapters[index].discovering = false }
+            return world.generation
         }
         mirror.lose()
+        return generation
     }
 
     // MARK: What the referee reads

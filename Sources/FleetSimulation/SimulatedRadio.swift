@@ -59,6 +59,8 @@ public final class SimulatedRadio: BlueZBus {
 
     let world: Mutex<World>
     let clock: SimulatedClock
+    /// When the classroom started: times in the referee's notes count from here.
+    let start: ContinuousClock.Instant
     private let attached = Mutex<BlueZObjectMirror?>(nil)
 
     static let ledService = "cd48409a-f3cc-11ed-a05b-0242ac120003"
@@ -72,6 +74,7 @@ public final class SimulatedRadio: BlueZBus {
         for board in boards { world.boards[board.address] = board }
         self.world = Mutex(world)
         self.clock = clock
+        self.start = clock.now
     }
 
     var mirror: BlueZObjectMirror {
@@ -80,6 +83,9 @@ public final class SimulatedRadio: BlueZBus {
     }
 
     public var violations: [String] { world.withLock { $0.violations } }
+
+    /// Now, from the classroom's start (as the referee writes it).
+    var time: Duration { clock.since(start) }
 
     // MARK: BlueZBus
 

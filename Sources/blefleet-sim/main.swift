@@ -14,15 +14,17 @@ struct Options {
     var budget: Double?
     var log = false
     var maxBoards = 40
+    var partialRanges = false
 
     static let usage = """
-        usage: blefleet-sim [--schedules N] [--first-seed S] [--budget SECONDS] [--max-boards N]
-               blefleet-sim --seed S [--log]
+        usage: blefleet-sim [--schedules N] [--first-seed S] [--budget SECONDS] [--max-boards N] [--partial-ranges]
+               blefleet-sim --seed S [--log] [--partial-ranges]
 
         Runs the fleet's core against a simulated radio, one seeded classroom after another
         (1-40 boards, 1-3 adapters with limits 1-7, clients, faults), checking its promises;
         a failure prints its seed, and --seed replays that classroom exactly (--log: the
-        fleet's log). --budget stops after that much CPU time.
+        fleet's log). --budget stops after that much CPU time. --partial-ranges: each adapter
+        hears each board with a chance of 4 in 5 (else every adapter hears every board).
         """
 
     init(_ arguments: [String]) throws {
@@ -47,6 +49,7 @@ struct Options {
                 guard let seconds = Double(text), seconds > 0 else { throw UsageError("--budget takes seconds, not \"\(text)\"") }
                 budget = seconds
             case "--log": log = true
+            case "--partial-ranges": partialRanges = true
             case "-h", "--help": say(Self.usage); exit(0)
             default: throw UsageError("unknown argument \"\(argument)\"")
             }
@@ -94,7 +97,7 @@ let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("ble
 defer { try? FileManager.default.removeItem(atPath: scratch) }
 
 func play(_ seed: UInt64, logger: Logger) -> (Schedule, Classroom.Verdict) {
-    let schedule = Schedule(seed: seed, boardRange: 1...options.maxBoards)
+    let schedule = Schedule(seed: seed, boardRange: 1...options.maxBoards, partialRanges: options.partialRanges)
     let directory = "\(scratch)/\(seed)"
     try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -130,8 +133,20 @@ for offset in 0..<options.schedules {
     if let after = verdict.convergedAfter { convergence.append(after) }
     if !verdict.failures.isEmpty {
         failed += 1
-        say("FAILED \(schedule)\n  \(verdict.failures.prefix(3).joined(separator: "\n  "))\n  replay: blefleet-sim --seed \(seed) --log")
+        say("FAILED \(schedule)\n  \(verdict.failures.prefix(3).joined(separator: "\n  "))\n  replay: blefleet-sim --seed \(seed)\(options.partialRanges ? " --partial-ranges" : "") --log")
     }
+}
+// The first classroom once more: the same seed must take the very same steps.
+var replayed = true
+if ran > 0 {
+    let seed = options.firstSeed
+    let first = play(seed, logger: quiet).1
+    let again = play(seed, logger: quiet).1
+    replayed = (first.steps, first.virtualTime, first.calls, first.connects, first.failures)
+        == (again.steps, again.virtualTime, again.calls, again.connects, again.failures)
+    say(replayed
+        ? "seed \(seed) replayed exactly: \(first.steps) steps, \(first.virtualTime) simulated, \(first.connects) connects"
+        : "NOT REPLAYABLE: seed \(seed) took \(first.steps) steps and \(first.connects) connects, then \(again.steps) and \(again.connects)")
 }
 let cpu = cpuSeconds() - started
 convergence.sort()
@@ -142,4 +157,4 @@ if !convergence.isEmpty {
     say("every wanted LED on its board after the faults: median \(convergence[convergence.count / 2]), slowest \(convergence.last!)")
 }
 if runtime.foreignJobs > 0 { say("NOT DETERMINISTIC: \(runtime.foreignJobs) jobs came from outside the simulation") }
-exit(failed == 0 && runtime.foreignJobs == 0 ? 0 : 1)
+exit(failed == 0 && replayed && runtime.foreignJobs == 0 ? 0 : 1)

@@ -18,7 +18,7 @@ public final class BlueZClient: Sendable {
     let notifySessions = NotifySessionCounts()
     /// The kernel's management interface behind this BlueZ, when it can be reached: links
     /// are released through it (``disconnect(_:timeout:)``).
-    let management: ManagementInterface?
+    let management: (any ControllerManagement)?
     /// Set once the management interface turned out unusable here (logged once).
     let managementUnusable = Atomic<Bool>(false)
 
@@ -27,7 +27,7 @@ public final class BlueZClient: Sendable {
     }
 
     public init(
-        bus: any BlueZBus, management: ManagementInterface? = nil, clock: any RadioClock = MachineClock(),
+        bus: any BlueZBus, management: (any ControllerManagement)? = nil, clock: any RadioClock = MachineClock(),
         logger: Logger
     ) {
         self.bus = bus

@@ -103,11 +103,18 @@ extension Board {
     }
 
     /// The adapter of the board's link stopped answering: nothing goes through the link any
-    /// more. The board moves to another adapter that hears it, as if its adapter went; the
-    /// link itself ends with the adapter's recovery.
+    /// more. The board moves to another adapter that hears it, as if its adapter went, and
+    /// the link is released: a recovery that resets the controller ends it anyway, but one
+    /// that only restarts discovery (an adapter that hears nothing) does not, and a board
+    /// with a link does not advertise: it would stay linked where the fleet no longer looks,
+    /// called absent, for good (the simulation found that).
     func adapterStuck(_ path: String) {
         guard linkAdapter == path else { return }
         logger.info("moving off a stuck adapter", metadata: ["ble.adapter": "\(Fleet.adapterName(path))"])
+        if let device {
+            let client = context.client
+            Task { try? await client.disconnect(device) }
+        }
         adapterLost(path)
     }
 
