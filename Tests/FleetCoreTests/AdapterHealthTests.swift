@@ -99,7 +99,19 @@ import Testing
         #expect(other.connectFailed(a, now: at(4), othersConnected: true) == .none, "a success between them")
         _ = other.connectFailed(a, now: at(5), othersConnected: true)
         #expect(other.connectFailed(b, now: at(6), othersConnected: true) == .perform(.powerCycle, .connectsFail))
-        #expect(other.saw(.heard, now: at(7)) == .none, "hearing does not prove connects work")
+        #expect(other.saw(.heard, now: at(6.5)) == .none, "heard as the power cycle began: nothing shown yet")
+        #expect(!other.isUsable)
+        // A recovering adapter is given no connect that could show it works: an advertisement
+        // heard after the power cycle does, and boards are placed on it again.
+        guard case .recovered(let recovery) = other.saw(.heard, now: at(8)) else {
+            Issue.record("an advertisement after the power cycle did not end the recovery")
+            return
+        }
+        #expect(recovery.symptom == .connectsFail && other.isUsable)
+        // Connects that fail again start another recovery.
+        _ = other.connectFailed(a, now: at(9), othersConnected: true)
+        _ = other.connectFailed(b, now: at(10), othersConnected: true)
+        #expect(other.connectFailed(a, now: at(11), othersConnected: true) == .perform(.powerCycle, .connectsFail))
     }
 
     @Test func linksFallenSilentForTheSilenceMakeItStuckAndRecoveryBeginsWithAPowerCycle() {

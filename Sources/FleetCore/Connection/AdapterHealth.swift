@@ -32,7 +32,12 @@ public struct AdapterHealth: Sendable, Hashable {
             case (.connected, _): true
             // A controller that answers a command or reports an advertisement sends again.
             case (_, .linksSilent): true
-            case (.heard, .hearsNothing), (.heard, .commandsTimeOut): true
+            // Connects failed: after the power cycle, an advertisement heard shows its radio
+            // works, and boards are placed on it again (a connect cannot show it: a recovering
+            // adapter is given none, so nothing cleared the symptom and every board it alone
+            // heard stayed absent; the simulation found that). Connects that fail again
+            // start another recovery.
+            case (.heard, .hearsNothing), (.heard, .commandsTimeOut), (.heard, .connectsFail): true
             case (.commandCompleted, .commandsTimeOut): true
             default: false
             }
@@ -103,6 +108,10 @@ public struct AdapterHealth: Sendable, Hashable {
     /// The last recovery (ended or not), for `daemon.status`.
     public private(set) var lastRecovery: Recovery?
 
+    /// How long into a power cycle an advertisement must come to show a controller whose
+    /// connects failed hears again.
+    static let heardAfterPowerCycle: Duration = .seconds(1)
+
     public init(thresholds: Thresholds = Thresholds(), now: ContinuousClock.Instant) {
         self.thresholds = thresholds
         self.lastHeard = now
@@ -157,6 +166,12 @@ public struct AdapterHealth: Sendable, Hashable {
             return .none
         case .recovering(var recovery, _), .failed(var recovery, _):
             guard evidence.clears(recovery.symptom) else { return .none }
+            // An advertisement already on its way when the power cycle began shows nothing.
+            if case .recovering(_, let stepStartedAt) = state, evidence == .heard, recovery.symptom == .connectsFail,
+                stepStartedAt.duration(to: now) < Self.heardAfterPowerCycle
+            {
+                return .none
+            }
             recovery.recoveredAt = now
             lastRecovery = recovery
             state = .healthy
