@@ -1,4 +1,4 @@
-public import BlueZ
+import BlueZ
 import FleetCore
 import FleetModel
 import Foundation
@@ -105,12 +105,15 @@ public struct Classroom: Sendable {
                     ? Selection(schedule.boards.filter { _ in random.chance(0.5) }.compactMap { BoardAddress($0) }.map { .address($0) })
                     : .all
                 first = false
-                guard !selection.selectors.isEmpty else { continue }
                 let timeout: Duration = [.seconds(5), .seconds(15), .seconds(30)].randomElement(using: &random)!
-                let called = clock.now
-                let result = await fleet.setLED(selection, on: on, timeout: timeout)
-                referee.check(result, selection: selection, timeout: timeout, took: clock.since(called), what: "led.set \(on ? "on" : "off")")
-                referee.want(result.outcomes.map(\.address), on: on)
+                if !selection.selectors.isEmpty {
+                    let called = clock.now
+                    let result = await fleet.setLED(selection, on: on, timeout: timeout)
+                    referee.check(
+                        result, selection: selection, timeout: timeout, took: clock.since(called),
+                        what: "led.set \(on ? "on" : "off")")
+                    referee.want(result.outcomes.map(\.address), on: on)
+                }
                 guard (try? await clock.sleep(for: random.duration(.seconds(3)...(.seconds(20))))) != nil else { return }
             }
         }

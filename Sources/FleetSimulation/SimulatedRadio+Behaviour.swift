@@ -170,12 +170,9 @@ extension SimulatedRadio {
         case .unreachable:
             // The controller pages for it until bluetoothd gives up.
             try await clock.sleep(for: .seconds(4))
-            let still = world.withLock { world in
-                guard world.pending[address] == index else { return false }
-                world.pending[address] = nil
-                return true
+            world.withLock { world in
+                if world.pending[address] == index { world.pending[address] = nil }
             }
-            _ = still
             throw Self.failed("le-connection-abort-by-local")
         }
         let resolve = world.withLock { $0.random.duration(.milliseconds(80)...(.milliseconds(600))) }

@@ -105,7 +105,7 @@ public final class SimulatedRadio: BlueZBus {
         // bluetoothd goes on with a call whose caller stopped waiting; the caller gets an
         // answer, its timeout (NoReply), or its own cancellation, whichever comes first.
         let answer = Answer()
-        let work = Task {
+        Task {
             do {
                 let value = try await self.perform(path, interface, member, arguments, generation: generation, mirror: mirror)
                 answer.give(.success(value))
@@ -118,7 +118,6 @@ public final class SimulatedRadio: BlueZBus {
             answer.give(.failure(DBusError(name: "org.freedesktop.DBus.Error.NoReply", message: "Did not receive a reply")))
         }
         defer { timer.cancel() }
-        _ = work
         return try await withTaskCancellationHandler {
             try await answer.value()
         } onCancel: {

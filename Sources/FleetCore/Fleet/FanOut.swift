@@ -1,4 +1,4 @@
-public import BlueZ
+package import BlueZ
 /// Runs one operation on many boards concurrently under a single deadline.
 public enum FanOut {
     /// Runs `operation` for every board at once and returns one outcome per board, in the
@@ -15,7 +15,17 @@ public enum FanOut {
     public static func run<Value: Sendable>(
         _ boards: [BoardIdentity],
         timeout: Duration,
-        clock: any RadioClock = MachineClock(),
+        unfinished: (@Sendable ([BoardIdentity]) -> [BoardAddress: FleetError])? = nil,
+        operation: @escaping @Sendable (BoardIdentity) async throws -> Value
+    ) async -> FleetResult<Value> {
+        await run(boards, timeout: timeout, clock: MachineClock(), unfinished: unfinished, operation: operation)
+    }
+
+    /// As ``run(_:timeout:unfinished:operation:)``, on the radio's clock.
+    package static func run<Value: Sendable>(
+        _ boards: [BoardIdentity],
+        timeout: Duration,
+        clock: any RadioClock,
         unfinished: (@Sendable ([BoardIdentity]) -> [BoardAddress: FleetError])? = nil,
         operation: @escaping @Sendable (BoardIdentity) async throws -> Value
     ) async -> FleetResult<Value> {

@@ -1,4 +1,4 @@
-public import BlueZ
+package import BlueZ
 public import Logging
 import Synchronization
 
@@ -13,7 +13,7 @@ public actor Fleet {
     public nonisolated let configuration: FleetConfiguration
     /// The adapters to connect through.
     public nonisolated let adapterSelection: AdapterSelection
-    public nonisolated let client: BlueZClient
+    package nonisolated let client: BlueZClient
     let registry: Registry
     let logger: Logger
     nonisolated let context: FleetContext
@@ -106,8 +106,8 @@ public actor Fleet {
 
     /// A fleet on a client of its own: a ``BlueZClient`` on a simulated radio (its bus and
     /// its clock); ``connect(bus:management:adapters:configuration:registry:logger:)`` makes
-    /// the daemon's.
-    public init(
+    /// the daemon's. For this package's simulation only: BlueZ stays out of FleetCore's public API.
+    package init(
         client: BlueZClient, adapters: AdapterSelection, configuration: FleetConfiguration, registry: Registry,
         logger: Logger,
         randomness: @escaping @Sendable (BoardAddress) -> any RandomNumberGenerator & Sendable = { _ in
