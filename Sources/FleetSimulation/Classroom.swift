@@ -55,7 +55,7 @@ public struct Classroom: Sendable {
     }
 
     static func play(_ schedule: Schedule, clock: SimulatedClock, stateDirectory: String, logger: Logger) async -> Verdict {
-        var random = SeededRandom(seed: schedule.seed ^ 0xC1A5_5800)
+        var random = SeededRandomNumberGenerator(seed: schedule.seed ^ 0xC1A5_5800)
         let boards = schedule.boards.map { address in
             SimulatedRadio.Board(
                 address: address, name: "nano-\(address.suffix(2))", temperature: Int8.random(in: 18...26, using: &random),
@@ -71,7 +71,7 @@ public struct Classroom: Sendable {
         let seed = schedule.seed
         let fleet = Fleet(
             client: client, adapters: .all, configuration: configuration, registry: registry, logger: logger,
-            randomness: { board in SeededRandom(seed: seed ^ board.rawValue.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }) })
+            randomness: { board in SeededRandomNumberGenerator(seed: seed ^ board.rawValue.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }) })
         let referee = Referee()
 
         let running = Task { try? await fleet.run() }
@@ -95,7 +95,7 @@ public struct Classroom: Sendable {
         let end = origin + schedule.faultsEnd
         // The teacher switches LEDs (all, or some) one call after another; readers read.
         let teacher = Task {
-            var random = SeededRandom(seed: schedule.seed ^ 0x7EAC_4E5)
+            var random = SeededRandomNumberGenerator(seed: schedule.seed ^ 0x7EAC_4E5)
             guard (try? await clock.sleep(for: .seconds(6))) != nil else { return }
             var first = true
             while clock.now < end {
@@ -119,7 +119,7 @@ public struct Classroom: Sendable {
         }
         let readers = (0..<schedule.readers).map { reader in
             Task {
-                var random = SeededRandom(seed: schedule.seed ^ UInt64(reader + 1) << 32)
+                var random = SeededRandomNumberGenerator(seed: schedule.seed ^ UInt64(reader + 1) << 32)
                 while clock.now < end {
                     guard (try? await clock.sleep(for: random.duration(.seconds(2)...(.seconds(12))))) != nil else { return }
                     let one = random.chance(0.5) ? schedule.boards.randomElement(using: &random).flatMap(BoardAddress.init) : nil

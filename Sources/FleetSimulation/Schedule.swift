@@ -1,3 +1,5 @@
+import FleetCore
+
 /// One classroom and what happens to it, drawn from a seed: the same seed gives the same
 /// schedule (and, run by ``SimulationRuntime``, the same run).
 public struct Schedule: Sendable, CustomStringConvertible {
@@ -30,7 +32,7 @@ public struct Schedule: Sendable, CustomStringConvertible {
         seed: UInt64, boardRange: ClosedRange<Int> = 1...40, faultCount: ClosedRange<Int> = 0...12,
         partialRanges: Bool = false
     ) {
-        var random = SeededRandom(seed: seed)
+        var random = SeededRandomNumberGenerator(seed: seed)
         self.seed = seed
         let adapterCount = Int.random(in: 1...3, using: &random)
         limits = (0..<adapterCount).map { _ in Int.random(in: 1...7, using: &random) }

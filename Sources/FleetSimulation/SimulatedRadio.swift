@@ -54,7 +54,7 @@ public final class SimulatedRadio: BlueZBus {
         var violations: [String] = []
         var mostLinks: [Int: Int] = [:]
         var connectCalls = 0
-        var random: SeededRandom
+        var random: SeededRandomNumberGenerator
     }
 
     let world: Mutex<World>
@@ -69,7 +69,7 @@ public final class SimulatedRadio: BlueZBus {
     static let temperatureCharacteristic = "d888a9c3-f3cc-11ed-a05b-0242ac120003"
 
     init(adapters: [Int], boards: [Board], seed: UInt64, clock: SimulatedClock) {
-        var world = World(random: SeededRandom(seed: seed ^ 0x5EED_0F_A1A))
+        var world = World(random: SeededRandomNumberGenerator(seed: seed ^ 0x5EED_0F_A1A))
         world.adapters = adapters.enumerated().map { Adapter(index: $0.offset, limit: $0.element) }
         for board in boards { world.boards[board.address] = board }
         self.world = Mutex(world)
