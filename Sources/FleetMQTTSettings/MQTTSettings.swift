@@ -42,7 +42,8 @@ public struct MQTTSettings: Sendable, Equatable {
         if let gateway { return gateway }
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "gateway" }
-        let host = String(cString: buffer).split(separator: ".").first.map(String.init) ?? ""
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let host = name.split(separator: ".").first.map(String.init) ?? ""
         return host.isEmpty ? "gateway" : host
     }
 
