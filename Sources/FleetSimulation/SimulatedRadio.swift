@@ -100,6 +100,8 @@ public final class SimulatedRadio: BlueZBus {
     public func call(
         path: String, interface: String, member: String, arguments: [DBusValue], timeout: Duration
     ) async throws -> [DBusValue] {
+        // As the daemon's D-Bus engine: a call from a task already cancelled is never sent.
+        try Task.checkCancellation()
         let mirror = self.mirror
         let generation = world.withLock { $0.generation }
         // bluetoothd goes on with a call whose caller stopped waiting; the caller gets an

@@ -16,11 +16,15 @@ public final class LinkReferee: @unchecked Sendable {
         public let mostLinks: [String: Int]
         /// The most links and pending connects at the moment of a `Connect` call, that call included.
         public let mostAtConnect: [String: Int]
+        /// What was held at that moment, per adapter: each device's "link", "connect" (asked
+        /// for, not yet answered) or "this connect"; to read a failure by.
+        public let heldAtMost: [String: [String: String]]?
 
         enum CodingKeys: String, CodingKey {
             case connectCalls = "connect_calls"
             case mostLinks = "most_links"
             case mostAtConnect = "most_at_connect"
+            case heldAtMost = "held_at_most"
         }
     }
 

@@ -9,7 +9,8 @@ a client that never calls `Connect` past a limit of N keeps the second figure <=
 
 Prints `watching` once the monitor is in place (and the links already up are known), then,
 on SIGTERM or SIGINT, one JSON object:
-  {"connect_calls": {adapter: n}, "most_links": {adapter: n}, "most_at_connect": {adapter: n}}
+  {"connect_calls": {adapter: n}, "most_links": {adapter: n}, "most_at_connect": {adapter: n},
+   "held_at_most": {adapter: {device: "link" | "connect" | "this connect"}}}
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class Links:
         self.connect_calls: dict[str, int] = {}
         self.most_links: dict[str, int] = {}
         self.most_at_connect: dict[str, int] = {}
+        # What was held at the moment of each adapter's most_at_connect: device -> "link" or "connect"
+        self.held_at_most: dict[str, dict[str, str]] = {}
 
     def holding(self, adapter: str) -> set[str]:
         return {p for p in self.linked | set(self.pending.values()) if adapter_of(p) == adapter}
@@ -54,7 +57,12 @@ class Links:
             adapter = adapter_of(m.path)
             self.connect_calls[adapter] = self.connect_calls.get(adapter, 0) + 1
             holding = self.holding(adapter) | {m.path}
-            self.most_at_connect[adapter] = max(self.most_at_connect.get(adapter, 0), len(holding))
+            if len(holding) > self.most_at_connect.get(adapter, 0):
+                self.most_at_connect[adapter] = len(holding)
+                pending = set(self.pending.values())
+                self.held_at_most[adapter] = {
+                    p.rsplit("/", 1)[1]: "link" if p in self.linked else "connect" if p in pending else "this connect"
+                    for p in sorted(holding)}
             self.pending[(m.sender, m.serial)] = m.path
             self.note_most(adapter)
         elif m.message_type in (MessageType.ERROR, MessageType.METHOD_RETURN):
@@ -78,7 +86,7 @@ class Links:
 
     def report(self) -> dict:
         return {"connect_calls": self.connect_calls, "most_links": self.most_links,
-                "most_at_connect": self.most_at_connect}
+                "most_at_connect": self.most_at_connect, "held_at_most": self.held_at_most}
 
 
 async def watch(bus_address: str) -> dict:

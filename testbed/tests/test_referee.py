@@ -52,3 +52,12 @@ def test_a_connect_not_yet_answered_holds_a_slot_until_its_error():
     links.on_message(reply(1, error=True))
     links.on_message(connect(A, 3))
     assert links.report()["most_links"]["/org/bluez/hci0"] == 2
+
+
+def test_the_report_names_what_was_held_at_the_most_crowded_connect():
+    links = Links()
+    links.on_message(connect(A, 1))
+    links.on_message(changed(A, True))
+    links.on_message(connect(B, 2))
+    held = links.report()["held_at_most"]["/org/bluez/hci0"]
+    assert held == {A.rsplit("/", 1)[1]: "link", B.rsplit("/", 1)[1]: "this connect"}

@@ -72,7 +72,10 @@ extension BlueZClient {
                 description: "services of \(device.address) not resolved within \(timeout)")
         } catch {
             await mirror.discard(ticket)
-            await abandonConnect(device, after: error)
+            // Also when the caller was cancelled: a call from a cancelled task is never sent,
+            // and the Connect already sent goes on in bluetoothd, holding a slot the fleet
+            // would count free. The clean-up runs in a task of its own, and is awaited.
+            await Task { await self.abandonConnect(device, after: error) }.value
             throw error
         }
     }
