@@ -116,6 +116,7 @@ let package = Package(
             dependencies: [
                 "FleetModel", "BlueZ",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -99,6 +99,7 @@ public struct Daemon: Sendable {
                 return true
             }),
             FleetService(fleet: fleet),
+        ] + fleet.services.map { GracefulCancel($0) } + [
             ServeWhenLoaded(server: server, fleet: fleet, logger: logger),
             ReloadService(
                 fleet: fleet, running: config, reread: reread, logLevel: logLevel, notifier: notifier, logger: logger),
@@ -191,6 +192,24 @@ public struct Daemon: Sendable {
                 atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o750])
         } catch {
             throw DaemonExit(status: DaemonExit.cannotCreate, "cannot create the \(what) \(path): \(error.localizedDescription)")
+        }
+    }
+}
+
+/// A service that runs until cancelled, cancelled at graceful shutdown (the fleet's loops:
+/// nothing of theirs needs saving).
+struct GracefulCancel: Service {
+    let service: any Service
+
+    init(_ service: any Service) {
+        self.service = service
+    }
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown { try await service.run() }
+        } catch is CancellationError {
+            // Stopped as asked.
         }
     }
 }

@@ -144,7 +144,7 @@ import Testing
         let now = at(20)
         let elsewhere = link(hci1, at: 19, gap: 1)
         func judged(_ links: [BoardLive.State], others: [BoardLive.State] = [elsewhere]) -> ContinuousClock.Instant? {
-            Fleet.linksCarried(through: hci0, readyLinks: links, everyBoard: links + others, thresholds: thresholds, now: now)
+            AdapterRecovery.linksCarried(through: hci0, readyLinks: links, everyBoard: links + others, thresholds: thresholds, now: now)
         }
         let chatty = [link(hci0, at: 5, gap: 1), link(hci0, at: 6, gap: 1)]
         #expect(judged(chatty) == at(6), "the newest of them")

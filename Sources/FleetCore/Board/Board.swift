@@ -317,7 +317,7 @@ actor Board {
                 "connect failed",
                 metadata: ["error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter.name)"])
             if errorClass != .outOfResources { adapter.noteFailure(of: address) }
-            if errorClass == .transient || errorClass == .permanent { await context.connectFailed(address, on: adapter) }
+            if errorClass == .transient || errorClass == .permanent { context.connectFailed(address, on: adapter) }
             if machine.phase == .connecting { linkAdapter = nil }
             connectedThrough = nil
             // A link BlueZ shows that never resolved (the kernel kept it while bluetoothd
@@ -341,7 +341,7 @@ actor Board {
         guard !Task.isCancelled else { return .failed(.timeout("cancelled")) }
         // A command may have come while the automatic connect was queued.
         let command = command || !waiters.isEmpty
-        guard await context.reserveSlot(for: address, on: adapter, command: command) else {
+        guard await adapter.reserveSlot(for: address, command: command, in: context) else {
             // Nothing called Connect: without a command, the board waits its turn; a command
             // finds every link busy with work.
             guard command, waiters.isEmpty == false else { return .noSlot }

@@ -130,7 +130,7 @@ extension Fleet {
     /// paused meanwhile, a slot reserved (idle board links released for it). Returns nil when
     /// linked, else why not; when cancelled (its deadline), a timeout saying where it stood.
     private func connectDevice(_ address: BoardAddress, deadline: ContinuousClock.Instant) async -> DeviceError? {
-        var choice = await placement(for: address, link: nil, rssi: [:])
+        var choice = await context.placement(for: address, link: nil, rssi: [:])
         if choice == nil {
             // Not heard (yet): every device reported for a moment, until it is.
             await widenDiscovery(+1)
@@ -147,7 +147,7 @@ extension Fleet {
             if Task.isCancelled {
                 return DeviceError(.notFound, "No adapter of the fleet heard \(address) within the time given (is it on and advertising?).")
             }
-            choice = await placement(for: address, link: nil, rssi: [:])
+            choice = await context.placement(for: address, link: nil, rssi: [:])
         }
         guard let choice else {
             return DeviceError(.notFound, "No adapter of the fleet hears \(address) (is it on and advertising?).")
@@ -166,7 +166,7 @@ extension Fleet {
         }
         let permit = ConnectPermit(adapter: adapter, rotation: choice.full)
         defer { permit.release() }
-        guard await reserveSlot(for: address, on: adapter, command: true) else {
+        guard await adapter.reserveSlot(for: address, command: true, in: context) else {
             return await noSlot(for: address, on: adapter)
         }
         adapter.linking(address)

@@ -42,30 +42,6 @@ extension Fleet {
         }
     }
 
-    /// Notes in the registry the boards whose advertisements were recorded on the mirror.
-    func noteSightings() async {
-        for (address, board) in boards {
-            guard let seen = board.live.current.lastSeen else { continue }
-            if let noted = lastNotedSeen[address], noted.at >= seen { continue }
-            await noteSeen(address, name: nil)
-        }
-    }
-
-    /// Records in the registry that the board was seen, at most every few seconds per board
-    /// unless its name changed (advertisements arrive about once a second while discovering).
-    private func noteSeen(_ address: BoardAddress, name: String?) async {
-        let now = client.clock.now
-        if let last = lastNotedSeen[address], name == nil || name == last.name, last.at.duration(to: now) < .seconds(5) {
-            return
-        }
-        lastNotedSeen[address] = (now, name ?? lastNotedSeen[address]?.name)
-        do {
-            _ = try await registry.noteSeen(address, name: name)
-        } catch {
-            logger.error("could not save the board registry: \(error)", metadata: ["ble.address": "\(address)"])
-        }
-    }
-
     /// Brings every board in line with a freshly loaded mirror.
     private func synchronise() async {
         await refreshAdapters()
@@ -112,7 +88,7 @@ extension Fleet {
                     await adapter.discovery.setAdapter(current.powered ? current : nil)
                 }
             } else {
-                let reports = healthReports.continuation
+                let reports = context.healthReports.continuation
                 let adapter = FleetAdapter(
                     adapter: current, limit: configuration.limit(for: current), client: client,
                     filter: discoveryFilter, logger: logger,
@@ -152,7 +128,7 @@ extension Fleet {
         let allProperties: Set<String> = ["RSSI", "Connected", "ServicesResolved", "Name"]
         if let board = boards[address] {
             await board.deviceUpdated(device, changed: changed ?? allProperties)
-            if changed?.contains("RSSI") ?? true { await noteSeen(address, name: device.name) }
+            if changed?.contains("RSSI") ?? true { await sightings.note(address, name: device.name) }
             // A known board (re)appearing, e.g. after a BlueZ restart: connect it again.
             if changed == nil { await board.requestAutoConnect() }
             return

@@ -60,8 +60,8 @@ extension Fleet {
     ) async -> FleetResult<Value> {
         let (targets, unmatched) = resolved
         let boards = self.boards
-        activeCommands += 1
-        defer { activeCommands -= 1 }
+        context.callStarted()
+        defer { context.callEnded() }
         let tally = self.tally
         let queues = Array(adapters.values)
         let result = await FanOut.run(
@@ -200,7 +200,7 @@ extension Fleet {
             let start = client.clock.now
             guard let board = boards.removeValue(forKey: target.address) else { continue }
             tally.remove(target.address)
-            lastNotedSeen[target.address] = nil
+            sightings.forget(target.address)
             let devices = await board.forget()
             var result: Result<Done, FleetError> = .success(Done())
             do {
@@ -226,38 +226,5 @@ extension Fleet {
         for adapter in powered { await adapter.discovery.resume() }
         try await client.clock.sleep(for: duration)
         return await snapshots().filter { ($0.lastSeen ?? start) > start || $0.phase == .ready }
-    }
-}
-
-extension Fleet {
-    /// How often the sampler looks for a board whose temperature is getting old.
-    static let samplingTurn: Duration = .seconds(1)
-    /// How often each adapter's controller is asked about one of its links (its health).
-    static let probeInterval: Duration = .seconds(4)
-
-    /// With more boards than slots: reads the temperature of the board in standby whose
-    /// reading is oldest, once it is older than half of `temperature-refresh-s`
-    /// (connecting it takes the slot of the least recently used idle board). Nothing while a
-    /// call runs: calls go first. True when it read one (and may read the next at once).
-    func sampleStaleTemperature() async -> Bool {
-        guard activeCommands == 0, bluezAvailable else { return false }
-        let due = configuration.temperatureRefresh / 2
-        let now = client.clock.now
-        // A board never read counts as older than any reading.
-        // Only boards waiting for a slot: not one a user disconnected (it stays so until a
-        // call needs it), nor one backing off after failed connects (its backoff holds).
-        let stale = boards.values.filter { tally.phase(of: $0.address) == .standby }.compactMap { board in
-            let age = board.live.current.temperature?.age(at: now) ?? .seconds(Int64.max / 2)
-            return age >= due ? (board: board, age: age) : nil
-        }
-        guard let board = stale.max(by: { $0.age < $1.age })?.board else { return false }
-        let result = await FanOut.run([board.identity], timeout: configuration.connectTimeout, clock: client.clock) { _ in
-            try await board.readTemperature(maxAge: .zero)
-        }
-        if let error = result.outcomes.first?.error {
-            logger.debug("could not sample a temperature", metadata: ["ble.address": "\(board.address)", "error": "\(error)"])
-            return false
-        }
-        return true
     }
 }

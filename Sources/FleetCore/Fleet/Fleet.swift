@@ -1,13 +1,15 @@
 package import BlueZ
 public import Logging
-import Synchronization
+public import ServiceLifecycle
 
 /// The fleet: every known board (one ``Board`` actor each), the adapters they connect
 /// through, and the operations that run on many boards at once.
 ///
-/// `run()` keeps it in step with BlueZ until cancelled: it runs the BlueZ mirror, adopts
-/// boards that advertise the LED service, keeps discovery on while an adapter is powered,
-/// and feeds every board the changes of its devices, of the adapters and of BlueZ itself.
+/// ``runMirror()`` keeps it in step with BlueZ until cancelled: it runs the BlueZ mirror,
+/// adopts boards that advertise the LED service, keeps discovery on while an adapter is
+/// powered, and feeds every board the changes of its devices, of the adapters and of BlueZ
+/// itself. Its ``services`` do the rest, each one job (adapter recovery, the temperature
+/// sampler, slot release, sightings); ``run()`` runs both.
 public actor Fleet {
     public nonisolated let events: EventBroadcaster<FleetEvent>
     public nonisolated let configuration: FleetConfiguration
@@ -18,8 +20,13 @@ public actor Fleet {
     let logger: Logger
     nonisolated let context: FleetContext
 
-    var boards: [BoardAddress: Board] = [:] {
-        didSet { refreshPathIndex() }
+    /// The boards (the context owns them; the fleet alone adds and removes them).
+    var boards: [BoardAddress: Board] {
+        get { context.boards }
+        set {
+            context.boards = newValue
+            refreshPathIndex()
+        }
     }
     var devicePaths: [String: BoardAddress] = [:] {
         didSet { refreshPathIndex() }
@@ -30,11 +37,13 @@ public actor Fleet {
     var adopting: [BoardAddress: Bool] = [:]
     /// `devicePaths` to the boards' live state, for advertisements recorded on the mirror.
     nonisolated let pathIndex = DevicePathIndex()
-    /// The adapters in use (shown by BlueZ and named by the selection), by object path.
-    var adapters: [String: FleetAdapter] = [:]
+    /// The adapters in use (shown by BlueZ and named by the selection), by object path
+    /// (the context owns them; the fleet alone adds and removes them).
+    var adapters: [String: FleetAdapter] {
+        get { context.adapters }
+        set { context.adapters = newValue }
+    }
     var anyAdapterPowered: Bool { adapters.values.contains { $0.adapter.powered } }
-    /// Fan-out calls running now; the temperature sampler waits while any does.
-    var activeCommands = 0
     var bluezAvailable = false {
         didSet { tally.bluezChanged(available: bluezAvailable) }
     }
@@ -45,16 +54,14 @@ public actor Fleet {
     var loadWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
     var nextLoadWaiter: UInt64 = 0
     /// When each board was last noted as seen in the registry (advertisements come often).
-    var lastNotedSeen: [BoardAddress: (at: ContinuousClock.Instant, name: String?)] = [:]
+    nonisolated let sightings: Sightings
     /// The settings that can change while running (`reconfigure`).
     public private(set) var tunables: Tunables
     /// The links held for clients (`device.connect`), by device.
-    nonisolated let leases = DeviceLeases()
+    nonisolated var leases: DeviceLeases { context.leases }
     /// Clients that want every device reported (an advertisement watch, a connect to a device
     /// not heard yet): while any does, discovery runs without the profiles' service filter.
     var discoveryWideners = 0
-    /// What the adapters' health asks the fleet to do (``AdapterHealthMonitor``), by adapter path.
-    nonisolated let healthReports = AsyncStream.makeStream(of: (String, AdapterHealth.Action).self)
 
     /// Where BlueZ is: the system bus, or a D-Bus address.
     public enum Bus: Sendable, Hashable {
@@ -127,17 +134,39 @@ public actor Fleet {
         self.events = events
         let tally = FleetTally(adapterSelection: adapters.description)
         self.tally = tally
-        // Boards ask the fleet for a connection slot; the fleet owns the boards, so the way
-        // back is a weak reference, set once the fleet exists.
-        let fleetReference = WeakFleetReference()
         self.context = FleetContext(
-            client: client, configuration: configuration, events: events, tally: tally, logger: logger,
-            fleet: fleetReference, randomness: randomness)
-        fleetReference.fleet = self
+            client: client, configuration: configuration, adapterSelection: adapters, events: events, tally: tally,
+            leases: DeviceLeases(), logger: logger, randomness: randomness)
+        self.sightings = Sightings(registry: registry, clock: client.clock, logger: logger)
     }
 
-    /// Keeps the fleet in step with BlueZ until cancelled. Throws when the bus is lost.
+    // Boards hold the context, which holds them: they go with the fleet.
+    deinit { context.clear() }
+
+    /// The fleet's services, each with one job, to run beside ``runMirror()`` (in the
+    /// daemon's service group, after the fleet's own service: they stop first).
+    public nonisolated var services: [any Service] {
+        [
+            AdapterRecovery(context: context), SlotReleaser(context: context), TemperatureSampler(context: context),
+            SightingsRecorder(context: context, sightings: sightings),
+        ]
+    }
+
+    /// Keeps the fleet in step with BlueZ and runs its ``services``, until cancelled.
+    /// Throws when the bus is lost.
     public func run() async throws {
+        let services = self.services
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for service in services { group.addTask { try await service.run() } }
+            group.addTask { try await self.runMirror() }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Keeps the fleet in step with BlueZ until cancelled (its ``services`` run beside it).
+    /// Throws when the bus is lost.
+    public func runMirror() async throws {
         // Only what the fleet acts on: characteristic values (the steady notification
         // traffic) go straight to their boards and never wake this loop, and neither do the
         // advertisements of boards that do not wait for one (recorded on the mirror).
@@ -161,52 +190,7 @@ public actor Fleet {
             "fleet starting", metadata: ["fleet.known": "\(boards.count)", "ble.adapters": "\(adapterSelection)"])
         try await withThrowingTaskGroup(of: Void.self) { group in
             let client = self.client
-            let clock = client.clock
             group.addTask { try await client.run() }
-            group.addTask { [weak self] in
-                while !Task.isCancelled {
-                    try await clock.sleep(for: .seconds(5))
-                    await self?.noteSightings()
-                    try? await self?.registry.flushIfDue()
-                }
-            }
-            group.addTask { [weak self, slotsChanged = context.slotsChanged] in
-                // While calls wait for boards beyond the free slots, idle links are given away
-                // as soon as their work is done (the release runs while the connect before
-                // the next one is still under way).
-                var seen = slotsChanged.generation
-                while !Task.isCancelled {
-                    await slotsChanged.wait(after: seen)
-                    seen = slotsChanged.generation
-                    await self?.releaseAhead()
-                }
-            }
-            group.addTask { [weak self, reports = healthReports.stream] in
-                for await (path, action) in reports { await self?.act(action, onAdapter: path) }
-            }
-            group.addTask { [weak self] in
-                // Silence, and each recovery step's window, judged once a second.
-                while !Task.isCancelled {
-                    try await clock.sleep(for: .seconds(1))
-                    await self?.checkAdapterHealth()
-                }
-            }
-            group.addTask { [weak self] in
-                // A controller with links answers the kernel's questions about them.
-                var turn = 0
-                while !Task.isCancelled {
-                    try await clock.sleep(for: Fleet.probeInterval)
-                    await self?.probeAdapters(turn: turn)
-                    turn &+= 1
-                }
-            }
-            group.addTask { [weak self] in
-                // Each turn reads at most one board, and only while no call runs.
-                while !Task.isCancelled {
-                    try await clock.sleep(for: Fleet.samplingTurn)
-                    while let self, await self.sampleStaleTemperature() {}
-                }
-            }
             for await event in mirrorEvents {
                 await handle(event)
             }
@@ -308,32 +292,6 @@ public actor Fleet {
     }
 
     func noteAdapterState() {
-        var entries = adapters.values.map { fleetAdapter in
-            let adapter = fleetAdapter.adapter
-            let health = fleetAdapter.health.current
-            return FleetTally.AdapterEntry(
-                path: adapter.path, name: adapter.name, address: adapter.address, powered: adapter.powered,
-                discovering: adapter.discovering, limit: fleetAdapter.limit, health: health.condition,
-                lastRecovery: health.lastRecovery)
-        }
-        // Named adapters BlueZ does not show are listed too, as missing.
-        let shown = adapters.values.map(\.adapter)
-        for name in adapterSelection.missing(among: shown) {
-            entries.append(FleetTally.AdapterEntry(
-                path: nil, name: name, address: nil, powered: false, discovering: false,
-                limit: configuration.adapterLimits[name] ?? configuration.connectionLimit))
-        }
-        tally.adaptersChanged(entries)
-    }
-}
-
-/// A weak reference to the fleet that boards can hold without keeping it alive.
-final class WeakFleetReference: Sendable {
-    private struct Storage { weak var fleet: Fleet? }
-    private let storage = Mutex(Storage())
-
-    var fleet: Fleet? {
-        get { storage.withLock { $0.fleet } }
-        set { storage.withLock { $0.fleet = newValue } }
+        context.noteAdapterState()
     }
 }

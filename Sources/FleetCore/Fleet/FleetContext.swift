@@ -2,15 +2,21 @@ import BlueZ
 import Logging
 import Synchronization
 
-/// What every board actor shares: the BlueZ client, the configuration, the event stream,
-/// the counts, and the way back to the fleet for what needs all boards and adapters at once
-/// (which adapter to connect through, whether a slot is free there).
+/// What the fleet's parts share, each fact once: the boards (one ``Board`` actor each) and
+/// the adapters they connect through (one ``FleetAdapter`` each), the BlueZ client, the
+/// configuration, the event stream, the counts. The ``Fleet`` actor adds and removes boards
+/// and adapters (it alone writes them); boards, adapters and the fleet's services read them
+/// here directly, without a way back through the fleet.
 final class FleetContext: Sendable {
     let client: BlueZClient
     let configuration: FleetConfiguration
+    /// The adapters to connect through.
+    let adapterSelection: AdapterSelection
     let events: EventBroadcaster<FleetEvent>
     let tally: FleetTally
     let logger: Logger
+    /// The links held for clients (`device.connect`), by device: never given away to rotate.
+    let leases: DeviceLeases
     /// Each board's source of randomness (its reconnect jitter): the system's in the daemon,
     /// a seeded one in a simulation.
     let randomness: @Sendable (BoardAddress) -> any RandomNumberGenerator & Sendable
@@ -18,68 +24,94 @@ final class FleetContext: Sendable {
     /// link came up or went down, a board was queued for a slot. A connect that found every
     /// link busy looks again, and so does the release of idle links ahead of queued connects.
     let slotsChanged = ChangeSignal()
-    private let fleet: WeakFleetReference
-    private let catalog: Mutex<ProfileCatalog>
-    /// The kinds of board known now (SIGHUP may change them).
-    var profiles: ProfileCatalog { catalog.withLock { $0 } }
+    /// What the adapters' health asks the fleet to do (``AdapterHealthMonitor``), by adapter
+    /// path: ``AdapterRecovery`` carries it out.
+    let healthReports = AsyncStream.makeStream(of: (String, AdapterHealth.Action).self)
+
+    private struct Roster {
+        var boards: [BoardAddress: Board] = [:]
+        var adapters: [String: FleetAdapter] = [:]
+        var profiles: ProfileCatalog
+    }
+    private let roster: Mutex<Roster>
+    /// Fan-out calls running now; the temperature sampler waits while any does.
+    private let calls = Atomic<Int>(0)
+    /// Held from reading the adapters' claims to taking one: placements that run at the same
+    /// moment see each other's.
+    let placementLock = Mutex(())
 
     init(
-        client: BlueZClient, configuration: FleetConfiguration, events: EventBroadcaster<FleetEvent>,
-        tally: FleetTally, logger: Logger, fleet: WeakFleetReference,
+        client: BlueZClient, configuration: FleetConfiguration, adapterSelection: AdapterSelection,
+        events: EventBroadcaster<FleetEvent>, tally: FleetTally, leases: DeviceLeases, logger: Logger,
         randomness: @escaping @Sendable (BoardAddress) -> any RandomNumberGenerator & Sendable
     ) {
         self.randomness = randomness
         self.client = client
         self.configuration = configuration
+        self.adapterSelection = adapterSelection
         self.events = events
         self.tally = tally
+        self.leases = leases
         self.logger = logger
-        self.fleet = fleet
-        self.catalog = Mutex(configuration.profiles)
+        self.roster = Mutex(Roster(profiles: configuration.profiles))
     }
+
+    /// Every known board, by address.
+    var boards: [BoardAddress: Board] {
+        get { roster.withLock { $0.boards } }
+        set { roster.withLock { $0.boards = newValue } }
+    }
+
+    /// The adapters in use (shown by BlueZ and named by the selection), by object path.
+    var adapters: [String: FleetAdapter] {
+        get { roster.withLock { $0.adapters } }
+        set { roster.withLock { $0.adapters = newValue } }
+    }
+
+    func board(_ address: BoardAddress) -> Board? { roster.withLock { $0.boards[address] } }
+
+    func adapter(_ path: String) -> FleetAdapter? { roster.withLock { $0.adapters[path] } }
+
+    /// Forgets every board and adapter (the fleet is gone): boards hold this context, so
+    /// their actors would otherwise outlive the fleet.
+    func clear() {
+        roster.withLock { $0.boards = [:]; $0.adapters = [:] }
+        healthReports.continuation.finish()
+    }
+
+    /// The kinds of board known now (SIGHUP may change them).
+    var profiles: ProfileCatalog { roster.withLock { $0.profiles } }
 
     func setProfiles(_ profiles: ProfileCatalog) {
-        catalog.withLock { $0 = profiles }
+        roster.withLock { $0.profiles = profiles }
     }
 
-    /// The adapter `board` should connect through now (``Placement``), claimed; nil when
-    /// no usable adapter hears the board.
-    func placement(for board: BoardAddress, link: String?, rssi: [String: Int]) async -> PlacementChoice? {
-        await fleet.fleet?.placement(for: board, link: link, rssi: rssi)
-    }
+    /// Whether a fan-out call runs now.
+    var callsRunning: Bool { calls.load(ordering: .relaxed) > 0 }
 
-    /// Restarts discovery on these adapters (those not connecting), so they report the
-    /// boards in range at once.
-    func kickDiscovery(on adapters: [String]) async {
-        await fleet.fleet?.kickDiscovery(on: adapters)
-    }
+    /// A fan-out call starts (``callEnded()`` when it is done).
+    func callStarted() { calls.add(1, ordering: .relaxed) }
 
-    /// Returns once BlueZ shows `board` on one (`all`: every one) of `adapters` (paths), or
-    /// after `limit`.
-    func waitUntilHeard(_ board: BoardAddress, on adapters: [String], all: Bool, within limit: Duration) async {
-        let paths = adapters.map { "\($0)/dev_\(board.rawValue.replacingOccurrences(of: ":", with: "_"))" }
-        _ = try? await client.mirror.wait(timeout: limit, description: "\(board) heard by other adapters") { snapshot in
-            let heard = paths.filter { snapshot.tree.device(at: $0) != nil }.count
-            return (all ? heard == paths.count : heard > 0) ? .done(()) : .pending
+    func callEnded() { calls.subtract(1, ordering: .relaxed) }
+
+    /// Puts the adapters' state into the counts `status` reads.
+    func noteAdapterState() {
+        let adapters = Array(self.adapters.values)
+        var entries = adapters.map { fleetAdapter in
+            let adapter = fleetAdapter.adapter
+            let health = fleetAdapter.health.current
+            return FleetTally.AdapterEntry(
+                path: adapter.path, name: adapter.name, address: adapter.address, powered: adapter.powered,
+                discovering: adapter.discovering, limit: fleetAdapter.limit, health: health.condition,
+                lastRecovery: health.lastRecovery)
         }
-    }
-
-    /// A connect or release of `board`'s link through the adapter at `path` got no answer:
-    /// its controller is asked.
-    func gotNoAnswer(to what: Fleet.Unanswered, for board: BoardAddress, onAdapter path: String) async {
-        await fleet.fleet?.gotNoAnswer(to: what, for: board, onAdapter: path)
-    }
-
-    /// A connect through `adapter` failed (its controller's health weighs it).
-    func connectFailed(_ board: BoardAddress, on adapter: FleetAdapter) async {
-        await fleet.fleet?.connectFailed(board, on: adapter)
-    }
-
-    /// Called with `adapter`'s connect permit held: may `board` take a link there? For a
-    /// command (`command`), the least recently used idle board on that adapter is evicted
-    /// when every slot is taken.
-    func reserveSlot(for board: BoardAddress, on adapter: FleetAdapter, command: Bool) async -> Bool {
-        await fleet.fleet?.reserveSlot(for: board, on: adapter, command: command) ?? false
+        // Named adapters BlueZ does not show are listed too, as missing.
+        for name in adapterSelection.missing(among: adapters.map(\.adapter)) {
+            entries.append(FleetTally.AdapterEntry(
+                path: nil, name: name, address: nil, powered: false, discovering: false,
+                limit: configuration.adapterLimits[name] ?? configuration.connectionLimit))
+        }
+        tally.adaptersChanged(entries)
     }
 }
 

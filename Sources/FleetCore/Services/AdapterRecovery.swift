@@ -1,18 +1,53 @@
-import Logging
 import BlueZ
+import Logging
+import ServiceLifecycle
 
-/// Stuck adapters found and recovered (``AdapterHealth``): what the fleet sees of each
-/// controller goes to its health, and the fleet carries out the steps its health asks for,
-/// placing boards on the other adapters meanwhile.
-extension Fleet {
+/// Stuck adapters found and recovered (``AdapterHealth``), the fleet's service for it: what
+/// the fleet sees of each controller goes to its health (once a second: what each adapter
+/// heard, its links' traffic; every few seconds: a question to its controller through the
+/// kernel), and the steps its health asks for are carried out here, while placement gives
+/// its boards to the other adapters.
+struct AdapterRecovery: Service {
+    let context: FleetContext
+
+    /// How often each adapter's controller is asked about one of its links.
+    static let probeInterval: Duration = .seconds(4)
+
+    func run() async throws {
+        let clock = context.client.clock
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { [context] in
+                for await (path, action) in context.healthReports.stream { act(action, onAdapter: path) }
+            }
+            group.addTask {
+                // Silence, and each recovery step's window, judged once a second.
+                while !Task.isCancelled {
+                    try await clock.sleep(for: .seconds(1))
+                    checkAdapterHealth()
+                }
+            }
+            group.addTask {
+                // A controller with links answers the kernel's questions about them.
+                var turn = 0
+                while !Task.isCancelled {
+                    try await clock.sleep(for: Self.probeInterval)
+                    probeAdapters(turn: turn)
+                    turn &+= 1
+                }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
     /// Once a second: what each adapter heard since, and whether it went silent while its
     /// boards are heard elsewhere, or its links fell silent while other adapters' traffic
     /// goes on; the running recovery step's window.
     func checkAdapterHealth() {
-        let now = client.clock.now
-        let live = boards.mapValues { $0.live.current }
+        let now = context.client.clock.now
+        let live = context.boards.mapValues { $0.live.current }
         let heard = live.values.map(\.heardAt)
-        for adapter in adapters.values {
+        for adapter in context.adapters.values {
             let path = adapter.path
             if let last = heard.compactMap({ $0[path] }).max() { adapter.health.heard(at: last) }
             // Boards this adapter heard, heard lately through another.
@@ -22,8 +57,8 @@ extension Fleet {
             }
             let discovering = adapter.adapter.powered && adapter.adapter.discovering
             let carried = Self.linksCarried(
-                through: path, readyLinks: tally.readyLinks(onAdapter: path).compactMap { live[$0] }, everyBoard: live.values,
-                thresholds: thresholds, now: now)
+                through: path, readyLinks: context.tally.readyLinks(onAdapter: path).compactMap { live[$0] },
+                everyBoard: live.values, thresholds: thresholds, now: now)
             adapter.health.observe {
                 $0.tick(now: $1, discovering: discovering, heardElsewhere: elsewhere, linksCarried: carried)
             }
@@ -67,7 +102,9 @@ extension Fleet {
         // Boards queued for a permit do not count: with more boards than slots there always
         // are some, and a controller that hangs then was never asked.
         func idle(_ adapter: FleetAdapter) -> Bool { adapter.scheduler.runningCount == 0 }
-        for adapter in adapters.values where adapter.adapter.powered && idle(adapter) {
+        let client = context.client
+        let logger = context.logger
+        for adapter in context.adapters.values where adapter.adapter.powered && idle(adapter) {
             let current = adapter.adapter
             Task {
                 do {
@@ -81,6 +118,79 @@ extension Fleet {
         }
     }
 
+    /// Whether a board whose adapters last heard it at `times` was heard through an adapter
+    /// other than `path` within `window`.
+    static func heard(
+        _ times: [String: ContinuousClock.Instant], elsewhereThan path: String, within window: Duration,
+        now: ContinuousClock.Instant
+    ) -> Bool {
+        times.contains { $0.key != path && $0.value.duration(to: now) < window }
+    }
+
+    /// Carries out what an adapter's health asks.
+    func act(_ action: AdapterHealth.Action, onAdapter path: String) {
+        guard let adapter = context.adapter(path) else { return }
+        let metadata: [String: Logger.MetadataValue] = ["ble.adapter": "\(adapter.name)"]
+        switch action {
+        case .none:
+            return
+        case .perform(let step, let symptom):
+            // Said once per recovery and step, not once per symptom seen.
+            context.logger.warning(
+                "adapter stuck (\(symptom.rawValue)): \(step.words); its boards are served by the other adapters meanwhile",
+                metadata: metadata)
+            // A controller that answers no command, or hears nothing, carries nothing over
+            // its links either (and a power cycle or reset ends them): their boards move to
+            // the adapters that hear them now, not after the kernel gives the links up (tens
+            // of seconds). Only one whose connects fail keeps its links through the restart
+            // of its discovery.
+            if symptom != .connectsFail || step >= .powerCycle {
+                for board in context.boards.values { Task { await board.adapterStuck(path) } }
+            }
+            Task { await perform(step, on: adapter) }
+        case .recovered(let recovery):
+            context.logger.notice(
+                "adapter works again after \(recovery.step.words)", metadata: metadata.merging(["symptom": "\(recovery.symptom.rawValue)"]) { $1 })
+            for board in context.boards.values { Task { await board.connectionRoomAppeared() } }
+        case .gaveUp(let symptom):
+            context.logger.error(
+                "adapter did not recover (\(symptom.rawValue)); its boards are served by the other adapters, and a reset is tried again every minute",
+                metadata: metadata)
+        }
+        context.noteAdapterState()
+    }
+
+    /// One recovery step on `adapter`; what the controller shows comes back as evidence.
+    private func perform(_ step: RecoveryStep, on adapter: FleetAdapter) async {
+        switch step {
+        case .restartDiscovery:
+            await adapter.discovery.restart()
+        case .powerCycle:
+            let current = adapter.adapter
+            do {
+                try await context.client.setPowered(false, adapter: current, timeout: .seconds(4))
+                try await context.client.setPowered(true, adapter: current, timeout: .seconds(6))
+                adapter.health.command(completed: true)
+                await adapter.discovery.sessionEnded()
+            } catch {
+                context.logger.debug("power cycle failed", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
+                adapter.health.observe { $0.stepFailed(.powerCycle, now: $1) }
+            }
+        case .reset:
+            do {
+                try await context.client.resetController(adapter.adapter)
+                try await context.client.setPowered(true, adapter: adapter.adapter, timeout: .seconds(6))
+                adapter.health.command(completed: true)
+                await adapter.discovery.sessionEnded()
+            } catch {
+                context.logger.debug("reset failed", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
+            }
+        }
+    }
+}
+
+/// What boards report of their adapters' controllers.
+extension FleetContext {
     /// What got no answer from an adapter's controller.
     enum Unanswered: String, Sendable {
         case connect = "a connect"
@@ -96,7 +206,7 @@ extension Fleet {
     /// adapter always connecting (more boards than slots) is found this way: a rotation
     /// releases a link before each connect.
     func gotNoAnswer(to what: Unanswered, for board: BoardAddress, onAdapter path: String) async {
-        guard let adapter = adapters[path] else { return }
+        guard let adapter = adapter(path) else { return }
         let metadata: Logger.Metadata = ["ble.adapter": "\(adapter.name)", "ble.address": "\(board)"]
         do {
             if try await client.probeController(adapter.adapter, turn: 0) {
@@ -112,20 +222,11 @@ extension Fleet {
             logger.debug("could not ask the controller", metadata: metadata.merging(["error": "\(error)"]) { $1 })
             return
         }
-        guard let times = boards[board]?.live.current.heardAt,
-            Self.heard(times, elsewhereThan: adapter.path, within: adapter.health.current.thresholds.silence, now: client.clock.now)
+        guard let times = self.board(board)?.live.current.heardAt,
+            AdapterRecovery.heard(times, elsewhereThan: adapter.path, within: adapter.health.current.thresholds.silence, now: client.clock.now)
         else { return }
         logger.debug("\(what.rawValue) got no answer although another adapter hears the board", metadata: metadata)
         adapter.health.command(completed: false)
-    }
-
-    /// Whether a board whose adapters last heard it at `times` was heard through an adapter
-    /// other than `path` within `window`.
-    private static func heard(
-        _ times: [String: ContinuousClock.Instant], elsewhereThan path: String, within window: Duration,
-        now: ContinuousClock.Instant
-    ) -> Bool {
-        times.contains { $0.key != path && $0.value.duration(to: now) < window }
     }
 
     /// A connect through `adapter` failed: its health weighs it against the other adapters'
@@ -136,67 +237,6 @@ extension Fleet {
             other !== adapter && (other.health.lastConnected.map { client.clock.since($0) < window } ?? false)
         }
         adapter.health.observe { $0.connectFailed(board, now: $1, othersConnected: othersConnected) }
-    }
-
-    /// Carries out what an adapter's health asks.
-    func act(_ action: AdapterHealth.Action, onAdapter path: String) {
-        guard let adapter = adapters[path] else { return }
-        let metadata: [String: Logger.MetadataValue] = ["ble.adapter": "\(adapter.name)"]
-        switch action {
-        case .none:
-            return
-        case .perform(let step, let symptom):
-            // Said once per recovery and step, not once per symptom seen.
-            logger.warning(
-                "adapter stuck (\(symptom.rawValue)): \(step.words); its boards are served by the other adapters meanwhile",
-                metadata: metadata)
-            // A controller that answers no command, or hears nothing, carries nothing over
-            // its links either (and a power cycle or reset ends them): their boards move to
-            // the adapters that hear them now, not after the kernel gives the links up (tens
-            // of seconds). Only one whose connects fail keeps its links through the restart
-            // of its discovery.
-            if symptom != .connectsFail || step >= .powerCycle {
-                for board in boards.values { Task { await board.adapterStuck(path) } }
-            }
-            Task { await self.perform(step, on: adapter) }
-        case .recovered(let recovery):
-            logger.notice(
-                "adapter works again after \(recovery.step.words)", metadata: metadata.merging(["symptom": "\(recovery.symptom.rawValue)"]) { $1 })
-            for board in boards.values { Task { await board.connectionRoomAppeared() } }
-        case .gaveUp(let symptom):
-            logger.error(
-                "adapter did not recover (\(symptom.rawValue)); its boards are served by the other adapters, and a reset is tried again every minute",
-                metadata: metadata)
-        }
-        noteAdapterState()
-    }
-
-    /// One recovery step on `adapter`; what the controller shows comes back as evidence.
-    private func perform(_ step: RecoveryStep, on adapter: FleetAdapter) async {
-        switch step {
-        case .restartDiscovery:
-            await adapter.discovery.restart()
-        case .powerCycle:
-            let current = adapter.adapter
-            do {
-                try await client.setPowered(false, adapter: current, timeout: .seconds(4))
-                try await client.setPowered(true, adapter: current, timeout: .seconds(6))
-                adapter.health.command(completed: true)
-                await adapter.discovery.sessionEnded()
-            } catch {
-                logger.debug("power cycle failed", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
-                adapter.health.observe { $0.stepFailed(.powerCycle, now: $1) }
-            }
-        case .reset:
-            do {
-                try await client.resetController(adapter.adapter)
-                try await client.setPowered(true, adapter: adapter.adapter, timeout: .seconds(6))
-                adapter.health.command(completed: true)
-                await adapter.discovery.sessionEnded()
-            } catch {
-                logger.debug("reset failed", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
-            }
-        }
     }
 }
 

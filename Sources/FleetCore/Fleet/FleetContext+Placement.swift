@@ -1,0 +1,83 @@
+import BlueZ
+
+/// Where a board connects (``Placement``): the adapter that hears it best and has room.
+extension FleetContext {
+    /// Restarts discovery on these adapters, so they report the boards in range at once.
+    func kickDiscovery(on paths: [String]) async {
+        for path in paths {
+            await adapter(path)?.discovery.kick()
+        }
+    }
+
+    /// Returns once BlueZ shows `board` on one (`all`: every one) of `adapters` (paths), or
+    /// after `limit`.
+    func waitUntilHeard(_ board: BoardAddress, on adapters: [String], all: Bool, within limit: Duration) async {
+        let paths = adapters.map { "\($0)/dev_\(board.rawValue.replacingOccurrences(of: ":", with: "_"))" }
+        _ = try? await client.mirror.wait(timeout: limit, description: "\(board) heard by other adapters") { snapshot in
+            let heard = paths.filter { snapshot.tree.device(at: $0) != nil }.count
+            return (all ? heard == paths.count : heard > 0) ? .done(()) : .pending
+        }
+    }
+
+    /// The adapter `board` should connect through now: one that hears it (BlueZ has its
+    /// device there), is powered and in use, scored by ``Placement``; nil when none does.
+    /// The adapter chosen is claimed (``FleetAdapter/claim(_:)``): the caller unclaims it
+    /// when its connect is done.
+    func placement(for board: BoardAddress, link: String?, rssi: [String: Int]) async -> PlacementChoice? {
+        let tree = await client.mirror.tree
+        // No other placement from reading the claims to taking one: placements that run at
+        // the same moment see each other's.
+        let choice = placementLock.withLock { _ in place(board, link: link, rssi: rssi, tree: tree) }
+        if choice != nil { slotsChanged.notify() }
+        return choice
+    }
+
+    private func place(_ board: BoardAddress, link: String?, rssi: [String: Int], tree: BlueZObjectTree) -> PlacementChoice? {
+        var candidates: [Placement.Candidate] = []
+        var devices: [String: BlueZDevice] = [:]
+        var roomWhereUnheard: [String] = []
+        var freshRoomWhereUnheard: [String] = []
+        // Adapters that heard the board but cannot take it now (powered off, or its controller
+        // being recovered): considered too, so a board in standby is not woken by their room
+        // (it would be placed elsewhere again, and woken again, without end); their recovery
+        // or power-on wakes every board.
+        var heardUnusable: Set<String> = []
+        let adapters = self.adapters
+        for (path, adapter) in adapters {
+            guard adapter.adapter.powered && adapter.health.isUsable else {
+                if tree.devices(onAdapter: path).contains(where: { BoardAddress($0.address) == board }) {
+                    heardUnusable.insert(path)
+                }
+                continue
+            }
+            // Slots taken: links up, and connects placed here that will take one.
+            let onAdapter = tree.devices(onAdapter: path)
+            var taken = Set(onAdapter.filter(\.hasLink).compactMap { BoardAddress($0.address) })
+            taken.formUnion(adapter.placedBoards)
+            taken.remove(board)
+            let freeSlots = max(0, adapter.limit - taken.count)
+            guard let device = onAdapter.first(where: { BoardAddress($0.address) == board }) else {
+                if freeSlots > 0 {
+                    roomWhereUnheard.append(path)
+                    if adapter.isFresh { freshRoomWhereUnheard.append(path) }
+                }
+                continue
+            }
+            devices[path] = device
+            candidates.append(Placement.Candidate(
+                path: path, rssi: rssi[path] ?? device.rssi.map(Int.init), freeSlots: freeSlots,
+                connectsInProgress: adapter.connectsInProgress, recentFailures: adapter.recentFailures(of: board)))
+        }
+        let chosen: (path: String, full: Bool)? =
+            switch Placement.choose(candidates, current: link) {
+            case .connect(let path): (path, false)
+            case .full(let path): (path, true)
+            case .none: nil
+            }
+        guard let chosen, let adapter = adapters[chosen.path], let device = devices[chosen.path] else { return nil }
+        adapter.claim(board)
+        return PlacementChoice(
+            adapter: adapter, device: device, full: chosen.full, roomWhereUnheard: roomWhereUnheard,
+            freshRoomWhereUnheard: freshRoomWhereUnheard, heard: Set(devices.keys).union(heardUnusable))
+    }
+}
