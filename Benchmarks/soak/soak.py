@@ -22,7 +22,7 @@ Faults (scripts/testbed fault, real lane), drawn round-robin from a seeded shuff
                  and recover it: detection and recovery times)
 
 Usage: python soak.py --run-dir TB --socket SOCK --pid DAEMON_PID [--minutes 10] [--seed 1]
-       [--adapters hci0,hci1]
+       [--adapters hci0,hci1] [--kinds hang,...]   (--kinds: only these faults; default every kind)
 """
 import argparse
 import asyncio
@@ -216,7 +216,7 @@ class Soak:
     async def injector(self, boards: list[dict], adapters: list[str]):
         rpc = RPC(self.args.socket)
         try:
-            kinds = ["connect-fail", "connect-rate", "link-lost", "drops", "slow", "hang"]
+            kinds = self.args.kinds.split(",")
             order = []
             deadline = self.started + self.args.minutes * 60
             while time.monotonic() < deadline - 20:
@@ -401,6 +401,8 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=10)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--adapters", default="hci0,hci1")
+    parser.add_argument("--kinds", default="connect-fail,connect-rate,link-lost,drops,slow,hang",
+                        help="the faults to inject, comma-separated (default: every kind)")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(Soak(args).main()), indent=1))
     return 0

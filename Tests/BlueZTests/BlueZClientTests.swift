@@ -132,11 +132,8 @@ struct BlueZClientTests {
             }
             // Cancelling the other session sends StopNotify: the board stops notifying.
             sessions["nano-02"]?.cancel()
-            let deadline = ContinuousClock.now + .seconds(5)
-            while try await fixture.testbed.state().first(where: { $0.name == "nano-02" })?.notifying == true,
-                ContinuousClock.now < deadline
-            {
-                try await Task.sleep(for: .milliseconds(50))
+            try? await eventually("nano-02 stops notifying", within: .seconds(5), every: .milliseconds(50)) {
+                try await fixture.testbed.state().first(where: { $0.name == "nano-02" })?.notifying == false
             }
             #expect(try await fixture.testbed.state().first { $0.name == "nano-02" }?.notifying == false)
             valueSink.finish()

@@ -1,21 +1,10 @@
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import FleetCore
 
 @Suite(.timeLimit(.minutes(1))) struct ConnectSchedulerTests {
-    /// Waits (bounded, yielding) until `condition` holds.
-    func eventually(_ what: String, within limit: Duration = .seconds(5), _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("timed out waiting until \(what)")
-                throw CancellationError()
-            }
-            try await Task.sleep(for: .milliseconds(1))
-        }
-    }
-
     @Test func atMostOneOperationRunsAtATime() async throws {
         let scheduler = ConnectScheduler(limit: 1)
         let running = Locked(0)

@@ -91,15 +91,11 @@ struct FleetFixture {
     func waitForTestbed(
         timeout: Duration, _ what: String, _ condition: ([Testbed.Board]) -> Bool
     ) async throws -> [Testbed.Board] {
-        let timeout = testbed.lane.allowing(timeout)
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let state = try await testbed.state()
-            if condition(state) { return state }
-            guard ContinuousClock.now < deadline else {
-                throw FixtureError("timed out after \(timeout) waiting for \(what); testbed state: \(state)")
-            }
-            try await Task.sleep(for: .milliseconds(200))
+        var state: [Testbed.Board] = []
+        try await eventually(what, within: testbed.lane.allowing(timeout), every: .milliseconds(200), otherwise: "testbed state: \(state)") {
+            state = try await testbed.state()
+            return condition(state)
         }
+        return state
     }
 }

@@ -49,14 +49,12 @@ struct FleetTests {
             let fleet = fixture.fleet
             try await fixture.testbed.run(["board", "temp", "nano-02", "-9"])
             // Notified temperatures are recorded as they arrive; no read is needed.
-            let deadline = ContinuousClock.now + lane.allowing(.seconds(10))
             var after: [BoardSnapshot] = []
-            repeat {
-                try await Task.sleep(for: .milliseconds(200))
+            try? await eventually("nano-02 at -9 °C, every reading fresh", within: lane.allowing(.seconds(10)), every: .milliseconds(200)) {
                 after = await fleet.snapshots()
-            } while ContinuousClock.now < deadline
-                && !(after.contains { $0.name == "nano-02" && $0.temperature?.celsius.degrees == -9 }
-                    && after.allSatisfy { ($0.temperature?.age(at: .now) ?? .seconds(99)) < .seconds(2) })
+                return after.contains { $0.name == "nano-02" && $0.temperature?.celsius.degrees == -9 }
+                    && after.allSatisfy { ($0.temperature?.age(at: .now) ?? .seconds(99)) < .seconds(2) }
+            }
             #expect(after.first { $0.name == "nano-02" }?.temperature?.celsius.degrees == -9)
             for board in after {
                 #expect(board.phase == .ready)
@@ -78,15 +76,13 @@ struct FleetTests {
             let fleet = fixture.fleet
             let before = Dictionary(uniqueKeysWithValues: await fleet.snapshots().map { ($0.address, $0) })
             // Advertisements (about one a second) are recorded as they arrive.
-            let deadline = ContinuousClock.now + .seconds(10)
             var after: [BoardAddress: BoardSnapshot] = [:]
-            repeat {
-                try await Task.sleep(for: .milliseconds(200))
+            try? await eventually("every board seen again, with an RSSI", every: .milliseconds(200)) {
                 after = Dictionary(uniqueKeysWithValues: await fleet.snapshots().map { ($0.address, $0) })
-            } while ContinuousClock.now < deadline
-                && !after.allSatisfy { address, board in
+                return after.allSatisfy { address, board in
                     (board.lastSeen ?? .now) > (before[address]?.lastSeen ?? .now) && board.rssi != nil
                 }
+            }
             for (address, board) in after {
                 #expect(board.phase == .ready)
                 #expect(board.rssi != nil, "\(address) has no RSSI")

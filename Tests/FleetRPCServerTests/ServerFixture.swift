@@ -39,15 +39,6 @@ func withServer(
     }
 }
 
-/// Waits until `condition` holds, checking every 10 ms, failing after `timeout`.
-func eventually(timeout: Duration = .seconds(10), _ what: String, _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now.advanced(by: timeout)
-    while !condition() {
-        guard ContinuousClock.now < deadline else { throw TestFailure("timed out waiting until \(what)") }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}
-
 struct TestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }

@@ -1,5 +1,6 @@
 import Foundation
 import MQTT
+import TestSupport
 
 /// Consumes a client's events in the background and lets a test wait, with a deadline,
 /// for the next event that matches.
@@ -51,10 +52,10 @@ final class EventRecorder: @unchecked Sendable {
 
     /// Waits until the stream finished; throws after `timeout`.
     func waitForEnd(timeout: Duration = .seconds(10)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !hasEnded {
-            if ContinuousClock.now >= deadline { throw RecorderError("the event stream did not end within \(timeout)") }
-            try await Task.sleep(for: .milliseconds(5))
+        do {
+            try await eventually("the event stream ends", within: timeout, every: .milliseconds(5)) { hasEnded }
+        } catch {
+            throw RecorderError("the event stream did not end within \(timeout)")
         }
     }
 

@@ -296,12 +296,12 @@ func readLine(_ handle: FileHandle, timeout: Duration) async throws -> String {
         }
         box.set(String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self))
     }
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if let line = box.value { return line }
-        try await Task.sleep(for: .milliseconds(10))
+    do {
+        try await eventually("a line", within: timeout, every: .milliseconds(10)) { box.value != nil }
+    } catch {
+        throw RecorderError("no line within \(timeout)")
     }
-    throw RecorderError("no line within \(timeout)")
+    return box.value ?? ""
 }
 
 final class LineBox: @unchecked Sendable {

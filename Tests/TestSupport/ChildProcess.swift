@@ -106,12 +106,8 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Waits up to `timeout` for the child to exit without holding a thread; nil if still running.
     public func exit(timeout: Duration) async -> Int32? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if let status { return status }
-            if ContinuousClock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
+        try? await eventually("the child exits", within: timeout, every: .milliseconds(10)) { status != nil }
+        return status
     }
 
     /// `runBlocking` on a dedicated thread, so awaiting it never blocks Swift's cooperative

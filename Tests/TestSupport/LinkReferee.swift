@@ -37,13 +37,15 @@ public final class LinkReferee: @unchecked Sendable {
         child = try ChildProcess(
             Testbed.script, ["watch-links", "--run-dir", testbed.runDirectory.path],
             stdout: handle.fileDescriptor, stderr: FileHandle.standardError.fileDescriptor)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while (try? String(contentsOf: output, encoding: .utf8))?.hasPrefix("watching") != true {
-            guard child.isRunning, ContinuousClock.now < deadline else {
-                child.signal(SIGKILL)
-                throw FixtureError("scripts/testbed watch-links did not start watching the bus")
+        let (child, output) = (self.child, self.output)
+        do {
+            try await eventually("scripts/testbed watch-links watches the bus", within: .seconds(30)) {
+                guard child.isRunning else { throw FixtureError("scripts/testbed watch-links exited") }
+                return (try? String(contentsOf: output, encoding: .utf8))?.hasPrefix("watching") == true
             }
-            try await Task.sleep(for: .milliseconds(20))
+        } catch {
+            child.signal(SIGKILL)
+            throw FixtureError("scripts/testbed watch-links did not start watching the bus: \(error)")
         }
     }
 

@@ -124,14 +124,18 @@ public final class MosquittoSubscriber: @unchecked Sendable {
     private func waitForLines(
         timeout: Duration, _ what: String, until done: ([String]) -> Bool
     ) async throws -> [String] {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let (lines, ended) = lock.withLock { (self.lines(in: received), self.ended) }
-            if done(lines) { return lines }
-            if ContinuousClock.now >= deadline || ended {
-                throw FixtureError("mosquitto_sub gave \(lines) instead of \(what) (exit status \(String(describing: child.status)))")
+        var lines: [String] = []
+        do {
+            try await eventually(what, within: timeout, every: .milliseconds(10)) {
+                let ended: Bool
+                (lines, ended) = lock.withLock { (self.lines(in: received), self.ended) }
+                if done(lines) { return true }
+                if ended { throw FixtureError("mosquitto_sub ended") }
+                return false
             }
-            try await Task.sleep(for: .milliseconds(10))
+        } catch {
+            throw FixtureError("mosquitto_sub gave \(lines) instead of \(what) (exit status \(String(describing: child.status)))")
         }
+        return lines
     }
 }

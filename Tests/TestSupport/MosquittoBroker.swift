@@ -96,16 +96,16 @@ public final class MosquittoBroker: @unchecked Sendable {
             Self.executable, ["-c", directory.appendingPathComponent("mosquitto.conf").path],
             stdout: logFD, stderr: logFD)
         lock.withLock { child = started }
-        let deadline = ContinuousClock.now + timeout
-        while !Self.acceptsConnections(port: port) {
-            if let status = started.status {
-                throw FixtureError("mosquitto exited with status \(status) before accepting connections:\n\(log)")
+        do {
+            try await eventually("mosquitto accepts connections on port \(port)", within: timeout, every: .milliseconds(10)) {
+                if let status = started.status {
+                    throw FixtureError("mosquitto exited with status \(status) before accepting connections:\n\(log)")
+                }
+                return Self.acceptsConnections(port: port)
             }
-            guard ContinuousClock.now < deadline else {
-                started.signal(SIGKILL)
-                throw FixtureError("mosquitto did not accept connections on port \(port) within \(timeout):\n\(log)")
-            }
-            try await Task.sleep(for: .milliseconds(10))
+        } catch let error as EventuallyTimedOut {
+            started.signal(SIGKILL)
+            throw FixtureError("\(error):\n\(log)")
         }
     }
 

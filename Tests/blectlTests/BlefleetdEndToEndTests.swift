@@ -14,19 +14,15 @@ struct BlefleetdEndToEndTests {
         async throws
     {
         let timeout = lane == .real ? timeout * 4 : timeout
-        let deadline = Date().addingTimeInterval(timeout)
         var last = ""
-        while Date() < deadline {
+        try await eventually(
+            "the daemon reports \(count) ready boards", within: .seconds(timeout), every: .milliseconds(100), otherwise: "last: \(last)"
+        ) {
             let output = try await Blectl.run(["--socket", socket, "--json", "status"], timeout: .seconds(5))
             last = output.description
-            if output.status == 0, let status = try? JSONValue(parsing: output.stdout),
-                status["boards"]?["ready"]?.int64Value == Int64(count)
-            {
-                return
-            }
-            try await Task.sleep(for: .milliseconds(100))
+            guard output.status == 0, let status = try? JSONValue(parsing: output.stdout) else { return false }
+            return status["boards"]?["ready"]?.int64Value == Int64(count)
         }
-        throw FixtureError("the daemon did not report \(count) ready boards within \(timeout) s; last: \(last)")
     }
 
     @Test(arguments: Lane.enabled)
@@ -60,15 +56,15 @@ struct BlefleetdEndToEndTests {
     static func waitForBoards(
         socket: String, lane: Lane, _ what: String, _ condition: ([JSONValue]) -> Bool
     ) async throws -> [JSONValue] {
-        let deadline = ContinuousClock.now + lane.allowing(.seconds(20))
         var last: [JSONValue] = []
-        while ContinuousClock.now < deadline {
+        try await eventually(
+            "the daemon's boards show \(what)", within: lane.allowing(.seconds(20)), every: .milliseconds(100), otherwise: "last: \(last)"
+        ) {
             let output = try await Blectl.run(["--socket", socket, "--json", "boards"], timeout: .seconds(5))
             last = (try? JSONValue(parsing: output.stdout))?["boards"]?.arrayValue ?? []
-            if condition(last) { return last }
-            try await Task.sleep(for: .milliseconds(100))
+            return condition(last)
         }
-        throw FixtureError("the daemon's boards never showed \(what); last: \(last)")
+        return last
     }
 
     @Test(arguments: Lane.enabled)
@@ -287,11 +283,10 @@ extension BlefleetdEndToEndTests {
             }
             #expect(answered == 256)
             // Once the clients are gone, the daemon holds no more descriptors than before.
-            let deadline = ContinuousClock.now + .seconds(10)
-            var fdsAfter = try FileManager.default.contentsOfDirectory(atPath: fdDirectory).count
-            while fdsAfter > fdsBefore, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(100))
+            var fdsAfter = 0
+            try? await eventually("the daemon is back to \(fdsBefore) descriptors", every: .milliseconds(100)) {
                 fdsAfter = try FileManager.default.contentsOfDirectory(atPath: fdDirectory).count
+                return fdsAfter <= fdsBefore
             }
             #expect(fdsAfter <= fdsBefore, "descriptors before \(fdsBefore), after \(fdsAfter)")
             #expect(try await testbed.state().allSatisfy { $0.present })
@@ -362,8 +357,7 @@ extension BlefleetdEndToEndTests {
                 let before = matching()
                 try text.write(to: config, atomically: true, encoding: .utf8)
                 daemon.process.signal(SIGHUP)
-                let deadline = Date().addingTimeInterval(10)
-                while matching() == before, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+                try? await eventually("a new line ending with \"\(message)\"", every: .milliseconds(50)) { matching() != before }
                 #expect(matching() == before + 1, "no new line ending with \"\(message)\":\n\(daemon.log)")
             }
             try await reload(
@@ -381,8 +375,7 @@ extension BlefleetdEndToEndTests {
             try await reload("socket-group: root\ndefault-timeout-ms: 3000\nlog-level: debug\n", expecting: "log level is now debug")
             let status = try await Blectl.run(["--socket", daemon.socket, "status"])
             #expect(status.status == 0, "\(status)")
-            let deadline = Date().addingTimeInterval(5)
-            while !daemon.log.contains("Client connected"), Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            try? await eventually("a debug line", within: .seconds(5), every: .milliseconds(50)) { daemon.log.contains("Client connected") }
             #expect(daemon.log.contains("Client connected"), "no debug line after the reload:\n\(daemon.log)")
         }
     }

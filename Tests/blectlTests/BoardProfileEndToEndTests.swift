@@ -44,16 +44,12 @@ struct BoardProfileEndToEndTests {
             // Each ready board takes the new profile at once (no reconnect needed).
             let state = try await testbed.state()
             var readings: JSONValue = .null
-            let deadline = Date().addingTimeInterval(lane == .real ? 40 : 10)
-            while Date() < deadline {
+            try? await eventually("3/3 humidity readings", within: .seconds(lane == .real ? 40 : 10), every: .milliseconds(200)) {
                 let json = try await Blectl.run(["--socket", daemon.socket, "--json", "read", "humidity", "--fresh"])
-                if json.status == 0, let value = try? JSONValue(parsing: json.stdout),
-                    value["totals"]?["ok"]?.int64Value == 3
-                {
-                    readings = value
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(200))
+                guard json.status == 0, let value = try? JSONValue(parsing: json.stdout), value["totals"]?["ok"]?.int64Value == 3
+                else { return false }
+                readings = value
+                return true
             }
             let results = readings["results"]?.arrayValue ?? []
             #expect(results.count == 3, "no 3/3 humidity reading within the deadline:\n\(daemon.log)")

@@ -11,15 +11,15 @@ import TestSupport
     static func waitForHistory(
         socket: String, lane: Lane, _ what: String, _ done: ([JSONValue]) -> Bool
     ) async throws -> [JSONValue] {
-        let deadline = ContinuousClock.now + lane.allowing(.seconds(20))
         var last: [JSONValue] = []
-        while ContinuousClock.now < deadline {
+        try await eventually(
+            "the history shows \(what)", within: lane.allowing(.seconds(20)), every: .milliseconds(200), otherwise: "last: \(last)"
+        ) {
             let output = try await Blectl.run(["--socket", socket, "--json", "history", "--since", "10m", "--resolution", "raw"])
             last = (try? JSONValue(parsing: output.stdout))?["boards"]?.arrayValue ?? []
-            if done(last) { return last }
-            try await Task.sleep(for: .milliseconds(200))
+            return done(last)
         }
-        throw FixtureError("the history never showed \(what); last: \(last)")
+        return last
     }
 
     static func values(_ board: JSONValue) -> [Double] {
@@ -161,13 +161,11 @@ import TestSupport
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: filler))
             while (try? handle.write(contentsOf: Data(count: 16384))) != nil {}
             try handle.close()
-            let deadline = ContinuousClock.now + .seconds(20)
             var line = ""
-            while ContinuousClock.now < deadline {
+            try? await eventually("the history is off", within: .seconds(20), every: .milliseconds(200)) {
                 let status = try await Blectl.run(["--socket", daemon.socket, "status"])
                 line = status.stdout.split(separator: "\n").first { $0.hasPrefix("History:") }.map(String.init) ?? ""
-                if line.contains("off") { break }
-                try await Task.sleep(for: .milliseconds(200))
+                return line.contains("off")
             }
             #expect(line.contains("off") && line.contains("full"), "\(line)")
             let led = try await Blectl.run(["--socket", daemon.socket, "led", "on", "--all"])

@@ -25,14 +25,11 @@ struct MQTTBridgeTests {
     static func waitForBoards(
         _ testbed: Testbed, lane: Lane = .bluezoo, _ what: String, _ condition: ([Testbed.Board]) -> Bool
     ) async throws {
-        let deadline = ContinuousClock.now + lane.allowing(.seconds(15))
         var last: [Testbed.Board] = []
-        while ContinuousClock.now < deadline {
+        try await eventually(what, within: lane.allowing(.seconds(15)), otherwise: "boards: \(last)") {
             last = try await testbed.state()
-            if condition(last) { return }
-            try await Task.sleep(for: .milliseconds(20))
+            return condition(last)
         }
-        throw FixtureError("timed out waiting until \(what); boards: \(last)")
     }
 
     static func object(_ line: String, topic: String) throws -> [String: Any] {
@@ -203,10 +200,7 @@ struct MQTTBridgeTests {
             // fast as ever), the bridge says so once; it comes back empty (no persistence):
             // status, discovery and states are published again.
             await broker.stop()
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !bridge.log.contains("lost the MQTT broker"), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            try? await eventually("the bridge says it lost the broker") { bridge.log.contains("lost the MQTT broker") }
             let on = try await Blectl.run(["--socket", daemon.socket, "led", "on", "--all"])
             #expect(on.status == 0 && on.stdout.contains("2/2 boards on"), "\(on)")
             try await broker.start()

@@ -71,9 +71,11 @@ struct RadioFaultTests {
     /// connecting, resolving or ready, or disconnecting): no orphan link.
     static func waitForNoOrphans(_ testbed: Testbed, socket: String, lane: Lane) async throws {
         let linked: Set<String> = ["connecting", "resolving", "ready", "disconnecting"]
-        let deadline = ContinuousClock.now + lane.allowing(.seconds(10))
         var orphans: Set<String> = []
-        while ContinuousClock.now < deadline {
+        try await eventually(
+            "every link is the daemon's", within: lane.allowing(.seconds(10)), every: .milliseconds(200),
+            otherwise: "links the daemon does not own: \(orphans.sorted())"
+        ) {
             let connected = try await bluezConnected(testbed)
             let output = try await Blectl.run(["--socket", socket, "--json", "boards"], timeout: .seconds(5))
             let boards = (try? JSONValue(parsing: output.stdout))?["boards"]?.arrayValue ?? []
@@ -81,10 +83,8 @@ struct RadioFaultTests {
                 linked.contains(board["state"]?.stringValue ?? "") ? board["address"]?.stringValue : nil
             })
             orphans = connected.subtracting(ours)
-            if orphans.isEmpty { return }
-            try await Task.sleep(for: .milliseconds(200))
+            return orphans.isEmpty
         }
-        throw FixtureError("links the daemon does not own: \(orphans.sorted())")
     }
 
     /// Waits until every board's LED, on the board, is `on`.
@@ -102,12 +102,9 @@ struct RadioFaultTests {
 
     /// Waits until the daemon's log shows `what`.
     static func waitForLog(_ daemon: RunningDaemon, lane: Lane, _ what: String, _ condition: (String) -> Bool) async throws {
-        let deadline = ContinuousClock.now + lane.allowing(.seconds(20))
-        while ContinuousClock.now < deadline {
-            if condition(daemon.log) { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        throw FixtureError("the daemon's log never showed \(what):\n\(daemon.log)")
+        try await eventually(
+            "the daemon's log shows \(what)", within: lane.allowing(.seconds(20)), every: .milliseconds(100), otherwise: "its log:\n\(daemon.log)"
+        ) { condition(daemon.log) }
     }
 
     /// Waits until the daemon's log says the link of the board at `address` was lost.

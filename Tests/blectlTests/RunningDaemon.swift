@@ -45,15 +45,12 @@ final class RunningDaemon: @unchecked Sendable {
 
     /// Waits (bounded) until the socket accepts a connection.
     func waitUntilServing(timeout: TimeInterval = 15) async throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        try await eventually("blefleetd serves \(socket)", within: .seconds(timeout), every: .milliseconds(50), otherwise: "its log:\n\(log)") {
             if let status = process.status {
                 throw FixtureError("blefleetd exited (\(status)) before serving:\n\(log)")
             }
-            if Self.accepts(socket) { return }
-            try await Task.sleep(for: .milliseconds(50))
+            return Self.accepts(socket)
         }
-        throw FixtureError("blefleetd did not serve \(socket) within \(timeout) s:\n\(log)")
     }
 
     static func accepts(_ path: String) -> Bool {

@@ -34,14 +34,14 @@ struct SeveralAdaptersTests {
         _ socket: String, lane: Lane, _ what: String, timeout: Duration = .seconds(30),
         _ condition: (JSONValue) -> Bool
     ) async throws -> JSONValue {
-        let deadline = ContinuousClock.now + lane.allowing(timeout)
         var last = JSONValue.null
-        while ContinuousClock.now < deadline {
+        try await eventually(
+            "the daemon's status shows \(what)", within: lane.allowing(timeout), every: .milliseconds(100), otherwise: "last: \(last)"
+        ) {
             last = try await status(socket)
-            if condition(last) { return last }
-            try await Task.sleep(for: .milliseconds(100))
+            return condition(last)
         }
-        throw FixtureError("the daemon's status never showed \(what); last: \(last)")
+        return last
     }
 
     /// `led.set` on every board with a deadline, through blectl's raw RPC.
