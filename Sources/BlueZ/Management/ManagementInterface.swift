@@ -198,12 +198,16 @@ public struct ManagementInterface: Sendable, Hashable {
         return answer
     }
 
-    /// Runs blocking socket I/O off the cooperative pool.
+    /// Runs blocking socket I/O off the cooperative pool: on a serial queue of its own, which
+    /// libdispatch runs on its overcommitting threads (a new one when those are busy). Not on
+    /// `DispatchQueue.global()`: on Linux, Swift's global executor runs every task on that very
+    /// pool, a thread per core; a command to a hung controller blocks for the kernel's 2 s, and
+    /// two of them stalled every task of the daemon (calls answered 1.4 s past their deadline).
     private static func offThePool<T: Sendable>(
         _ body: @escaping @Sendable () throws(Failure) -> T
     ) async throws(Failure) -> T {
         let result: Result<T, Failure> = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: Result(catching: body)) }
+            DispatchQueue(label: "blefleet.management").async { continuation.resume(returning: Result(catching: body)) }
         }
         return try result.get()
     }
