@@ -26,9 +26,16 @@ final class FleetAdapter: Sendable {
         var linking: Set<BoardAddress> = []
         /// When the fleet started using the adapter, or it was last powered on.
         var since: ContinuousClock.Instant
-        /// How long one rotation takes here (a slot freed, the next board connected and
-        /// resolved), averaged over the recent ones.
+        /// How long a rotation's connect holds the connect permit here (a slot freed, the next
+        /// board connected until its link is up), averaged over the recent ones.
         var rotation: Duration = FleetAdapter.assumedRotation
+        /// How long from one link coming up to the next while boards are queued here (every
+        /// rotation's work included), averaged; nil until measured.
+        var cycle: Duration?
+        /// How long a link takes from up to resolved here, averaged.
+        var resolve: Duration = FleetAdapter.assumedResolve
+        /// When the last link came up with more boards queued behind it.
+        var lastLinkUpWithQueue: ContinuousClock.Instant?
     }
     private let state: Mutex<State>
 
@@ -66,16 +73,51 @@ final class FleetAdapter: Sendable {
     /// and the first measured rotation replaces the guess.
     static let assumedRotation: Duration = .milliseconds(2500)
 
-    /// The average rotation time (``assumedRotation`` until one was measured).
-    var rotationTime: Duration { state.withLock { $0.rotation } }
+    /// A link's services resolved, before any was measured.
+    static let assumedResolve: Duration = .milliseconds(500)
+    /// What a call's work on a link and its release take, beside its connect and resolve.
+    static let workOnALink: Duration = .milliseconds(250)
 
-    /// A connect that had to free a slot held the adapter's connect permit for `duration`
-    /// (the release of a slot, the connect, until the link was up).
-    func recordRotation(_ duration: Duration) {
+    /// How long one rotation takes here: at least a rotation's connect (one at a time per
+    /// adapter), and at least a board's whole turn in a slot (connect, resolve, the work,
+    /// the release) shared by the adapter's slots; the back-to-back rotations measured, when
+    /// there were some lately.
+    var rotationTime: Duration {
         state.withLock { state in
-            state.rotation = state.rotation == Self.assumedRotation ? duration : (state.rotation * 3 + duration) / 4
+            let turn = (state.rotation + state.resolve + Self.workOnALink) / limit
+            return max(state.rotation, turn, state.cycle ?? .zero)
         }
     }
+
+    /// A connect here got its link after holding the connect permit for `held`
+    /// (`rotation`: it had to free a slot first: the release, the connect, until the link
+    /// was up). When the link before it came up moments ago with boards queued behind it,
+    /// the time since then is one rotation as the queue sees it (with few slots, the work on
+    /// each link and its release come before the next connect, which the permit alone does
+    /// not see).
+    func recordLinkUp(held: Duration, rotation: Bool) {
+        let now = clock.now
+        state.withLock { state in
+            if rotation {
+                state.rotation = state.rotation == Self.assumedRotation ? held : (state.rotation * 3 + held) / 4
+            }
+            if let last = state.lastLinkUpWithQueue, last.duration(to: now) < Self.rotationBurstGap {
+                let gap = last.duration(to: now)
+                state.cycle = state.cycle.map { ($0 * 3 + gap) / 4 } ?? gap
+            }
+            state.lastLinkUpWithQueue = state.placed.contains { !state.linking.contains($0) } ? now : nil
+        }
+    }
+
+    /// A link here went from up to resolved in `duration`.
+    func recordResolve(_ duration: Duration) {
+        state.withLock { state in
+            state.resolve = state.resolve == Self.assumedResolve ? duration : (state.resolve * 3 + duration) / 4
+        }
+    }
+
+    /// Rotations further apart than this are not back to back: the gap says nothing of one.
+    static let rotationBurstGap: Duration = .seconds(10)
 
     func poweredOn() {
         state.withLock { $0.since = clock.now }

@@ -28,21 +28,33 @@ extension Fleet {
 
     /// The caller's timeout, else one that fits the plan: the default command timeout,
     /// or, when more of the boards need a link than there are free slots, the rotations
-    /// that takes (spread over the adapters, each at its measured rotation time) with half
+    /// that takes (``RotationPlan``: each board through an adapter that hears it, each adapter
+    /// at its measured rotation time, after the boards of other calls queued there) with half
     /// again as margin and 2 s more. Waiting for a slot is not failing.
     func timeout(_ timeout: Duration?, for boards: [BoardIdentity]) -> Duration {
         if let timeout { return timeout }
-        let usable = adapters.values.filter { $0.adapter.powered }
+        let powered = adapters.values.filter { $0.adapter.powered }
+        // An adapter being recovered connects nothing meanwhile: its boards go to the others.
+        let working = powered.filter { $0.health.isUsable }
+        let usable = working.isEmpty ? powered : working
         guard !usable.isEmpty else { return tunables.defaultCommandTimeout }
-        let status = tally.status
-        let free = max(0, usable.map(\.limit).reduce(0, +) - status.connectedCount)
-        // Boards of other calls already queued for a slot go first.
         let mine = Set(boards.map(\.address))
-        let ahead = usable.map { $0.queuedBoards.filter { !mine.contains($0) }.count }.reduce(0, +)
-        let rotations = max(0, tally.withoutLink(boards.map(\.address)) + ahead - free)
-        let rotation = usable.map(\.rotationTime).max() ?? FleetAdapter.assumedRotation
-        let plan = rotation * Double(rotations) / Double(usable.count) * 1.5 + .seconds(2)
-        return max(tunables.defaultCommandTimeout, plan)
+        let plan = usable.map { adapter in
+            RotationPlan.Adapter(
+                path: adapter.path, free: max(0, adapter.limit - tally.slotsHeld(onAdapter: adapter.path)),
+                ahead: adapter.queuedBoards.filter { !mine.contains($0) }.count, rotation: adapter.rotationTime)
+        }
+        let paths = Set(usable.map(\.path))
+        let needing = boards.filter { tally.withoutLink([$0.address]) == 1 }.map { board in
+            (self.boards[board.address]?.live.current.rssiByAdapter ?? [:]).filter { paths.contains($0.key) }
+        }
+        let rotations = RotationPlan.rotations(of: needing, on: plan)
+        guard rotations > .zero else { return tunables.defaultCommandTimeout }
+        logger.debug(
+            "the call's deadline fits its rotations",
+            metadata: ["plan.rotations": "\(rotations)", "plan.boards": "\(needing.count)",
+                       "plan.adapters": "\(plan.map { "\($0.path.split(separator: "/").last ?? "") free \($0.free) ahead \($0.ahead) rotation \($0.rotation)" })"])
+        return max(tunables.defaultCommandTimeout, rotations * 1.5 + .seconds(2))
     }
 
     /// Runs `operation` on every selected board at once under one deadline.

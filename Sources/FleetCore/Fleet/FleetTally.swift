@@ -98,6 +98,13 @@ final class FleetTally: Sendable {
         }
     }
 
+    /// How many boards hold (or are taking) a slot through the adapter at `path`.
+    func slotsHeld(onAdapter path: String) -> Int {
+        state.withLock { state in
+            state.boards.values.filter { $0.adapter == path && $0.phase.holdsSlot }.count
+        }
+    }
+
     /// Whether the adapter at `path` is powered and has a connection slot free.
     func hasFreeSlot(onAdapter path: String) -> Bool {
         state.withLock { state in
