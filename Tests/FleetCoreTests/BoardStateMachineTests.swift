@@ -114,6 +114,27 @@ import Testing
         #expect(!unheard.isMoving(at: at(3)))
     }
 
+    /// A stuck adapter's boards move off it; when that adapter is then reset (powered off and
+    /// on) before anything heard them, they are still moving: a call waits for them rather
+    /// than be answered absent (found by the simulation, seed 136).
+    @Test func aBoardMovingOffItsAdapterIsStillMovingAfterThatAdapterIsReset() {
+        var m = readyMachine()
+        _ = m.disconnected(now: at(1))
+        _ = m.linkAdapterWent(heardElsewhere: false, now: at(1))
+        _ = m.adapterPoweredOff(now: at(1.05))
+        #expect(m.phase == .waitingForAdapter)
+        _ = m.adapterPoweredOn(now: at(1.1))
+        #expect(m.phase == .absent)
+        #expect(m.isMoving(at: at(1.2)))
+        #expect(!m.isMoving(at: at(1) + BoardStateMachine.moveGrace))
+        // One absent for a while before the reset is not.
+        var gone = readyMachine()
+        _ = gone.disconnected(now: at(1))
+        _ = gone.adapterPoweredOff(now: at(2))
+        _ = gone.adapterPoweredOn(now: at(2.1))
+        #expect(!gone.isMoving(at: at(2.2)))
+    }
+
     @Test func aBoardBeyondTheSlotsWaitsInStandbyWithoutRetryOrFailure() {
         var m = machine()
         _ = m.connectRequested(reason: .automatic, now: at(0))

@@ -227,7 +227,7 @@ extension Board {
         }) != nil
         // The board's phase follows the link at once (the disconnect's own task reports it
         // too, a moment later: then a no-op), so no count shows it linked once it is not.
-        if down { apply { $0.disconnected(now: $1) } }
+        if down { disconnectReturned(from: path) }
     }
 
     /// Gives an idle link away to free its slot for another board (the board waits in

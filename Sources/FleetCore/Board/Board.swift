@@ -177,7 +177,7 @@ actor Board {
                         await context.gotNoAnswer(to: .release, for: address, onAdapter: device.adapterPath)
                     } catch {}
                 }
-                await self?.apply { $0.disconnected(now: $1) }
+                await self?.disconnectReturned(from: device?.path)
             }
         case .abandonConnection(let code):
             if let code { failWaiters(code) }
@@ -218,6 +218,15 @@ actor Board {
             connectedThrough?.health.connected()
             if failures > 0 { logger.info("connected after \(failures) failed attempt\(failures == 1 ? "" : "s")") }
         }
+    }
+
+    /// The disconnect of the link through `path` returned (done, or given up): the board
+    /// leaves `disconnecting` if it is still there for that link. Late, it changes nothing:
+    /// the link's end was reported already, and the board may be linked again since (through
+    /// another adapter, once the stuck one was reset), which it must not take for lost.
+    func disconnectReturned(from path: String?) {
+        guard machine.phase == .disconnecting, device == nil || device?.path == path else { return }
+        apply { $0.disconnected(now: $1) }
     }
 
     /// Forgets the handles and notification session of the current link, and what the LED
@@ -290,6 +299,7 @@ actor Board {
         let outcome = await attemptConnect(on: adapter, device: device, full: full, command: command) {
             permit.release(linked: true)
         }
+        if case .connected = outcome { permit.resolved() }
         // A connect that got no answer at all: the controller is asked at once, the permit
         // still held so that no other connect queues in front of the question (a controller
         // that stops answering leaves every connect pending until it times out, and keeps

@@ -256,7 +256,13 @@ extension BoardStateMachine {
         backoff.reset()
         retryFloor = nil
         guard present else {
-            state = .absent(since: now, moving: false)
+            // A board moving off its adapter when it was powered off (reset, as a stuck one
+            // is) is still about to be heard: a call waits for it as before.
+            if let movedAt, movedAt.duration(to: now) < Self.moveGrace {
+                state = .absent(since: movedAt, moving: true)
+            } else {
+                state = .absent(since: now, moving: false)
+            }
             return .none
         }
         guard wanted else {
