@@ -12,8 +12,12 @@ public struct Classroom: Sendable {
     public let schedule: Schedule
     let logger: Logger
 
-    public init(_ schedule: Schedule, logger: Logger) {
+    /// Whether the referee also makes the calm calls (``play(_:calmCalls:clock:stateDirectory:logger:)``).
+    public let calmCalls: Bool
+
+    public init(_ schedule: Schedule, calmCalls: Bool = false, logger: Logger) {
         self.schedule = schedule
+        self.calmCalls = calmCalls
         self.logger = logger
     }
 
@@ -37,7 +41,8 @@ public struct Classroom: Sendable {
         let start = runtime.elapsed
         let limit = schedule.faultsEnd + schedule.convergenceBound + .seconds(30)
         let (ending, steps) = runtime.run(until: limit) {
-            let outcome = await Self.play(schedule, clock: runtime.clock, stateDirectory: stateDirectory, logger: logger)
+            let outcome = await Self.play(
+                schedule, calmCalls: calmCalls, clock: runtime.clock, stateDirectory: stateDirectory, logger: logger)
             verdict.withLock { $0 = outcome }
         }
         return verdict.withLock { verdict in
@@ -54,7 +59,9 @@ public struct Classroom: Sendable {
         }
     }
 
-    static func play(_ schedule: Schedule, clock: SimulatedClock, stateDirectory: String, logger: Logger) async -> Verdict {
+    static func play(
+        _ schedule: Schedule, calmCalls: Bool, clock: SimulatedClock, stateDirectory: String, logger: Logger
+    ) async -> Verdict {
         var random = SeededRandomNumberGenerator(seed: schedule.seed ^ 0xC1A5_5800)
         let boards = schedule.boards.map { address in
             SimulatedRadio.Board(
@@ -155,6 +162,28 @@ public struct Classroom: Sendable {
             referee.fail(
                 "\(wrong.count) wanted LEDs were not on their boards \(schedule.convergenceBound) after the faults ended: "
                     + phases.joined(separator: "; "))
+        }
+        // Calm again (a hang lasts until the fleet resets the adapter): a call with no timeout
+        // gets a deadline that fits its rotations (the fleet's plan), and every board is
+        // switched within it, off and then on, once the fleet has every adapter working.
+        let calmBy = clock.now + .seconds(60)
+        while calmCalls, clock.now < calmBy, !(radio.isCalm && fleet.status.adapters.allSatisfy { $0.health == .ok }) {
+            guard (try? await clock.sleep(for: .milliseconds(250))) != nil else { break }
+        }
+        if calmCalls, converged != nil, radio.isCalm {
+            for on in [false, true] {
+                let called = clock.now
+                let result = await fleet.setLED(.all, on: on)
+                referee.want(result.outcomes.map(\.address), on: on)
+                let failed = result.outcomes.filter { !$0.succeeded }
+                if !failed.isEmpty {
+                    referee.fail(
+                        "led.set \(on ? "on" : "off") of every board with no timeout, after the faults, answered after "
+                            + "\(clock.since(called)) with \(failed.count) of \(result.outcomes.count) failed: "
+                            + failed.map { "\($0.address) \($0.error?.message ?? "?")" }.joined(separator: "; "))
+                    break
+                }
+            }
         }
         // No link the fleet does not know of: one it shows no link for (or another adapter),
         // still there 15 s later (a link being released or made is a moment, not an orphan).

@@ -308,6 +308,37 @@ extension SimulatedRadio {
 
     // MARK: The air
 
+    /// A scan under way on `index` hears the boards in its range at once (they advertise
+    /// every 100 ms), not at the next second of the air.
+    func hearNewBoards(adapter index: Int, mirror: isolated BlueZObjectMirror) {
+        var events: [BlueZMirrorEvent] = []
+        world.withLock { world in
+            let adapter = world.adapters[index]
+            guard world.present, adapter.plugged, adapter.powered, adapter.discovering, !adapter.hung else { return }
+            Self.hear(on: adapter, in: &world, into: &events)
+        }
+        for event in events { mirror.apply(event) }
+    }
+
+    /// The boards `adapter` hears advertise: a new one is added, a known one's signal changes
+    /// (most of the time).
+    private static func hear(on adapter: Adapter, in world: inout World, into events: inout [BlueZMirrorEvent]) {
+        for address in world.boards.keys.sorted() {
+            guard var board = world.boards[address], board.powered, board.inRange.contains(adapter.index),
+                world.links[address] == nil
+            else { continue }
+            let path = Self.devicePath(address, on: adapter.index)
+            if world.known[adapter.index, default: []].insert(address).inserted {
+                events.append(.interfacesAdded(path: path, interfaces: [BlueZInterfaces.device: Self.deviceProperties(board, on: adapter.index)]))
+            } else if world.random.chance(0.6) {
+                let rssi = (board.rssi[adapter.index] ?? -60) + Int16.random(in: -3...3, using: &world.random)
+                board.rssi[adapter.index] = min(-30, max(-95, rssi))
+                world.boards[address] = board
+                events.append(.propertiesChanged(path: path, interface: BlueZInterfaces.device, changed: ["RSSI": .int16(board.rssi[adapter.index]!)], invalidated: []))
+            }
+        }
+    }
+
     /// One second of the room: boards that are not linked advertise to every discovering
     /// adapter that hears them; linked ones notify their temperature now and then.
     func tick(_ second: Int, mirror: isolated BlueZObjectMirror) {
@@ -315,20 +346,7 @@ extension SimulatedRadio {
         world.withLock { world in
             guard world.present else { return }
             for adapter in world.adapters where adapter.plugged && adapter.powered && adapter.discovering && !adapter.hung {
-                for address in world.boards.keys.sorted() {
-                    guard var board = world.boards[address], board.powered, board.inRange.contains(adapter.index),
-                        world.links[address] == nil
-                    else { continue }
-                    let path = Self.devicePath(address, on: adapter.index)
-                    if world.known[adapter.index, default: []].insert(address).inserted {
-                        events.append(.interfacesAdded(path: path, interfaces: [BlueZInterfaces.device: Self.deviceProperties(board, on: adapter.index)]))
-                    } else if world.random.chance(0.6) {
-                        let rssi = (board.rssi[adapter.index] ?? -60) + Int16.random(in: -3...3, using: &world.random)
-                        board.rssi[adapter.index] = min(-30, max(-95, rssi))
-                        world.boards[address] = board
-                        events.append(.propertiesChanged(path: path, interface: BlueZInterfaces.device, changed: ["RSSI": .int16(board.rssi[adapter.index]!)], invalidated: []))
-                    }
-                }
+                Self.hear(on: adapter, in: &world, into: &events)
             }
             guard second % 5 == 0 else { return }
             for path in world.notifying.sorted() {

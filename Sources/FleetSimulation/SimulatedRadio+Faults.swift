@@ -145,4 +145,15 @@ extension SimulatedRadio {
         }
     }
     public var connectCalls: Int { world.withLock { $0.connectCalls } }
+    /// Whether no fault holds now: bluetoothd there, every adapter plugged, powered, answering
+    /// and at its speed, every board powered, answering and in range of an adapter.
+    public var isCalm: Bool {
+        world.withLock { world in
+            world.present
+                && world.adapters.allSatisfy { $0.plugged && $0.powered && !$0.hung && $0.slowBy == .zero }
+                && world.boards.values.allSatisfy { board in
+                    board.powered && !board.refuses && board.inRange.contains { world.adapters[$0].plugged }
+                }
+        }
+    }
 }

@@ -139,6 +139,14 @@ public final class SimulatedRadio: BlueZBus {
             let start = member == "StartDiscovery"
             try await adapterCommand(path, generation: generation, mirror: mirror) { index in
                 try await self.setDiscovering(start, adapter: index, mirror: mirror)
+                // Boards advertise every 100 ms: a scan hears the new ones within a moment,
+                // not at the next second of the air.
+                if start {
+                    Task { [clock] in
+                        guard (try? await clock.sleep(for: .milliseconds(150))) != nil else { return }
+                        await self.hearNewBoards(adapter: index, mirror: mirror)
+                    }
+                }
             }
             return []
         case (BlueZInterfaces.adapter, "RemoveDevice"):
