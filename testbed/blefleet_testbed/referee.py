@@ -38,6 +38,9 @@ def adapter_of(path: str) -> str:
 class Links:
     def __init__(self) -> None:
         self.linked: set[str] = set()
+        # Devices whose link the monitor has seen change: their state is the monitor's from then
+        # on, not the snapshot's (the snapshot's reply can arrive after a change made later).
+        self.seen: set[str] = set()
         # (caller, serial) of each Connect not yet answered (a reply, an error, or its link) -> device path
         self.pending: dict[tuple[str, int], str] = {}
         self.connect_calls: dict[str, int] = {}
@@ -74,6 +77,8 @@ class Links:
                 and m.body[0] == DEVICE:
             changed = m.body[1]
             up = [changed[k].value for k in ("Connected", "ServicesResolved") if k in changed]
+            if up:
+                self.seen.add(m.path)
             if any(up):
                 self.linked.add(m.path)
                 self.pending = {k: p for k, p in self.pending.items() if p != m.path}
@@ -83,6 +88,13 @@ class Links:
         # A monitor never answers a call it sees (True keeps dbus_fast from replying); the
         # rest goes on to dbus_fast (the reply to BecomeMonitor among them).
         return m.message_type == MessageType.METHOD_CALL
+
+    def known_linked(self, path: str) -> None:
+        """BlueZ listed `path` linked when asked (after the monitor was in place): a link the
+        monitor has not seen change since is taken as up."""
+        if path not in self.seen:
+            self.linked.add(path)
+            self.note_most(adapter_of(path))
 
     def report(self) -> dict:
         return {"connect_calls": self.connect_calls, "most_links": self.most_links,
@@ -110,8 +122,7 @@ async def watch(bus_address: str) -> dict:
         device = interfaces.get(DEVICE)
         if device and (device.get("Connected") and device["Connected"].value
                        or device.get("ServicesResolved") and device["ServicesResolved"].value):
-            links.linked.add(path)
-            links.note_most(adapter_of(path))
+            links.known_linked(path)
     print("watching", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -61,3 +61,17 @@ def test_the_report_names_what_was_held_at_the_most_crowded_connect():
     links.on_message(connect(B, 2))
     held = links.report()["held_at_most"]["/org/bluez/hci0"]
     assert held == {A.rsplit("/", 1)[1]: "link", B.rsplit("/", 1)[1]: "this connect"}
+
+
+def test_a_link_seen_going_down_before_the_snapshot_arrived_is_not_taken_from_the_snapshot():
+    # The snapshot (GetManagedObjects) was answered while A was linked; the monitor saw A's
+    # link go down before that answer was read: A holds no slot.
+    links = Links()
+    links.on_message(changed(A, False))
+    links.known_linked(A)
+    links.known_linked(B)
+    c = "/org/bluez/hci0/dev_00_AA_01_05_00_05"
+    links.on_message(connect(c, 1))
+    assert links.report()["most_at_connect"]["/org/bluez/hci0"] == 2
+    assert links.report()["held_at_most"]["/org/bluez/hci0"] == {
+        B.rsplit("/", 1)[1]: "link", c.rsplit("/", 1)[1]: "this connect"}
