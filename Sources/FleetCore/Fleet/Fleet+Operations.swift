@@ -45,8 +45,9 @@ extension Fleet {
                 ahead: adapter.queuedBoards.filter { !mine.contains($0) }.count, rotation: adapter.rotationTime)
         }
         let paths = Set(usable.map(\.path))
+        let known = self.boards
         let needing = boards.filter { tally.withoutLink([$0.address]) == 1 }.map { board in
-            (self.boards[board.address]?.live.current.rssiByAdapter ?? [:]).filter { paths.contains($0.key) }
+            (known[board.address]?.live.current.rssiByAdapter ?? [:]).filter { paths.contains($0.key) }
         }
         let rotations = RotationPlan.rotations(of: needing, on: plan)
         guard rotations > .zero else { return tunables.defaultCommandTimeout }
