@@ -18,20 +18,33 @@ import Testing
     func readyMachine() -> BoardStateMachine {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(now: at(0))
-        _ = m.connectSucceeded(now: at(0.1))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        _ = m.connectSucceeded(through: hci0, now: at(0.1))
         _ = m.servicesResolved(now: at(0.2))
         _ = m.characteristicsFound(link: m.link, now: at(0.25))
         return m
     }
 
+    let hci0 = "/org/bluez/hci0"
+
+    /// What the machine answers once the characteristics of its link are found: ready, and
+    /// the link's settle timer.
+    func settling(_ m: BoardStateMachine) -> BoardStateMachine.Action {
+        .becomeReady(settle: .init(kind: .settle(link: m.link), after: BoardStateMachine.settleTime))
+    }
+
+    func becameReady(_ action: BoardStateMachine.Action) -> Bool {
+        if case .becomeReady = action { return true }
+        return false
+    }
+
     func retryDelay(_ action: BoardStateMachine.Action) -> Duration? {
-        if case .scheduleRetry(let delay, _) = action { return delay }
+        if case .startTimer(let timer) = action, case .retry = timer.kind { return timer.after }
         return nil
     }
 
     func token(_ action: BoardStateMachine.Action) -> UInt64? {
-        if case .scheduleRetry(_, let token) = action { return token }
+        if case .startTimer(let timer) = action, case .retry(let token) = timer.kind { return token }
         return nil
     }
 
@@ -40,16 +53,16 @@ import Testing
         #expect(m.phase == .discovered)
         #expect(m.connectRequested(now: at(0)) == .startConnect)
         #expect(m.phase == .connecting)
-        #expect(m.connectAttemptStarted(now: at(0.01)) == .none)
+        #expect(m.connectAttemptStarted(through: hci0, now: at(0.01)) == .none)
         #expect(m.attemptStartedAt == at(0.01))
-        #expect(m.connectSucceeded(now: at(0.1)) == .none)
+        #expect(m.connectSucceeded(through: hci0, now: at(0.1)) == .none)
         #expect(m.phase == .resolving)
         // Resolved: the profile's characteristics on this link are looked up; calls wait.
         #expect(m.servicesResolved(now: at(0.2)) == .lookUpCharacteristics(link: m.link))
         #expect(m.phase == .resolving)
         #expect(!m.isReady)
         #expect(m.holdsLink)
-        #expect(m.characteristicsFound(link: m.link, now: at(0.25)) == .becomeReady)
+        #expect(m.characteristicsFound(link: m.link, now: at(0.25)) == settling(m))
         #expect(m.phase == .ready)
         #expect(m.isReady)
         #expect(m.holdsLink)
@@ -58,29 +71,29 @@ import Testing
     @Test func characteristicsOfALinkThatEndedAreIgnored() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
         _ = m.servicesResolved(now: at(0.1))
         let first = m.link
         // The link goes while its characteristics are looked up, and a new one comes.
-        #expect(m.disconnected(now: at(0.2)) == .linkLostEarly(failedAttempts: 1))
+        #expect(m.disconnected(now: at(0.2)) == .linkLostEarly(failedAttempts: 1, through: hci0))
         #expect(m.link != first)
         #expect(m.advertisementSeen(now: at(5)) == .startConnect)
-        _ = m.connectAttemptStarted(now: at(5))
+        _ = m.connectAttemptStarted(through: hci0, now: at(5))
         #expect(m.servicesResolved(now: at(5.1)) == .lookUpCharacteristics(link: m.link))
         // The old lookup's answer comes late: it does not make the new link usable.
         #expect(m.characteristicsFound(link: first, now: at(5.2)) == .none)
         #expect(!m.isReady)
-        #expect(m.characteristicsFound(link: m.link, now: at(5.3)) == .becomeReady)
+        #expect(m.characteristicsFound(link: m.link, now: at(5.3)) == settling(m))
         #expect(m.isReady)
     }
 
     @Test func aLinkMissingWhenItsCharacteristicsAreLookedUpIsALostLink() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
         _ = m.servicesResolved(now: at(0.1))
         #expect(m.linkMissing(link: m.link &+ 1, now: at(0.2)) == .none)
-        #expect(m.linkMissing(link: m.link, now: at(0.2)) == .linkLostEarly(failedAttempts: 1))
+        #expect(m.linkMissing(link: m.link, now: at(0.2)) == .linkLostEarly(failedAttempts: 1, through: hci0))
         #expect(m.phase == .absent)
         #expect(!m.holdsLink)
     }
@@ -88,11 +101,13 @@ import Testing
     @Test func workKeepsTheBoardBusyUntilTheLastEnds() {
         var m = readyMachine()
         #expect(!m.isBusy)
-        m.workStarted()
-        m.workStarted()
+        _ = m.workStarted()
+        _ = m.workStarted()
         #expect(m.isBusy)
-        #expect(m.workEnded() == false)
-        #expect(m.workEnded() == true)
+        _ = m.workEnded()
+        #expect(m.isBusy)
+        _ = m.workEnded()
+        #expect(!m.isBusy)
         #expect(!m.isBusy)
     }
 
@@ -188,7 +203,7 @@ import Testing
         #expect(released.disconnectRequested(now: at(1)) == .none)
         #expect(released.phase == .discovered)
         var adopted = m
-        _ = adopted.connectSucceeded(now: at(1))
+        _ = adopted.connectSucceeded(through: hci0, now: at(1))
         #expect(adopted.phase == .resolving)
         // Only a connect in progress goes to standby.
         var ready = readyMachine()
@@ -199,9 +214,9 @@ import Testing
     @Test func servicesResolvedBeforeConnectedStillBecomesReady() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
         #expect(m.servicesResolved(now: at(0.1)) == .lookUpCharacteristics(link: m.link))
-        #expect(m.characteristicsFound(link: m.link, now: at(0.15)) == .becomeReady)
+        #expect(m.characteristicsFound(link: m.link, now: at(0.15)) == settling(m))
         #expect(m.phase == .ready)
     }
 
@@ -209,9 +224,9 @@ import Testing
         var m = machine()
         #expect(m.connectRequested(now: at(0)) == .startConnect)
         #expect(m.connectRequested(now: at(0.01)) == .none)
-        _ = m.connectAttemptStarted(now: at(0.02))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0.02))
         #expect(m.connectRequested(now: at(0.03)) == .none)
-        _ = m.connectSucceeded(now: at(0.1))
+        _ = m.connectSucceeded(through: hci0, now: at(0.1))
         #expect(m.connectRequested(now: at(0.11)) == .none)
         _ = m.servicesResolved(now: at(0.2))
         #expect(m.connectRequested(now: at(0.25)) == .none)
@@ -223,7 +238,7 @@ import Testing
     @Test func transientFailureBacksOffThenRetriesOnTheTimer() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
         let action = m.connectFailed(.transient, now: at(1))
         #expect(m.phase == .backingOff)
         #expect(m.lastFailure == .transient)
@@ -238,7 +253,7 @@ import Testing
     @Test func aCommandWhileBackingOffConnectsAtOnceAndTheStaleTimerIsIgnored() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
         let action = m.connectFailed(.transient, now: at(1))
         #expect(m.phase == .backingOff)
         // Someone is waiting for this board: try now rather than after the delay.
@@ -252,23 +267,23 @@ import Testing
         _ = m.connectRequested(now: at(0))
         var delays: [Duration] = []
         for i in 0..<3 {
-            _ = m.connectAttemptStarted(now: at(Double(i)))
+            _ = m.connectAttemptStarted(through: hci0, now: at(Double(i)))
             let action = m.connectFailed(.transient, now: at(Double(i)))
             delays.append(retryDelay(action)!)
             #expect(m.backoffTimerFired(token: token(action)!, now: at(Double(i) + 0.5)) == .startConnect)
         }
         #expect(delays[0] < delays[1] && delays[1] < delays[2])
         #expect(m.failedAttempts == 3)
-        _ = m.connectAttemptStarted(now: at(10))
-        _ = m.connectSucceeded(now: at(10))
+        _ = m.connectAttemptStarted(through: hci0, now: at(10))
+        _ = m.connectSucceeded(through: hci0, now: at(10))
         #expect(m.servicesResolved(now: at(10)) == .lookUpCharacteristics(link: m.link))
         #expect(m.lastFailure == nil)
         // The streak ends once the link has lasted.
         #expect(m.failedAttempts == 3)
-        #expect(m.characteristicsFound(link: m.link, now: at(10.1)) == .becomeReady)
+        #expect(m.characteristicsFound(link: m.link, now: at(10.1)) == settling(m))
         #expect(m.linkSettled(link: m.link, now: at(11)) == .none)
         #expect(m.linkSettled(link: m.link &+ 1, now: at(20)) == .none)
-        #expect(m.linkSettled(link: m.link, now: at(10) + BoardStateMachine.settleTime) == .linkSettled(afterFailures: 3))
+        #expect(m.linkSettled(link: m.link, now: at(10) + BoardStateMachine.settleTime) == .linkSettled(afterFailures: 3, through: hci0))
         #expect(m.failedAttempts == 0)
         #expect(m.linkSettled(link: m.link, now: at(20)) == .none)
     }
@@ -276,7 +291,7 @@ import Testing
     @Test func aLinkLostAsSoonAsItCameUpIsAFailedConnectThatBacksOff() {
         // Le-connection-abort, 0x3e, a MIC failure: the link comes up and falls at once.
         var m = readyMachine()
-        #expect(m.disconnected(now: at(1.2)) == .linkLostEarly(failedAttempts: 1))
+        #expect(m.disconnected(now: at(1.2)) == .linkLostEarly(failedAttempts: 1, through: hci0))
         #expect(m.phase == .absent)
         #expect(!m.holdsLink)
         #expect(m.lastFailure == .transient)
@@ -287,19 +302,19 @@ import Testing
         // It falls again while resolving: the streak grows, and so does the wait.
         var action = m.backoffTimerFired(token: m.nextToken, now: at(3))
         #expect(action == .startConnect)
-        _ = m.connectAttemptStarted(now: at(3))
-        _ = m.connectSucceeded(now: at(3.1))
-        #expect(m.disconnected(now: at(3.2)) == .linkLostEarly(failedAttempts: 2))
+        _ = m.connectAttemptStarted(through: hci0, now: at(3))
+        _ = m.connectSucceeded(through: hci0, now: at(3.1))
+        #expect(m.disconnected(now: at(3.2)) == .linkLostEarly(failedAttempts: 2, through: hci0))
         let second = try! #require(retryDelay(m.advertisementSeen(now: at(3.3))))
         #expect(second > first)
         // The third link lasts: one streak of two failures, told once.
         action = m.backoffTimerFired(token: m.nextToken, now: at(6))
         #expect(action == .startConnect)
-        _ = m.connectAttemptStarted(now: at(6))
-        _ = m.connectSucceeded(now: at(6.1))
+        _ = m.connectAttemptStarted(through: hci0, now: at(6))
+        _ = m.connectSucceeded(through: hci0, now: at(6.1))
         _ = m.servicesResolved(now: at(6.2))
         _ = m.characteristicsFound(link: m.link, now: at(6.3))
-        #expect(m.linkSettled(link: m.link, now: at(9.3)) == .linkSettled(afterFailures: 2))
+        #expect(m.linkSettled(link: m.link, now: at(9.3)) == .linkSettled(afterFailures: 2, through: hci0))
         #expect(m.lastFailure == nil)
         // A link lost after it lasted is a board gone, not a failed connect.
         #expect(m.disconnected(now: at(30)) == .abandonConnection(failWaiters: nil))
@@ -315,8 +330,8 @@ import Testing
         // BlueZ reported the link down before the adapter: the failure is taken back, and the
         // board connects elsewhere without the streak's backoff.
         var later = readyMachine()
-        #expect(later.disconnected(now: at(1)) == .linkLostEarly(failedAttempts: 1))
-        later.linkLossForgiven()
+        #expect(later.disconnected(now: at(1)) == .linkLostEarly(failedAttempts: 1, through: hci0))
+        _ = later.linkLossForgiven()
         #expect(later.failedAttempts == 0 && later.lastFailure == nil)
         #expect(retryDelay(later.linkAdapterWent(heardElsewhere: true, now: at(2))) == policy.minimumDelay)
     }
@@ -336,8 +351,8 @@ import Testing
         var n = readyMachine()
         _ = n.disconnected(now: at(1), withAdapter: true)
         let retry = n.linkAdapterWent(heardElsewhere: true, now: at(1))
-        if case .scheduleRetry(_, let token) = retry { #expect(n.backoffTimerFired(token: token, now: at(1.3)) == .startConnect) }
-        _ = n.connectAttemptStarted(now: at(1.3))
+        if let token = token(retry) { #expect(n.backoffTimerFired(token: token, now: at(1.3)) == .startConnect) }
+        _ = n.connectAttemptStarted(through: hci0, now: at(1.3))
         #expect(n.connectFailed(.absent, now: at(1.4)) == .none)
         #expect(n.isMoving(at: at(1.4)))
     }
@@ -347,7 +362,7 @@ import Testing
         _ = m.disconnected(now: at(1), withAdapter: true)
         _ = m.linkAdapterWent(heardElsewhere: false, now: at(1))
         // BlueZ reports the old link up once more, then down.
-        _ = m.connectSucceeded(now: at(1.1))
+        _ = m.connectSucceeded(through: hci0, now: at(1.1))
         #expect(m.disconnected(now: at(1.2)) == .abandonConnection(failWaiters: nil))
         #expect(m.failedAttempts == 0 && m.lastFailure == nil)
         #expect(m.isMoving(at: at(1.3)))
@@ -371,12 +386,12 @@ import Testing
     @Test func staleTimerIsIgnored() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
         let first = m.connectFailed(.transient, now: at(0))
         _ = m.disconnectRequested(now: at(0.1))
         #expect(m.phase == .discovered)
         _ = m.connectRequested(now: at(0.2))
-        _ = m.connectAttemptStarted(now: at(0.2))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0.2))
         let second = m.connectFailed(.transient, now: at(0.3))
         #expect(token(first) != token(second))
         #expect(m.backoffTimerFired(token: token(first)!, now: at(1)) == .none)
@@ -392,10 +407,10 @@ import Testing
         _ = m.connectRequested(now: at(now))
         for round in 0..<50 {
             now += 0.01
-            _ = m.connectAttemptStarted(now: at(now))
+            _ = m.connectAttemptStarted(through: hci0, now: at(now))
             let action: BoardStateMachine.Action
             if round % 3 == 0 {
-                _ = m.connectSucceeded(now: at(now))
+                _ = m.connectSucceeded(through: hci0, now: at(now))
                 _ = m.servicesResolved(now: at(now))
                 action = m.disconnected(now: at(now))
             } else {
@@ -403,9 +418,13 @@ import Testing
             }
             #expect(action != .startConnect)
             switch action {
-            case .scheduleRetry(let delay, let token):
-                #expect(delay >= policy.minimumDelay)
-                #expect(m.backoffTimerFired(token: token, now: at(now) + delay) == .startConnect)
+            case .startTimer(let timer):
+                guard case .retry(let token) = timer.kind else {
+                    Issue.record("a timer other than a retry: \(timer)")
+                    break
+                }
+                #expect(timer.after >= policy.minimumDelay)
+                #expect(m.timerFired(timer, awaited: false, now: at(now) + timer.after) == .startConnect)
             case .waitForAdvertisement, .abandonConnection(failWaiters: nil), .linkLostEarly:
                 // Too many failures, or a lost link: absent. The next advertisement brings it
                 // back only after the floor.
@@ -432,7 +451,7 @@ import Testing
     @Test func permanentFailureStopsUntilAnExplicitCommand() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
         #expect(m.connectFailed(.permanent, now: at(0.5)) == .failWaiters(.failed))
         #expect(m.phase == .failed)
         #expect(m.advertisementSeen(now: at(1)) == .none)
@@ -441,7 +460,7 @@ import Testing
         #expect(m.connectRequested(reason: .command, now: at(3)) == .startConnect)
         #expect(m.failedAttempts == 0)
         // A transient failure of that explicit attempt backs off from the first step again.
-        _ = m.connectAttemptStarted(now: at(3))
+        _ = m.connectAttemptStarted(through: hci0, now: at(3))
         let delay = retryDelay(m.connectFailed(.transient, now: at(4)))
         #expect(delay.map { $0 <= .milliseconds(1200) } == true)
     }
@@ -449,7 +468,7 @@ import Testing
     @Test func absentBoardWaitsForItsNextAdvertisement() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
         #expect(m.connectFailed(.absent, now: at(1)) == .waitForAdvertisement(failWaiters: .absent))
         #expect(m.phase == .absent)
         // A command meanwhile fails fast instead of connecting blindly.
@@ -470,6 +489,63 @@ import Testing
         _ = m.linkAdapterWent(heardElsewhere: false, now: at(10.1))
         #expect(m.isMoving(at: at(10.2)))
         #expect(m.relinkGraceLeft(at: at(10.2)) == nil)
+    }
+
+    @Test func aCallWaitingForABoardWhoseLinkFellWaitsOutTheGraceOnATimerTheMachineAsksFor() {
+        var m = readyMachine()
+        _ = m.disconnected(now: at(10))
+        #expect(m.callWaiting(now: at(10.1)) == .startTimer(.init(kind: .relinkGrace, after: .milliseconds(400))))
+        #expect(m.phase == .absent)
+        // Nobody waits any more when it fires: nothing happens.
+        #expect(m.timerFired(.init(kind: .relinkGrace, after: .zero), awaited: false, now: at(10.5)) == .none)
+        // A call still waits, and the board was not heard: it is told the board is absent.
+        #expect(m.timerFired(.init(kind: .relinkGrace, after: .zero), awaited: true, now: at(10.5)) == .failWaiters(.absent))
+        // A moving board is connected by its advertisement elsewhere: a call just waits.
+        var moving = readyMachine()
+        _ = moving.disconnected(now: at(10), withAdapter: true)
+        _ = moving.linkAdapterWent(heardElsewhere: false, now: at(10))
+        #expect(moving.callWaiting(now: at(10.1)) == .none)
+        #expect(moving.timerFired(.init(kind: .relinkGrace, after: .zero), awaited: true, now: at(10.6)) == .none)
+    }
+
+    @Test func theLinkIsRecordedOnceAndFollowsTheBoardThroughItsStates() {
+        var m = machine()
+        #expect(m.linkAdapter == nil)
+        _ = m.connectRequested(now: at(0))
+        #expect(m.linkAdapter == nil, "a queued connect has no adapter yet")
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        #expect(m.linkAdapter == hci0)
+        _ = m.connectSucceeded(through: hci0, now: at(0.1))
+        _ = m.servicesResolved(now: at(0.2))
+        _ = m.characteristicsFound(link: m.link, now: at(0.25))
+        #expect(m.linkAdapter == hci0)
+        // Going down, the link still holds its slot on that adapter.
+        _ = m.disconnectRequested(now: at(5))
+        #expect(m.phase == .disconnecting)
+        #expect(m.linkAdapter == hci0)
+        _ = m.disconnected(now: at(5.1))
+        #expect(m.phase == .discovered)
+        #expect(m.linkAdapter == nil)
+        #expect(m.lastLinkAdapter == hci0)
+    }
+
+    @Test func aLinkSomeoneElseMadeIsAdoptedAndItsEarlyLossCountsForNoAdapterOfOurs() {
+        let hci1 = "/org/bluez/hci1"
+        var m = machine()
+        _ = m.connectRequested(now: at(0))
+        // Still queued when another client's link through hci1 comes up: adopted there.
+        _ = m.connectSucceeded(through: hci1, now: at(0.1))
+        #expect(m.linkAdapter == hci1)
+        _ = m.servicesResolved(now: at(0.2))
+        _ = m.characteristicsFound(link: m.link, now: at(0.3))
+        #expect(m.disconnected(now: at(0.5)) == .linkLostEarly(failedAttempts: 1, through: nil))
+        // Our own connect through hci0 that lasts is credited to hci0.
+        #expect(m.advertisementSeen(now: at(6)) == .startConnect)
+        _ = m.connectAttemptStarted(through: hci0, now: at(6))
+        _ = m.connectSucceeded(through: hci0, now: at(6.1))
+        _ = m.servicesResolved(now: at(6.2))
+        _ = m.characteristicsFound(link: m.link, now: at(6.3))
+        #expect(m.linkSettled(link: m.link, now: at(9.2)) == .linkSettled(afterFailures: 1, through: hci0))
     }
 
     @Test func aBoardWhoseDeviceVanishedGetsNoRelinkGrace() {
@@ -502,7 +578,7 @@ import Testing
         _ = m.connectRequested(now: at(0))
         var last: BoardStateMachine.Action = .none
         for i in 1...4 {
-            _ = m.connectAttemptStarted(now: at(Double(i)))
+            _ = m.connectAttemptStarted(through: hci0, now: at(Double(i)))
             last = m.connectFailed(.transient, now: at(Double(i)))
             if let token = token(last) { _ = m.backoffTimerFired(token: token, now: at(Double(i) + 0.9)) }
         }
@@ -527,7 +603,7 @@ import Testing
     @Test func disconnectWhileConnectingCancelsTheConnect() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
         #expect(m.disconnectRequested(now: at(0.1)) == .disconnect(failWaiters: .cancelled))
         #expect(m.phase == .disconnecting)
         // The connect fails because we disconnected: done, no retry.
@@ -540,10 +616,10 @@ import Testing
     @Test func disconnectWhileConnectingWhenTheConnectWinsAnyway() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(now: at(0))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
         _ = m.disconnectRequested(now: at(0.1))
         // Connected=true arrives before our Disconnect takes effect: ignored.
-        #expect(m.connectSucceeded(now: at(0.15)) == .none)
+        #expect(m.connectSucceeded(through: hci0, now: at(0.15)) == .none)
         #expect(m.servicesResolved(now: at(0.16)) == .none)
         #expect(m.phase == .disconnecting)
         #expect(m.disconnected(now: at(0.3)) == .none)
@@ -585,10 +661,10 @@ import Testing
 
     @Test func externallyConnectedBoardIsAdoptedAndDroppedWithoutRetry() {
         var m = machine()
-        #expect(m.connectSucceeded(now: at(0)) == .none)
+        #expect(m.connectSucceeded(through: hci0, now: at(0)) == .none)
         #expect(m.phase == .resolving)
         #expect(m.servicesResolved(now: at(0.1)) == .lookUpCharacteristics(link: m.link))
-        #expect(m.characteristicsFound(link: m.link, now: at(0.15)) == .becomeReady)
+        #expect(m.characteristicsFound(link: m.link, now: at(0.15)) == settling(m))
         // Nobody asked for it, so a link loss does not trigger reconnects.
         #expect(m.disconnected(now: at(1)) == .abandonConnection(failWaiters: nil))
         #expect(m.phase == .discovered)
@@ -597,8 +673,8 @@ import Testing
     @Test func resolveFailureTearsDownThenBacksOff() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(now: at(0))
-        _ = m.connectSucceeded(now: at(0.1))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        _ = m.connectSucceeded(through: hci0, now: at(0.1))
         #expect(m.connectFailed(.transient, now: at(10)) == .disconnect(failWaiters: nil))
         #expect(m.phase == .disconnecting)
         let action = m.disconnected(now: at(10.1))
@@ -609,8 +685,8 @@ import Testing
     @Test func permanentResolveFailureFailsWaitersAndEndsFailed() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(now: at(0))
-        _ = m.connectSucceeded(now: at(0.1))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        _ = m.connectSucceeded(through: hci0, now: at(0.1))
         #expect(m.connectFailed(.permanent, now: at(1)) == .disconnect(failWaiters: .failed))
         #expect(m.disconnected(now: at(1.1)) == .failWaiters(.failed))
         #expect(m.phase == .failed)
@@ -655,8 +731,8 @@ import Testing
     @Test func deviceVanishingWhileConnectedFailsWaitersAsAbsent() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(now: at(0))
-        _ = m.connectSucceeded(now: at(0.1))
+        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        _ = m.connectSucceeded(through: hci0, now: at(0.1))
         #expect(m.deviceVanished(now: at(0.2)) == .abandonConnection(failWaiters: .absent))
         #expect(m.phase == .absent)
         #expect(m.connectFailed(.absent, now: at(0.3)) == .none)

@@ -5,9 +5,9 @@ extension Board {
     /// waits for the board to be ready again and retries, until the caller's deadline cancels
     /// it (a board that vanished mid-command ends as `absent` or `timeout`, not as a stray error).
     private func whenReady<T: Sendable>(_ operation: () async throws -> T) async throws -> T {
-        machine.workStarted()
+        apply { machine, _ in machine.workStarted() }
         defer {
-            lastUsed = clock.now
+            apply { $0.linkUsed(now: $1) }
             workEnded()
         }
         while true {
@@ -81,10 +81,11 @@ extension Board {
                 throw FleetError(.invalidArgument, "The \(name) switch of \(address) cannot be written (its profile \(profile.name) says \(item.accessText)).")
             }
             let handle = try await handle(of: item)
+            let link = machine.link
             try await gatt { try await context.client.writeValue(item.encode(on: on), to: handle, type: .request) }
+            if name == BoardProfile.ledSwitch { apply { machine, _ in machine.ledWritten(on, link: link) } }
         }
         guard name == BoardProfile.ledSwitch else { return }
-        appliedLED = on
         context.events.publish(.ledApplied(address, on: on))
     }
 
@@ -240,7 +241,7 @@ extension Board {
     }
 
     func setAlias(_ alias: String?) {
-        self.alias = alias
+        live.setNames(name: name, alias: alias)
     }
 
     /// Removes the board from the fleet: disconnects it and fails anyone waiting for it.

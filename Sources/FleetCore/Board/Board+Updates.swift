@@ -8,7 +8,7 @@ extension Board {
         let adapter = device.adapterPath
         let isNew = devices[adapter] == nil
         devices[adapter] = device
-        if let newName = device.name, newName != name { name = newName }
+        if let newName = device.name, newName != name { live.setNames(name: newName, alias: alias) }
         let advertised = isNew || changed.contains("RSSI") || changed.contains("ManufacturerData")
             || changed.contains("ServiceData") || changed.contains("TxPower")
         if advertised {
@@ -25,8 +25,9 @@ extension Board {
         // may set only the latter), usable once resolved. Only the device of the board's
         // link counts; a link someone else made through any adapter is adopted.
         guard changed.contains("Connected") || changed.contains("ServicesResolved") else { return }
-        if linkAdapter == nil, device.hasLink { linkAdapter = adapter }
-        guard adapter == linkAdapter else {
+        if linkAdapter == nil, device.hasLink { apply { $0.connectSucceeded(through: adapter, now: $1) } }
+        guard let linked = linkAdapter else { return }
+        guard adapter == linked else {
             // A second link to the board (left by an earlier run, or made by someone else)
             // only takes a slot: the board is used through one.
             if device.hasLink { closeStrayLink(device) }
@@ -40,7 +41,7 @@ extension Board {
                 logger.info("link lost", metadata: ["ble.adapter": "\(Fleet.adapterName(adapter))"])
             }
         } else {
-            apply { $0.connectSucceeded(now: $1) }
+            apply { $0.connectSucceeded(through: adapter, now: $1) }
             if device.servicesResolved { apply { $0.servicesResolved(now: $1) } }
         }
     }
@@ -50,7 +51,7 @@ extension Board {
     /// the board meanwhile, e.g. one just plugged in) has room: its turn, at once. The
     /// advertisement that told it was seen before standby, so it wakes nobody later.
     func wakeIfHeardWhereRoomIs() {
-        let elsewhere = devices.keys.filter { !placedAmong.contains($0) && $0 != lastLinkAdapter }
+        let elsewhere = devices.keys.filter { !placedAmong.contains($0) && $0 != machine.lastLinkAdapter }
         guard let adapter = elsewhere.first(where: { context.tally.hasFreeSlot(onAdapter: $0) }) else { return }
         logger.debug("an adapter that heard it has room; connecting", metadata: ["ble.adapter": "\(Fleet.adapterName(adapter))"])
         apply { $0.connectionRoomAppeared(now: $1) }
@@ -93,11 +94,11 @@ extension Board {
     /// with it is not gone: it reconnects through another adapter, at once where one knows
     /// it, else when one hears it.
     func adapterLost(_ path: String) {
-        guard lastLinkAdapter == path else { return }
+        guard machine.lastLinkAdapter == path else { return }
         if linkAdapter == path { apply { $0.disconnected(now: $1, withAdapter: true) } }
         // A young link that fell with its adapter, BlueZ reporting the link down first, was
         // no failed connect either.
-        machine.linkLossForgiven()
+        apply { machine, _ in machine.linkLossForgiven() }
         let heardElsewhere = devices.keys.contains { $0 != path }
         apply { $0.linkAdapterWent(heardElsewhere: heardElsewhere, now: $1) }
     }
@@ -140,7 +141,7 @@ extension Board {
         profile = next
         guard machine.isReady, let device else { return }
         let link = machine.link
-        let found = await Self.characteristics(of: next, on: device, in: context.client.mirror)
+        let found = await context.client.mirror.characteristics(of: next, on: device)
         guard link == machine.link, profile == next else { return }
         handles = found
         for session in notifySessions { session.cancel() }

@@ -1,4 +1,5 @@
 import BlueZ
+import Logging
 import Synchronization
 
 /// What a board learns from its steady radio traffic — advertisements (RSSI) and notified
@@ -114,5 +115,28 @@ final class BoardLive: Sendable {
             state.heardAt[adapter] = now
             return true
         }
+    }
+
+    /// Records a sensor's value (from a read, or a notification) and tells the fleet's
+    /// events; nil, and a warning, when the bytes do not fit the sensor's format.
+    @discardableResult
+    func record(
+        _ bytes: [UInt8], of sensor: BoardProfile.Characteristic, events: EventBroadcaster<FleetEvent>,
+        address: BoardAddress, logger: Logger
+    ) -> SensorReading? {
+        guard let value = sensor.decode(bytes) else {
+            logger.warning(
+                "ignored a \(sensor.name) value that does not fit its format",
+                metadata: ["bytes": "\(bytes.count)", "format": "\(sensor.format.rawValue)"])
+            return nil
+        }
+        let reading = SensorReading(value: value, receivedAt: now)
+        setReading(reading, of: sensor.name)
+        if sensor.name == BoardProfile.temperatureSensor {
+            events.publish(.temperature(address, reading.celsius))
+        } else {
+            events.publish(.sensor(address, name: sensor.name, value: value, unit: sensor.unit))
+        }
+        return reading
     }
 }

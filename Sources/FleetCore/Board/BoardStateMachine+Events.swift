@@ -30,11 +30,11 @@ extension BoardStateMachine {
         case .connecting, .resolving, .preparing, .ready, .backingOff:
             wanted = true
             return .none
-        case .disconnecting(let then):
+        case .disconnecting(let then, let adapter):
             wanted = true
-            if then == .idle || (then == .standby && reason == .command) { state = .disconnecting(then: .reconnect) }
+            if then == .idle || (then == .standby && reason == .command) { state = .disconnecting(then: .reconnect, adapter: adapter) }
             return .none
-        case .absent(let since, true) where since.duration(to: now) < Self.moveGrace:
+        case .absent where isMoving(at: now):
             // Moving to another adapter that will hear it: the caller waits (its deadline
             // bounds the wait).
             wanted = true
@@ -50,20 +50,29 @@ extension BoardStateMachine {
         }
     }
 
-    /// The actor got the adapter's connect permit and is calling `Device1.Connect`.
-    public mutating func connectAttemptStarted(now: ContinuousClock.Instant) -> Action {
+    /// The actor got the connect permit of the adapter at `adapter` and a slot there, and is
+    /// calling `Device1.Connect`.
+    public mutating func connectAttemptStarted(through adapter: String, now: ContinuousClock.Instant) -> Action {
         guard case .connecting = state else { return .none }
-        state = .connecting(inFlight: true)
-        attemptStartedAt = now
+        state = .connecting(Attempt(adapter: adapter, startedAt: now))
+        lastLinkAdapter = adapter
         return .none
     }
 
-    /// `Connected` became true (reply to Connect, or PropertiesChanged).
-    public mutating func connectSucceeded(now: ContinuousClock.Instant) -> Action {
+    /// `Connected` became true through the adapter at `adapter` (reply to Connect, or
+    /// PropertiesChanged).
+    public mutating func connectSucceeded(through adapter: String, now: ContinuousClock.Instant) -> Action {
         switch state {
-        case .connecting, .idle, .standby, .backingOff, .absent:
-            // From idle/standby/backingOff/absent: someone else connected it; adopt the link.
-            state = .resolving
+        case .connecting(let attempt):
+            // Ours, or (a connect still queued) someone else's link: adopted.
+            let through = attempt.adapter ?? adapter
+            state = .resolving(Link(adapter: through, connectedThrough: attempt.adapter))
+            lastLinkAdapter = through
+            return .none
+        case .idle, .standby, .backingOff, .absent:
+            // Someone else connected it: adopt the link.
+            state = .resolving(Link(adapter: adapter))
+            lastLinkAdapter = adapter
             return .none
         case .resolving, .preparing, .ready, .disconnecting, .waitingForAdapter, .failed, .forgotten:
             return .none
@@ -74,52 +83,71 @@ extension BoardStateMachine {
     /// on this link are looked up next (``characteristicsFound(link:now:)``).
     public mutating func servicesResolved(now: ContinuousClock.Instant) -> Action {
         switch state {
-        case .connecting, .resolving:
-            state = .preparing
-            // The streak of failed attempts ends when the link has lasted (``linkSettled``).
-            resolvedAt = now
-            lastFailure = nil
-            attemptStartedAt = nil
-            return .lookUpCharacteristics(link: link)
+        case .connecting(let attempt):
+            // Resolved before Connected=true was told (bluetoothd may set only this).
+            guard let adapter = attempt.adapter else { return .none }
+            state = .preparing(Link(adapter: adapter, connectedThrough: adapter, resolvedAt: now))
+        case .resolving(var current):
+            current.resolvedAt = now
+            state = .preparing(current)
         default:
             return .none
         }
+        // The streak of failed attempts ends when the link has lasted (``linkSettled``).
+        lastFailure = nil
+        return .lookUpCharacteristics(link: link)
+    }
+
+    /// The link the board is being prepared on shows through the adapter at `adapter` (it
+    /// was adopted, or moved): that is where it is from now on.
+    public mutating func linkFound(through adapter: String) -> Action {
+        guard case .preparing(var current) = state, current.adapter != adapter else { return .none }
+        current.adapter = adapter
+        state = .preparing(current)
+        lastLinkAdapter = adapter
+        return .none
     }
 
     /// The profile's characteristics on link `link` were looked up: the board is usable.
     /// The answer of a link that has since ended is ignored.
     public mutating func characteristicsFound(link found: UInt64, now: ContinuousClock.Instant) -> Action {
-        guard state == .preparing, found == link else { return .none }
-        state = .ready
-        return .becomeReady
+        guard case .preparing(var current) = state, found == link else { return .none }
+        current.lastUsed = now
+        state = .ready(current)
+        return .becomeReady(settle: Timer(kind: .settle(link: link), after: Self.settleTime))
     }
 
     /// The link `link` has lasted ``BoardStateMachine/settleTime`` since its resolve: its
     /// connect worked, and the streak of failed attempts before it ends.
     public mutating func linkSettled(link settled: UInt64, now: ContinuousClock.Instant) -> Action {
-        guard settled == link, state == .preparing || state == .ready, let since = resolvedAt,
+        guard settled == link, var current = currentLink, let since = current.resolvedAt,
             since.duration(to: now) >= Self.settleTime
         else { return .none }
-        resolvedAt = nil
+        current.resolvedAt = nil
+        state = isReady ? .ready(current) : .preparing(current)
         let failures = backoff.attempts
         backoff.reset()
-        return .linkSettled(afterFailures: failures)
+        return .linkSettled(afterFailures: failures, through: current.connectedThrough)
     }
 
     /// The link that fell as soon as it came up (``Action/linkLostEarly(failedAttempts:)``)
     /// went with its adapter (powered off, unplugged): not a failed connect after all.
-    public mutating func linkLossForgiven() {
+    public mutating func linkLossForgiven() -> Action {
         // Only an early loss leaves a retry floor (a failed Connect backs off instead).
-        guard case .absent = state, retryFloor != nil else { return }
+        guard case .absent(var absence) = state, absence.retryFloor != nil else { return .none }
         backoff.forgetOne()
-        retryFloor = nil
+        absence.retryFloor = nil
+        state = .absent(absence)
         lastFailure = nil
+        return .none
     }
 
     /// The link `link` was to be prepared on is not there (BlueZ shows no link): it is lost.
     public mutating func linkMissing(link missing: UInt64, now: ContinuousClock.Instant) -> Action {
-        guard state == .preparing || state == .ready, missing == link else { return .none }
-        return disconnected(now: now)
+        switch state {
+        case .preparing, .ready: missing == link ? disconnected(now: now) : .none
+        default: .none
+        }
     }
 
     /// A connect attempt (or the resolve after it) failed or timed out.
@@ -128,14 +156,13 @@ extension BoardStateMachine {
     ) -> Action {
         switch state {
         case .connecting:
-            attemptStartedAt = nil
             return handleFailure(errorClass, now: now)
-        case .resolving:
+        case .resolving(let current):
             // The link is up but unusable: tear it down, then handle the failure.
-            state = .disconnecting(then: .failure(errorClass))
+            state = .disconnecting(then: .failure(errorClass), adapter: current.adapter)
             lastFailure = errorClass
             return endLink(.disconnect(failWaiters: errorClass == .permanent ? .failed : nil))
-        case .disconnecting(let then):
+        case .disconnecting(let then, _):
             // Our Disconnect cancelled the connect: the disconnect is complete.
             return finishDisconnect(then, now: now)
         default:
@@ -148,7 +175,6 @@ extension BoardStateMachine {
     /// connect call, a retry timer or a failure. More boards than slots is normal.
     public mutating func slotUnavailable(now: ContinuousClock.Instant) -> Action {
         guard case .connecting = state else { return .none }
-        attemptStartedAt = nil
         state = .standby
         return .none
     }
@@ -158,13 +184,13 @@ extension BoardStateMachine {
     /// failed connect however young the link was.
     public mutating func disconnected(now: ContinuousClock.Instant, withAdapter: Bool = false) -> Action {
         switch state {
-        case .resolving, .preparing, .ready:
+        case .resolving(let current), .preparing(let current), .ready(let current):
             // Lost before it was resolved, or within the settle time after: the connect failed.
             // Moments after its adapter went, a link that falls (a stale one adopted) went with
             // that adapter too: the board is still moving.
-            let moving = withAdapter || movedAt.map { $0.duration(to: now) < Self.moveGrace } ?? false
-            let early = !moving
-                && (state == .resolving || resolvedAt.map { $0.duration(to: now) < Self.settleTime } ?? false)
+            let moving = withAdapter || movedLately(at: now)
+            let resolving = if case .resolving = state { true } else { false }
+            let early = !moving && (resolving || current.resolvedAt.map { $0.duration(to: now) < Self.settleTime } ?? false)
             guard wanted else {
                 state = .idle
                 return endLink(.abandonConnection(failWaiters: nil))
@@ -172,17 +198,23 @@ extension BoardStateMachine {
             // Link lost: reconnect once the board is seen advertising again (a board that
             // lost its link because it was switched off or left would only tie up the
             // adapter's connect queue; one that is still there advertises again at once).
-            state = moving && !withAdapter ? .absent(since: movedAt ?? now, moving: true) : .absent(since: now, moving: false)
-            linkLostAt = now
-            guard early else { return endLink(.abandonConnection(failWaiters: nil)) }
+            var absence =
+                moving && !withAdapter
+                ? Absence(since: movedAt ?? now, moving: true) : Absence(since: now)
+            absence.linkLostAt = now
+            guard early else {
+                state = .absent(absence)
+                return endLink(.abandonConnection(failWaiters: nil))
+            }
             // A failed connect: its retry waits the streak's backoff (past the cap of
             // attempts, the next advertisement starts afresh).
             lastFailure = .transient
-            if case .retry(let delay) = backoff.next(after: .transient) { retryFloor = delay } else { retryFloor = nil }
+            if case .retry(let delay) = backoff.next(after: .transient) { absence.retryFloor = delay }
             let attempts = backoff.attempts
-            if retryFloor == nil { backoff.reset() }
-            return endLink(.linkLostEarly(failedAttempts: attempts))
-        case .disconnecting(let then):
+            if absence.retryFloor == nil { backoff.reset() }
+            state = .absent(absence)
+            return endLink(.linkLostEarly(failedAttempts: attempts, through: current.connectedThrough))
+        case .disconnecting(let then, _):
             return finishDisconnect(then, now: now)
         default:
             return .none
@@ -191,11 +223,11 @@ extension BoardStateMachine {
 
     /// The board advertised (device added, or RSSI/ManufacturerData changed).
     public mutating func advertisementSeen(now: ContinuousClock.Instant) -> Action {
-        guard case .absent(let since, _) = state else { return .none }
+        guard case .absent(let absence) = state else { return .none }
+        let since = absence.since
         // Back after a link that fell at once: the streak goes on, with its backoff.
-        let floor = retryFloor ?? backoff.policy.minimumDelay
-        if retryFloor == nil { backoff.reset() }
-        retryFloor = nil
+        let floor = absence.retryFloor ?? backoff.policy.minimumDelay
+        if absence.retryFloor == nil { backoff.reset() }
         guard wanted else {
             state = .idle
             backoff.reset()
@@ -203,31 +235,31 @@ extension BoardStateMachine {
         }
         let elapsed = since.duration(to: now)
         if elapsed >= floor { return beginConnect() }
-        let token = newToken()
-        state = .backingOff(token: token)
-        return .scheduleRetry(after: floor - elapsed, token: token)
+        return backOff(for: floor - elapsed)
     }
 
     /// The `Device1` object was removed from BlueZ (InterfacesRemoved).
     public mutating func deviceVanished(now: ContinuousClock.Instant) -> Action {
         // No adapter knows the board any more: it is gone, not about to relink.
-        linkLostAt = nil
         switch state {
         case .idle, .standby, .backingOff:
-            state = .absent(since: now, moving: false)
+            state = .absent(Absence(since: now))
+            return .none
+        case .absent(var absence):
+            absence.linkLostAt = nil
+            state = .absent(absence)
             return .none
         case .connecting, .resolving, .preparing, .ready:
-            state = .absent(since: now, moving: false)
-            attemptStartedAt = nil
+            state = .absent(Absence(since: now))
             return endLink(.abandonConnection(failWaiters: .absent))
-        case .disconnecting(let then):
-            state = .absent(since: now, moving: false)
+        case .disconnecting(let then, _):
+            state = .absent(Absence(since: now))
             if then == .reconnect { wanted = true }
             return endLink(.abandonConnection(failWaiters: .absent))
         case .waitingForAdapter:
             state = .waitingForAdapter(present: false)
             return .none
-        case .absent, .failed, .forgotten:
+        case .failed, .forgotten:
             return .none
         }
     }
@@ -239,7 +271,6 @@ extension BoardStateMachine {
             return .none
         case .connecting, .resolving, .preparing, .ready, .disconnecting:
             state = .waitingForAdapter(present: true)
-            attemptStartedAt = nil
             return endLink(.abandonConnection(failWaiters: .adapterOff))
         case .idle, .standby, .backingOff:
             state = .waitingForAdapter(present: true)
@@ -254,14 +285,13 @@ extension BoardStateMachine {
     public mutating func adapterPoweredOn(now: ContinuousClock.Instant) -> Action {
         guard case .waitingForAdapter(let present) = state else { return .none }
         backoff.reset()
-        retryFloor = nil
         guard present else {
             // A board moving off its adapter when it was powered off (reset, as a stuck one
             // is) is still about to be heard: a call waits for it as before.
-            if let movedAt, movedAt.duration(to: now) < Self.moveGrace {
-                state = .absent(since: movedAt, moving: true)
+            if let movedAt, movedLately(at: now) {
+                state = .absent(Absence(since: movedAt, moving: true))
             } else {
-                state = .absent(since: now, moving: false)
+                state = .absent(Absence(since: now))
             }
             return .none
         }
@@ -279,7 +309,7 @@ extension BoardStateMachine {
     public mutating func linkAdapterWent(heardElsewhere: Bool, now: ContinuousClock.Instant) -> Action {
         movedAt = now
         guard case .absent = state else { return .none }
-        state = .absent(since: now, moving: true)
+        state = .absent(Absence(since: now, moving: true))
         return heardElsewhere ? advertisementSeen(now: now) : .none
     }
 
@@ -290,6 +320,32 @@ extension BoardStateMachine {
         case .backingOff where wanted, .standby where wanted: return beginConnect()
         default: return .none
         }
+    }
+
+    /// A timer the machine asked for fired; `awaited`: a call waits for the board.
+    public mutating func timerFired(_ timer: Timer, awaited: Bool, now: ContinuousClock.Instant) -> Action {
+        switch timer.kind {
+        case .retry(let token): backoffTimerFired(token: token, now: now)
+        case .settle(let link): linkSettled(link: link, now: now)
+        case .relinkGrace: relinkGraceEnded(awaited: awaited, now: now)
+        }
+    }
+
+    /// A call waits for the board to become ready (it is not). A board moving to another
+    /// adapter is connected by its advertisement there; one whose link fell moments ago is
+    /// waited for (it advertises again, or its adapter's loss is told and it moves) before
+    /// it is called absent; any other is connected for the call now.
+    public mutating func callWaiting(now: ContinuousClock.Instant) -> Action {
+        guard !isReady, !isMoving(at: now) else { return .none }
+        if let left = relinkGraceLeft(at: now) { return .startTimer(Timer(kind: .relinkGrace, after: left)) }
+        return connectRequested(reason: .command, now: now)
+    }
+
+    /// The grace a call gave a board whose link fell has passed: a board still not ready,
+    /// and not moving, is connected for the calls still waiting, or they are told why not.
+    mutating func relinkGraceEnded(awaited: Bool, now: ContinuousClock.Instant) -> Action {
+        guard awaited, !isReady, !isMoving(at: now) else { return .none }
+        return connectRequested(reason: .command, now: now)
     }
 
     /// The retry timer scheduled with `token` fired.
@@ -306,25 +362,28 @@ extension BoardStateMachine {
     /// next connect request. An evicted board (`evicted`) waits its turn in standby: it gave
     /// its slot away, it is not done with.
     public mutating func disconnectRequested(now: ContinuousClock.Instant, evicted: Bool = false) -> Action {
-        if evicted, state == .ready {
+        if evicted, case .ready(let current) = state {
             // Still wanted: it takes a slot again when one is free.
-            state = .disconnecting(then: .standby)
+            state = .disconnecting(then: .standby, adapter: current.adapter)
             return endLink(.disconnect(failWaiters: nil))
         }
         wanted = false
         switch state {
-        case .connecting(inFlight: false):
-            state = .idle
-            return endLink(.abandonConnection(failWaiters: .cancelled))
-        case .connecting(inFlight: true), .resolving:
-            state = .disconnecting(then: .idle)
-            attemptStartedAt = nil
+        case .connecting(let attempt):
+            guard let adapter = attempt.adapter else {
+                state = .idle
+                return endLink(.abandonConnection(failWaiters: .cancelled))
+            }
+            state = .disconnecting(then: .idle, adapter: adapter)
             return endLink(.disconnect(failWaiters: .cancelled))
-        case .preparing, .ready:
-            state = .disconnecting(then: .idle)
+        case .resolving(let current):
+            state = .disconnecting(then: .idle, adapter: current.adapter)
+            return endLink(.disconnect(failWaiters: .cancelled))
+        case .preparing(let current), .ready(let current):
+            state = .disconnecting(then: .idle, adapter: current.adapter)
             return endLink(.disconnect(failWaiters: nil))
-        case .disconnecting(let then):
-            if then == .reconnect { state = .disconnecting(then: .idle) }
+        case .disconnecting(let then, let adapter):
+            if then == .reconnect { state = .disconnecting(then: .idle, adapter: adapter) }
             return .failWaiters(.cancelled)
         case .backingOff:
             state = .idle
@@ -345,10 +404,10 @@ extension BoardStateMachine {
         switch previous {
         case .forgotten:
             return .none
-        case .connecting(inFlight: true), .resolving, .preparing, .ready, .disconnecting:
-            return endLink(.disconnect(failWaiters: .notFound))
-        case .connecting(inFlight: false):
+        case .connecting(let attempt) where attempt.adapter == nil:
             return endLink(.abandonConnection(failWaiters: .notFound))
+        case .connecting, .resolving, .preparing, .ready, .disconnecting:
+            return endLink(.disconnect(failWaiters: .notFound))
         case .idle, .standby, .backingOff, .absent, .waitingForAdapter, .failed:
             return .failWaiters(.notFound)
         }
@@ -356,15 +415,32 @@ extension BoardStateMachine {
 
     // MARK: - Work on the link
 
-    /// A call's operation, or the LED put back, starts on the board: its link is not given away.
-    public mutating func workStarted() {
-        work += 1
+    /// A call used the board's link (it is the most recently used now).
+    public mutating func linkUsed(now: ContinuousClock.Instant) -> Action {
+        guard case .ready(var current) = state else { return .none }
+        current.lastUsed = now
+        state = .ready(current)
+        return .none
     }
 
-    /// That work ended; true when the board has no work left (its link may be given away).
-    public mutating func workEnded() -> Bool {
+    /// The LED was written `on` over link `written` (ignored when that link has ended).
+    public mutating func ledWritten(_ on: Bool, link written: UInt64) -> Action {
+        guard written == link, case .ready(var current) = state else { return .none }
+        current.appliedLED = on
+        state = .ready(current)
+        return .none
+    }
+
+    /// A call's operation, or the LED put back, starts on the board: its link is not given away.
+    public mutating func workStarted() -> Action {
+        work += 1
+        return .none
+    }
+
+    /// That work ended (once none is left, ``isBusy`` is false: its link may be given away).
+    public mutating func workEnded() -> Action {
         work = max(0, work - 1)
-        return work == 0
+        return .none
     }
 
     // MARK: - Helpers
@@ -372,21 +448,19 @@ extension BoardStateMachine {
     /// The link (or the connect) ends with `action`: work of this link is stale from now on.
     private mutating func endLink(_ action: Action) -> Action {
         link &+= 1
-        resolvedAt = nil
         return action
     }
 
     private mutating func beginConnect() -> Action {
-        state = .connecting(inFlight: false)
-        retryFloor = nil
-        linkLostAt = nil
-        attemptStartedAt = nil
+        state = .connecting(Attempt())
         return .startConnect
     }
 
-    private mutating func newToken() -> UInt64 {
+    /// Backs off for `delay`, then tries again (``backoffTimerFired(token:now:)``).
+    private mutating func backOff(for delay: Duration) -> Action {
         nextToken &+= 1
-        return nextToken
+        state = .backingOff(token: nextToken)
+        return .startTimer(Timer(kind: .retry(token: nextToken), after: delay))
     }
 
     private mutating func handleFailure(_ errorClass: ConnectErrorClass, now: ContinuousClock.Instant) -> Action {
@@ -397,17 +471,15 @@ extension BoardStateMachine {
                 state = .idle
                 return .failWaiters(errorClass.errorCode)
             }
-            let token = newToken()
-            state = .backingOff(token: token)
-            return .scheduleRetry(after: delay, token: token)
+            return backOff(for: delay)
         case .waitForAdvertisement:
             // No adapter hears it yet, moments after its adapter went: it is moving, and the
             // callers waiting for it go on waiting (within their deadline).
-            if errorClass == .absent, let movedAt, movedAt.duration(to: now) < Self.moveGrace {
-                state = .absent(since: movedAt, moving: true)
+            if errorClass == .absent, let movedAt, movedLately(at: now) {
+                state = .absent(Absence(since: movedAt, moving: true))
                 return .none
             }
-            state = .absent(since: now, moving: false)
+            state = .absent(Absence(since: now))
             return .waitForAdvertisement(failWaiters: .absent)
         case .giveUp:
             state = .failed

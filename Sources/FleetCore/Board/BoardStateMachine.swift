@@ -2,7 +2,10 @@
 ///
 /// The board actor feeds it every event (connect wanted, Connected/ServicesResolved
 /// changes, failures, advertisements, adapter power, timers) and performs the returned
-/// ``Action``. Rules it guarantees:
+/// ``Action``; every timer (a retry, a link's settle time, a call's grace for a link that
+/// fell) is an action it returns and an event it is told (``timerFired(_:awaited:now:)``).
+/// The board's link is recorded here alone (``linkAdapter``, ``currentLink``). Rules it
+/// guarantees:
 /// - every retry goes through a delay ≥ ``ReconnectPolicy/minimumDelay`` (no busy loop);
 /// - asking to connect a board that is connecting, resolving or ready is a no-op;
 /// - a disconnect requested while connecting cancels the connect and fails its waiters
@@ -12,35 +15,91 @@
 /// - an absent board waits for its next advertisement instead of retrying blindly;
 /// - stale events (an outcome of a cancelled connect, an old retry timer) are ignored.
 public struct BoardStateMachine: Sendable {
-    /// Where the board is in its lifecycle.
+    /// Where the board is in its lifecycle. Each case carries what is true of the board
+    /// there, and only there: a connect's adapter and start, a link's adapter and resolve,
+    /// an absence's start and retry floor.
     enum State: Sendable, Equatable {
         /// Present, not connected, nothing pending.
         case idle
         /// Present and wanted, but no connection slot is free: waits for a command or for
         /// room, without connecting or retrying.
         case standby
-        /// A connect is queued (`inFlight == false`) or running.
-        case connecting(inFlight: Bool)
+        /// A connect is queued (no adapter yet) or running through its adapter.
+        case connecting(Attempt)
         /// Connected=true, waiting for ServicesResolved.
-        case resolving
+        case resolving(Link)
         /// Services resolved: the profile's characteristics on this link (``link``) are being
         /// looked up; calls wait for them.
-        case preparing
+        case preparing(Link)
         /// Usable: the characteristics of this link are known.
-        case ready
-        /// Disconnect sent; `then` says what follows once it completes.
-        case disconnecting(then: AfterDisconnect)
+        case ready(Link)
+        /// Disconnect sent (the link through `adapter`, if any, is going down); `then` says
+        /// what follows once it completes.
+        case disconnecting(then: AfterDisconnect, adapter: String?)
         /// Waiting for retry timer `token`.
         case backingOff(token: UInt64)
-        /// Not advertising since `since`; `moving`: its link went with its adapter (powered
-        /// off, unplugged), and another adapter is about to hear it.
-        case absent(since: ContinuousClock.Instant, moving: Bool)
+        /// Not advertising.
+        case absent(Absence)
         /// Adapter off; `present` remembers whether the device object still exists.
         case waitingForAdapter(present: Bool)
         /// Gave up after a permanent error.
         case failed
         /// Forgotten: terminal, every further event is ignored.
         case forgotten
+    }
+
+    /// A connect wanted: queued until it has an adapter, then running through it.
+    struct Attempt: Sendable, Equatable {
+        /// The adapter (path) the connect goes through, once it runs.
+        var adapter: String?
+        /// When the running attempt started.
+        var startedAt: ContinuousClock.Instant?
+    }
+
+    /// The board's link: the one place it is recorded.
+    struct Link: Sendable, Equatable {
+        /// The adapter (path) the link goes through.
+        var adapter: String
+        /// The adapter of this daemon's connect that made it (nil for a link adopted): its
+        /// health learns whether the link lasted or fell at once.
+        var connectedThrough: String?
+        /// When the link was resolved, until it lasted ``BoardStateMachine/settleTime``.
+        var resolvedAt: ContinuousClock.Instant?
+        /// When a call last used it (for the least recently used link to give away).
+        var lastUsed: ContinuousClock.Instant?
+        /// What the board's LED was last written to on this link (nil: not yet; a board that
+        /// lost its link may have rebooted, LED off, until it is written again).
+        var appliedLED: Bool?
+    }
+
+    /// A board not advertising.
+    struct Absence: Sendable, Equatable {
+        /// Since when (for a moving board: since its adapter went).
+        var since: ContinuousClock.Instant
+        /// Its link went with its adapter (powered off, unplugged), and another adapter is
+        /// about to hear it.
+        var moving = false
+        /// After a link lost as soon as it came up: how long after the loss the next connect
+        /// waits, once the board advertises again (the streak's backoff).
+        var retryFloor: Duration?
+        /// When its link fell (it then waits for its advertisement): for ``relinkGrace`` after
+        /// it a call waits rather than be answered absent.
+        var linkLostAt: ContinuousClock.Instant?
+    }
+
+    /// A timer the board actor starts for the machine; it reports ``timerFired(_:awaited:now:)``
+    /// after ``after`` (a timer that no longer matches the machine's state is ignored).
+    public struct Timer: Sendable, Equatable {
+        public enum Kind: Sendable, Equatable {
+            /// The retry of a backing-off board, numbered: an older one no longer matches.
+            case retry(token: UInt64)
+            /// Link `link` has lasted ``BoardStateMachine/settleTime``.
+            case settle(link: UInt64)
+            /// A call gave a board whose link fell moments ago ``BoardStateMachine/relinkGrace``.
+            case relinkGrace
+        }
+        public var kind: Kind
+        public var after: Duration
     }
 
     /// What follows a completed disconnect.
@@ -62,9 +121,8 @@ public struct BoardStateMachine: Sendable {
         /// Queue a connect on the adapter's ``ConnectScheduler``, call `Device1.Connect`, and
         /// report `connectAttemptStarted`, then `connectSucceeded`/`connectFailed`.
         case startConnect
-        /// Report `backoffTimerFired(token:)` after `delay` (older timers may be left running:
-        /// their token no longer matches).
-        case scheduleRetry(after: Duration, token: UInt64)
+        /// Start `timer` (older timers may be left running: they no longer match).
+        case startTimer(Timer)
         /// Cancel any queued connect and call `Device1.Disconnect`; report `disconnected` when
         /// it returns. Fail waiters first when `failWaiters` is set.
         case disconnect(failWaiters: FleetErrorCode?)
@@ -76,19 +134,21 @@ public struct BoardStateMachine: Sendable {
         /// or ``BoardStateMachine/linkMissing(link:now:)`` when BlueZ shows no link.
         case lookUpCharacteristics(link: UInt64)
         /// The board is usable: resume waiters, subscribe to its sensors' notifications,
-        /// re-apply the desired LED.
-        case becomeReady
+        /// re-apply the desired LED, and start `settle` (the link's settle time).
+        case becomeReady(settle: Timer)
         /// Fail everyone waiting for the board to become ready.
         case failWaiters(FleetErrorCode)
         /// Nothing to do until `advertisementSeen`; fail waiters when `failWaiters` is set.
         case waitForAdvertisement(failWaiters: FleetErrorCode?)
         /// The link fell as soon as it came up (before ``BoardStateMachine/settleTime``): drop
         /// it like `abandonConnection` (waiters keep waiting for the reconnect), and count a
-        /// failed connect, the `failedAttempts`-th in a row, for the board's adapter.
-        case linkLostEarly(failedAttempts: Int)
-        /// The link lasted ``BoardStateMachine/settleTime``: the connect worked, and ended a
-        /// streak of `afterFailures` failed attempts (0: there was none).
-        case linkSettled(afterFailures: Int)
+        /// failed connect, the `failedAttempts`-th in a row, for the board and for the adapter
+        /// of the connect that made it (`through`; nil for a link adopted).
+        case linkLostEarly(failedAttempts: Int, through: String?)
+        /// The link lasted ``BoardStateMachine/settleTime``: the connect through `through`
+        /// (nil: the link was adopted) worked, and ended a streak of `afterFailures` failed
+        /// attempts (0: there was none).
+        case linkSettled(afterFailures: Int, through: String?)
     }
 
     /// Why a connect is wanted.
@@ -104,8 +164,6 @@ public struct BoardStateMachine: Sendable {
     public internal(set) var wanted: Bool = false
     /// The error class of the last failed connect, if any since the last success.
     public internal(set) var lastFailure: ConnectErrorClass?
-    /// When the running connect attempt started.
-    public internal(set) var attemptStartedAt: ContinuousClock.Instant?
     var backoff: ReconnectBackoff
     var nextToken: UInt64 = 0
     /// The current link's number, bumped whenever a link (or a connect) ends: work that
@@ -114,6 +172,12 @@ public struct BoardStateMachine: Sendable {
     /// Work running on the board (a call's operation, the LED put back): a busy board's
     /// link is never given away.
     public internal(set) var work = 0
+    /// The adapter of the board's last link, or last connect (kept after the link).
+    public internal(set) var lastLinkAdapter: String?
+    /// When the board's last link went with its adapter: for ``moveGrace`` after it, a
+    /// connect that finds no adapter hearing the board yet leaves it moving (a call waits for
+    /// it), not absent, whatever state it went through meanwhile.
+    var movedAt: ContinuousClock.Instant?
     /// How long a board whose adapter went counts as moving, not gone.
     public static let moveGrace: Duration = .seconds(10)
     /// How long after its link fell a board that waits for its advertisement counts as just
@@ -126,19 +190,6 @@ public struct BoardStateMachine: Sendable {
     /// to be Established", a MIC failure, a supervision timeout at once): a failed connect,
     /// counted in the board's streak and against its adapter, not a board gone.
     public static let settleTime: Duration = .seconds(3)
-    /// When the current link was resolved, until it lasted ``settleTime``
-    /// (``linkSettled(link:now:)``) or ended.
-    public internal(set) var resolvedAt: ContinuousClock.Instant?
-    /// After a link lost as soon as it came up: how long after the loss the next connect
-    /// waits, once the board advertises again (the streak's backoff).
-    var retryFloor: Duration?
-    /// When the board's link last went with its adapter: for ``moveGrace`` after it, a
-    /// connect that finds no adapter hearing the board yet leaves it moving (a call waits for
-    /// it), not absent.
-    var movedAt: ContinuousClock.Instant?
-    /// When the board's last link fell (it then waited for its advertisement): for
-    /// ``relinkGrace`` after it a call waits rather than be answered absent.
-    var linkLostAt: ContinuousClock.Instant?
 
     /// A board found by discovery (present) or loaded from the registry (not yet seen:
     /// `present == false`, it starts absent).
@@ -153,7 +204,7 @@ public struct BoardStateMachine: Sendable {
         if !adapterPowered {
             state = .waitingForAdapter(present: present)
         } else {
-            state = present ? .idle : .absent(since: now, moving: false)
+            state = present ? .idle : .absent(Absence(since: now))
         }
     }
 
@@ -174,24 +225,57 @@ public struct BoardStateMachine: Sendable {
     }
 
     /// Whether commands can run now.
-    public var isReady: Bool { state == .ready }
+    public var isReady: Bool {
+        if case .ready = state { return true }
+        return false
+    }
 
     /// Whether work runs on the board.
     public var isBusy: Bool { work > 0 }
 
+    /// The board's link (resolving, preparing or ready), if it has one.
+    var currentLink: Link? {
+        switch state {
+        case .resolving(let link), .preparing(let link), .ready(let link): link
+        default: nil
+        }
+    }
+
+    /// The adapter (path) of the board's link, of its running connect, or of the link going
+    /// down: the adapter where it holds (or takes) a connection slot.
+    public var linkAdapter: String? {
+        switch state {
+        case .connecting(let attempt): attempt.adapter
+        case .resolving(let link), .preparing(let link), .ready(let link): link.adapter
+        case .disconnecting(_, let adapter): adapter
+        default: nil
+        }
+    }
+
+    /// When the running connect attempt started.
+    public var attemptStartedAt: ContinuousClock.Instant? {
+        guard case .connecting(let attempt) = state else { return nil }
+        return attempt.startedAt
+    }
+
     /// Whether the board lost its link with its adapter lately and is about to be heard
     /// through another (``linkAdapterWent(heardElsewhere:now:)``): a call waits for it.
     public func isMoving(at now: ContinuousClock.Instant) -> Bool {
-        guard case .absent(let since, true) = state else { return false }
-        return since.duration(to: now) < Self.moveGrace
+        guard case .absent(let absence) = state, absence.moving else { return false }
+        return absence.since.duration(to: now) < Self.moveGrace
     }
 
     /// How much of ``relinkGrace`` is left for a board whose link fell moments ago and that
     /// waits for its advertisement; nil for any other board.
     public func relinkGraceLeft(at now: ContinuousClock.Instant) -> Duration? {
-        guard case .absent(_, false) = state, let linkLostAt else { return nil }
-        let left = Self.relinkGrace - linkLostAt.duration(to: now)
+        guard case .absent(let absence) = state, !absence.moving, let lostAt = absence.linkLostAt else { return nil }
+        let left = Self.relinkGrace - lostAt.duration(to: now)
         return left > .zero ? left : nil
+    }
+
+    /// Whether the board's link went with its adapter within ``moveGrace`` before `now`.
+    func movedLately(at now: ContinuousClock.Instant) -> Bool {
+        movedAt.map { $0.duration(to: now) < Self.moveGrace } ?? false
     }
 
     /// Whether the board holds (or is about to hold) a controller connection slot.

@@ -1,0 +1,85 @@
+import BlueZ
+
+/// A board's connect through this adapter, in the adapter's queue: BlueZ's own adapter
+/// keeps a device's pending connect the same way (`src/adapter.c`). The board decides when
+/// to connect and where (``FleetContext/placement(for:link:rssi:)``); the adapter runs
+/// the connect and tells how it ended.
+extension FleetAdapter {
+    /// How one connect through the adapter ended.
+    enum ConnectOutcome {
+        case connected
+        /// No connection slot, and nobody waits for the board: no `Connect` was called.
+        case noSlot
+        case failed(BlueZError)
+        /// Cancelled while queued: whoever cancelled has told the board's machine.
+        case cancelled
+    }
+
+    /// Connects `board` through this adapter on `device`, once its turn comes: discovery
+    /// stays off here from the moment a connect is queued until the last queued one is done
+    /// (connecting while discovering waits for a discovery-window boundary), the adapter's
+    /// connect permit is held until the link is up, and a slot is taken before `Connect`
+    /// (``reserveSlot(for:command:in:)``). `full`: placement found no free slot anywhere.
+    func connect(_ board: Board, device: BlueZDevice, full: Bool, command: Bool, in context: FleetContext) async
+        -> ConnectOutcome
+    {
+        let address = board.address
+        await discovery.hold()
+        do {
+            try await scheduler.acquire()
+        } catch {
+            await discovery.release()
+            return .cancelled
+        }
+        // The boards waiting in line on this adapter (this one included) must stay known.
+        let path = self.path
+        let waiting = Set(placedBoards.map(\.rawValue) + [address.rawValue])
+        await discovery.refreshIfPausedLong { tree in
+            tree.devices(onAdapter: path).allSatisfy { !waiting.contains($0.address) || $0.hasLink || $0.rssi != nil }
+        }
+        // The permit goes back as soon as the link is up: the next connect on the adapter
+        // runs while this board's services resolve (its slot stays counted: `linking`).
+        let permit = ConnectPermit(adapter: self, rotation: full)
+        let outcome = await attempt(board, device: device, command: command, in: context) {
+            permit.release(linked: true)
+        }
+        if case .connected = outcome { permit.resolved() }
+        // A connect that got no answer at all: the controller is asked at once, the permit
+        // still held so that no other connect queues in front of the question (a controller
+        // that stops answering leaves every connect pending until it times out, and keeps
+        // the periodic question away: that waits for an adapter connecting nothing).
+        if case .failed(.timeout) = outcome, !Task.isCancelled {
+            await context.gotNoAnswer(to: .connect, for: address, onAdapter: path)
+        }
+        permit.release()
+        await discovery.release()
+        return outcome
+    }
+
+    /// With the connect permit held: take a link slot here, then connect until resolved;
+    /// `linkUp` is called once the link is up (the permit may go back then).
+    private func attempt(
+        _ board: Board, device: BlueZDevice, command: Bool, in context: FleetContext,
+        linkUp: @escaping @Sendable () -> Void
+    ) async -> ConnectOutcome {
+        guard !Task.isCancelled else { return .failed(.timeout("cancelled")) }
+        // A command may have come while the automatic connect was queued.
+        let command = command ? true : await board.isAwaited
+        guard await reserveSlot(for: board.address, command: command, in: context) else {
+            // Nothing called Connect: without a command, the board waits its turn; a command
+            // finds every link busy with work.
+            guard command, await board.isAwaited else { return .noSlot }
+            return .failed(.connectionFailed(
+                .concurrentConnectionLimit, "all \(limit) connection slots of \(name) are in use"))
+        }
+        // Its slot is held from here until its connect is done (``unclaim(_:)``).
+        linking(board.address)
+        await board.connectStarts(through: path, device: device)
+        do {
+            try await context.client.connect(device, timeout: context.configuration.connectTimeout, linkUp: linkUp)
+            return .connected
+        } catch {
+            return .failed(BlueZError(error))
+        }
+    }
+}
