@@ -38,6 +38,11 @@ actor DiscoveryGovernor {
     private var pausedSince: ContinuousClock.Instant?
     /// A refresh runs discovery although connects hold it.
     private var refreshing = false
+    /// The adapter came (back): BlueZ forgot what it heard (its RSSI), and the boards in
+    /// range are heard again only while discovery runs, so the next connect lets it run for
+    /// a moment first, however short the pause (a reset adapter with connects queued for
+    /// calls would otherwise hear nothing for ``longestPause``).
+    private var listenFirst = false
 
     /// A StartDiscovery that failed is tried again after ``retryDelay`` (BlueZ refuses one
     /// now and then: an adapter that has just come back, a call that reached a bluetoothd
@@ -61,6 +66,7 @@ actor DiscoveryGovernor {
     /// session when an adapter powers off or goes away, so a new adapter starts from none.
     func setAdapter(_ adapter: BlueZAdapter?) async {
         if adapter?.path != self.adapter?.path || adapter == nil { running = false }
+        if adapter != nil, self.adapter == nil { listenFirst = true }
         self.adapter = adapter
         await reconcile()
     }
@@ -70,6 +76,7 @@ actor DiscoveryGovernor {
     /// fleet as none, when the mirror sees off and on at once).
     func sessionEnded() async {
         running = false
+        listenFirst = true
         await reconcile()
     }
 
@@ -93,18 +100,24 @@ actor DiscoveryGovernor {
     /// Called with the adapter's connect permit held (no connect procedure in progress
     /// there; a board before may still be resolving its services): when
     /// discovery has been paused for ``longestPause``, runs it until `heard` says the boards
-    /// waiting were heard again, or for ``refreshWindow`` at most.
-    func refreshIfPausedLong(heard: @escaping @Sendable (BlueZObjectTree) -> Bool) async {
-        guard let since = pausedSince, client.clock.since(since) >= Self.longestPause, let adapter, !refreshing else {
-            return
-        }
+    /// waiting were heard again, or for ``refreshWindow`` at most, and for `atLeast` (a board
+    /// switched on again while the adapter rotates others through its slots is heard only
+    /// in such a moment: it is not in line, nothing else tells when it is back).
+    func refreshIfPausedLong(atLeast: Duration = .zero, heard: @escaping @Sendable (BlueZObjectTree) -> Bool) async {
+        guard let since = pausedSince, listenFirst || client.clock.since(since) >= Self.longestPause, let adapter,
+            !refreshing
+        else { return }
+        listenFirst = false
         logger.debug("discovery resumed for a moment: boards waiting for a slot must stay known to BlueZ",
                      metadata: ["ble.adapter": "\(adapter.name)"])
         refreshing = true
+        let start = client.clock.now
         await reconcile()
         _ = try? await client.mirror.wait(timeout: Self.refreshWindow, description: "boards heard again") {
             heard($0.tree) ? .done(()) : .pending
         }
+        let left = atLeast - client.clock.since(start)
+        if left > .zero { try? await client.clock.sleep(for: left) }
         refreshing = false
         await reconcile()
     }

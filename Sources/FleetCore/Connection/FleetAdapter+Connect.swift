@@ -5,6 +5,11 @@ import BlueZ
 /// to connect and where (``FleetContext/placement(for:link:rssi:)``); the adapter runs
 /// the connect and tells how it ended.
 extension FleetAdapter {
+    /// How long discovery listens, when it runs for a moment in a long burst of connects,
+    /// for boards that were not advertising: a board advertises every 100 ms or so, and a
+    /// controller reports it in its first scan window.
+    static let absentLookout: Duration = .seconds(1)
+
     /// How one connect through the adapter ended.
     enum ConnectOutcome {
         case connected
@@ -31,10 +36,12 @@ extension FleetAdapter {
             await discovery.release()
             return .cancelled
         }
-        // The boards waiting in line on this adapter (this one included) must stay known.
+        // The boards waiting in line on this adapter (this one included) must stay known, and
+        // boards not advertising when discovery paused may be back.
         let path = self.path
         let waiting = Set(placedBoards.map(\.rawValue) + [address.rawValue])
-        await discovery.refreshIfPausedLong { tree in
+        let lookFor = context.tally.absentBoards().isEmpty ? Duration.zero : Self.absentLookout
+        await discovery.refreshIfPausedLong(atLeast: lookFor) { tree in
             tree.devices(onAdapter: path).allSatisfy { !waiting.contains($0.address) || $0.hasLink || $0.rssi != nil }
         }
         // The permit goes back as soon as the link is up: the next connect on the adapter

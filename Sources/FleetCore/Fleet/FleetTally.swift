@@ -61,6 +61,11 @@ final class FleetTally: Sendable {
         state.withLock { $0.boards[address]?.phase }
     }
 
+    /// The boards not advertising (powered off, out of range), which discovery looks for.
+    func absentBoards() -> Set<BoardAddress> {
+        state.withLock { state in Set(state.boards.compactMap { $0.value.phase == .absent ? $0.key : nil }) }
+    }
+
     /// How many of `addresses` hold no link now but could be given one (present, adapter
     /// on): each needs a connection slot before a command reaches it.
     func withoutLink(_ addresses: [BoardAddress]) -> Int {
