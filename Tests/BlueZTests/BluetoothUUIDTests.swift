@@ -12,7 +12,8 @@ import Testing
         #expect(BluetoothUUID("CD48409A-F3CC-11ED-A05B-0242AC120003")?.uuidString == "cd48409a-f3cc-11ed-a05b-0242ac120003")
     }
 
-    @Test(arguments: ["", "xyz", "12345", "cd48409a-f3cc-11ed-a05b-0242ac12000", "cd48409af3cc11eda05b0242ac120003zz", "gggg"])
+    @Test(arguments: ["", "xyz", "12345", "cd48409a-f3cc-11ed-a05b-0242ac12000", "cd48409af3cc11eda05b0242ac120003zz", "gggg",
+                     "cd48409a-f3cc-11ed-a05b0-242ac120003", "0x", "0xfff", "ｆｆｅ１", "ffé1"])
     func rejectsMalformed(text: String) {
         #expect(BluetoothUUID(text) == nil)
     }

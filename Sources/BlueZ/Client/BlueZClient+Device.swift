@@ -208,7 +208,7 @@ extension BlueZClient {
     /// answered, false when nothing was learned (no management interface, the link went).
     /// Throws ``BlueZError/timeout(_:)`` when it did not answer.
     public func probeController(_ adapter: BlueZAdapter, turn: Int) async throws -> Bool {
-        let linked = await mirror.tree.devices(onAdapter: adapter.path).filter(\.hasLink)
+        let linked = await mirror.tree.linkedDevices(onAdapter: adapter.path)
         guard !linked.isEmpty else { return try await probeIdleController(adapter) }
         let device = linked[turn % linked.count]
         do {

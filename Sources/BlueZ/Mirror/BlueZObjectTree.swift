@@ -41,9 +41,36 @@ public struct BlueZObjectTree: Sendable {
 
     /// Devices known to one adapter (BlueZ lists other adapters' devices too; filter by `Adapter`).
     public func devices(onAdapter adapterPath: String) -> [BlueZDevice] {
-        objects(implementing: BlueZInterfaces.device)
-            .map { BlueZDevice(path: $0.path, properties: $0.properties) }
-            .filter { $0.adapterPath == adapterPath }
+        // The adapter is read first: only its devices are built (every other adapter's are
+        // skipped, UUIDs and all).
+        objects.compactMap { path, interfaces -> BlueZDevice? in
+            guard let properties = interfaces[BlueZInterfaces.device], properties["Adapter"]?.string == adapterPath
+            else { return nil }
+            return BlueZDevice(path: path, properties: properties)
+        }.sorted { $0.path < $1.path }
+    }
+
+    /// The device of one adapter with address `address` (any case), if that adapter knows it:
+    /// only that one is built.
+    public func device(onAdapter adapterPath: String, address: String) -> BlueZDevice? {
+        let wanted = address.uppercased()
+        return objects.lazy.compactMap { path, interfaces -> BlueZDevice? in
+            guard let properties = interfaces[BlueZInterfaces.device], properties["Adapter"]?.string == adapterPath,
+                properties["Address"]?.string?.uppercased() == wanted
+            else { return nil }
+            return BlueZDevice(path: path, properties: properties)
+        }.min { $0.path < $1.path }
+    }
+
+    /// The devices of one adapter with a link up (``BlueZDevice/hasLink``): only those are built.
+    public func linkedDevices(onAdapter adapterPath: String) -> [BlueZDevice] {
+        objects.compactMap { path, interfaces -> BlueZDevice? in
+            guard let properties = interfaces[BlueZInterfaces.device],
+                properties["Connected"]?.bool == true || properties["ServicesResolved"]?.bool == true,
+                properties["Adapter"]?.string == adapterPath
+            else { return nil }
+            return BlueZDevice(path: path, properties: properties)
+        }.sorted { $0.path < $1.path }
     }
 
     public func characteristic(at path: String) -> BlueZCharacteristic? {

@@ -64,7 +64,7 @@ extension FleetAdapter {
     private func links(except board: BoardAddress? = nil, in context: FleetContext) async
         -> (links: [ConnectionSlots.Link], taken: Set<BoardAddress>)
     {
-        let connected = await context.client.mirror.tree.devices(onAdapter: path).filter(\.hasLink)
+        let connected = await context.client.mirror.tree.linkedDevices(onAdapter: path)
         let shown = Set(connected.compactMap { BoardAddress($0.address) })
         let linking = linkingBoards
         var links: [ConnectionSlots.Link] = []

@@ -45,18 +45,17 @@ extension FleetContext {
         let adapters = self.adapters
         for (path, adapter) in adapters {
             guard adapter.adapter.powered && adapter.health.isUsable else {
-                if tree.devices(onAdapter: path).contains(where: { BoardAddress($0.address) == board }) {
+                if tree.device(onAdapter: path, address: board.rawValue) != nil {
                     heardUnusable.insert(path)
                 }
                 continue
             }
             // Slots taken: links up, and connects placed here that will take one.
-            let onAdapter = tree.devices(onAdapter: path)
-            var taken = Set(onAdapter.filter(\.hasLink).compactMap { BoardAddress($0.address) })
+            var taken = Set(tree.linkedDevices(onAdapter: path).compactMap { BoardAddress($0.address) })
             taken.formUnion(adapter.placedBoards)
             taken.remove(board)
             let freeSlots = max(0, adapter.limit - taken.count)
-            guard let device = onAdapter.first(where: { BoardAddress($0.address) == board }) else {
+            guard let device = tree.device(onAdapter: path, address: board.rawValue) else {
                 if freeSlots > 0 {
                     roomWhereUnheard.append(path)
                     if adapter.isFresh { freshRoomWhereUnheard.append(path) }
