@@ -62,23 +62,9 @@ public struct Classroom: Sendable {
     static func play(
         _ schedule: Schedule, calmCalls: Bool, clock: SimulatedClock, stateDirectory: String, logger: Logger
     ) async -> Verdict {
-        var random = SeededRandomNumberGenerator(seed: schedule.seed ^ 0xC1A5_5800)
-        let boards = schedule.boards.map { address in
-            SimulatedRadio.Board(
-                address: address, name: "nano-\(address.suffix(2))", temperature: Int8.random(in: 18...26, using: &random),
-                inRange: schedule.ranges[address] ?? [0],
-                rssi: Dictionary(uniqueKeysWithValues: (0..<schedule.limits.count).map { ($0, Int16.random(in: -85 ... -45, using: &random)) }))
-        }
-        let radio = SimulatedRadio(adapters: schedule.limits, boards: boards, seed: schedule.seed, clock: clock)
-        let client = BlueZClient(bus: radio, management: SimulatedManagement(radio: radio), clock: clock, logger: logger)
-        let registry = Registry(directory: stateDirectory, logger: logger, executor: SimulationRuntime.shared.serialExecutor)
-        var adapterLimits: [String: Int] = [:]
-        for (index, limit) in schedule.limits.enumerated() { adapterLimits["hci\(index)"] = limit }
-        let configuration = FleetConfiguration(adapterLimits: adapterLimits, stateDirectory: stateDirectory)
-        let seed = schedule.seed
-        let fleet = Fleet(
-            client: client, adapters: .all, configuration: configuration, registry: registry, logger: logger,
-            randomness: { board in SeededRandomNumberGenerator(seed: seed ^ board.rawValue.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }) })
+        let (radio, client, fleet) = SimulatedFleet.make(
+            seed: schedule.seed, boards: schedule.boards, ranges: schedule.ranges, limits: schedule.limits,
+            clock: clock, stateDirectory: stateDirectory, logger: logger)
         let referee = Referee()
 
         let running = Task { try? await fleet.run() }

@@ -147,6 +147,7 @@ extension SimulatedRadio {
                 throw DBusError(name: "org.bluez.Error.InProgress", message: "Operation already in progress")
             }
             world.connectCalls += 1
+            world.connectsOf[address, default: 0] += 1
             let busy = world.links.values.count { $0 == index } + world.pending.values.count { $0 == index }
             if busy >= adapter.limit {
                 world.violations.append(

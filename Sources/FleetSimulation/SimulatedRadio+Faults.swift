@@ -145,6 +145,8 @@ extension SimulatedRadio {
         }
     }
     public var connectCalls: Int { world.withLock { $0.connectCalls } }
+    /// How many times `Connect` was called for the board at `address`.
+    public func connects(of address: String) -> Int { world.withLock { $0.connectsOf[address] ?? 0 } }
     /// Whether no fault holds now: bluetoothd there, every adapter plugged, powered, answering
     /// and at its speed, every board powered, answering and in range of an adapter.
     public var isCalm: Bool {

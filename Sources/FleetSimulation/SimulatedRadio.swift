@@ -54,6 +54,8 @@ public final class SimulatedRadio: BlueZBus {
         var violations: [String] = []
         var mostLinks: [Int: Int] = [:]
         var connectCalls = 0
+        /// `Connect` calls by board address.
+        var connectsOf: [String: Int] = [:]
         var random: SeededRandomNumberGenerator
     }
 

@@ -16,10 +16,13 @@ struct Options {
     var maxBoards = 40
     var partialRanges = false
     var calmCalls = false
+    /// `--scenario NAME` (or `all`): scripted classrooms instead of seeded ones.
+    var scenario: String?
 
     static let usage = """
         usage: blefleet-sim [--schedules N] [--first-seed S] [--budget SECONDS] [--max-boards N] [--partial-ranges] [--calm-calls]
                blefleet-sim --seed S [--log] [--partial-ranges] [--calm-calls]
+               blefleet-sim --scenario NAME|all [--log]
 
         Runs the fleet's core against a simulated radio, one seeded classroom after another
         (1-40 boards, 1-3 adapters with limits 1-7, clients, faults), checking its promises;
@@ -28,6 +31,8 @@ struct Options {
         hears each board with a chance of 4 in 5 (else every adapter hears every board).
         --calm-calls: once the radio is calm again, a call with no timeout must switch every
         board within the deadline the fleet planned (some seeds still fail it: see the README).
+        --scenario: a scripted classroom that proves something does not happen over minutes
+        of simulated time (\(Scenario.allCases.map(\.rawValue).joined(separator: ", ")); all: each).
         """
 
     init(_ arguments: [String]) throws {
@@ -54,6 +59,12 @@ struct Options {
             case "--log": log = true
             case "--partial-ranges": partialRanges = true
             case "--calm-calls": calmCalls = true
+            case "--scenario":
+                let name = try value(argument)
+                guard name == "all" || Scenario(rawValue: name) != nil else {
+                    throw UsageError("no scenario \"\(name)\"; there are \(Scenario.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                scenario = name
             case "-h", "--help": say(Self.usage); exit(0)
             default: throw UsageError("unknown argument \"\(argument)\"")
             }
@@ -110,6 +121,24 @@ func play(_ seed: UInt64, logger: Logger) -> (Schedule, Classroom.Verdict) {
 }
 
 let quiet = Logger(label: "blefleet-sim") { _ in SwiftLogNoOpLogHandler() }
+
+if let name = options.scenario {
+    var logger = Logger(label: "blefleetd") { _ in VirtualTimeLogHandler(runtime: runtime) }
+    logger.logLevel = .debug
+    var failed = false
+    for scenario in Scenario.allCases where name == "all" || scenario.rawValue == name {
+        let directory = "\(scratch)/\(scenario.rawValue)"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let started = runtime.elapsed
+        let failures = scenario.run(in: runtime, stateDirectory: directory, logger: options.log ? logger : quiet)
+        try? FileManager.default.removeItem(atPath: directory)
+        say("\(failures.isEmpty ? "ok" : "FAILED") \(scenario.rawValue) (\(String(format: "%.0f", Double((runtime.elapsed - started).components.seconds))) s simulated): \(scenario.promise)")
+        for failure in failures { say("  \(failure)") }
+        failed = failed || !failures.isEmpty
+    }
+    if runtime.foreignJobs > 0 { say("NOT DETERMINISTIC: \(runtime.foreignJobs) jobs came from outside the simulation") }
+    exit(!failed && runtime.foreignJobs == 0 ? 0 : 1)
+}
 
 if let seed = options.seed {
     var logger = Logger(label: "blefleetd") { _ in VirtualTimeLogHandler(runtime: runtime) }

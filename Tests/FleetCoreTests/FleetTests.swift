@@ -294,32 +294,6 @@ struct FleetTests {
     /// Reading idle boards in turn never overrides a user: a board disconnected by a call
     /// stays disconnected until a call needs it, however old its temperature gets.
     @Test(arguments: Lane.enabled)
-    func aBoardAUserDisconnectedIsNotReconnectedToReadItsTemperature(lane: Lane) async throws {
-        try await FleetFixture.with(
-            lane: lane, boards: 2,
-            configuration: { FleetConfiguration(temperatureRefresh: .seconds(1), stateDirectory: $0) }
-        ) { fixture in
-            try await fixture.waitUntilReady(2)
-            let fleet = fixture.fleet
-            let released = await fleet.disconnect(Selection([.name("nano-01")]))
-            #expect(released.allSucceeded)
-            // Three times the refresh: the sampler looks every second.
-            let events = fleet.events.subscribe(bufferSize: 1024)
-            let watch = Task {
-                var reconnected = false
-                for await event in events {
-                    if case .event(.boardPhaseChanged(_, _, let to)) = event, to == .connecting { reconnected = true }
-                }
-                return reconnected
-            }
-            try await Task.sleep(for: lane.allowing(.seconds(3)))
-            watch.cancel()
-            #expect(await watch.value == false, "a disconnected board was connected again")
-            #expect(await fleet.snapshots().first { $0.name == "nano-01" }?.phase == .discovered)
-        }
-    }
-
-    @Test(arguments: Lane.enabled)
     func connectionLimitThreeStillSwitchesTenBoards(lane: Lane) async throws {
         try await FleetFixture.with(
             lane: lane, boards: 10, configuration: { FleetConfiguration(connectionLimit: 3, stateDirectory: $0) }

@@ -1,0 +1,117 @@
+import BlueZ
+import FleetCore
+import FleetModel
+public import Logging
+import Synchronization
+
+/// Scripted classrooms for promises that something does *not* happen: each runs minutes of
+/// simulated time in milliseconds, where a test on a testbed could only wait a few seconds
+/// and hope. `blefleet-sim --scenario NAME` runs one; the test suite runs them all.
+public enum Scenario: String, CaseIterable, Sendable {
+    case disconnectedBoardStaysDisconnected = "disconnected-board-stays-disconnected"
+    case absentBoardIsNotConnectedBlindly = "absent-board-is-not-connected-blindly"
+    case settledFleetLeavesItsLinksAlone = "settled-fleet-leaves-its-links-alone"
+
+    /// What the scenario checks.
+    public var promise: String {
+        switch self {
+        case .disconnectedBoardStaysDisconnected:
+            "a board a user disconnected is not connected again by the fleet (not even to read its temperature, "
+                + "every second) for 10 minutes, while the other board's temperature stays fresh"
+        case .absentBoardIsNotConnectedBlindly:
+            "a board that lost power gets no Connect for 10 minutes (it does not advertise), and is ready with "
+                + "its LED within 10 s of being powered again"
+        case .settledFleetLeavesItsLinksAlone:
+            "with a slot for every board, a settled fleet makes no Connect and drops no link for 10 minutes"
+        }
+    }
+
+    static let quiet: Duration = .seconds(600)
+
+    /// Runs the scenario in the simulation runtime (which must be installed); its failures,
+    /// none when the promise held.
+    public func run(in runtime: SimulationRuntime, stateDirectory: String, logger: Logger) -> [String] {
+        let failures = Mutex<[String]>([])
+        let scenario = self
+        let (ending, _) = runtime.run(until: .seconds(1200)) {
+            let found = await scenario.play(clock: runtime.clock, stateDirectory: stateDirectory, logger: logger)
+            failures.withLock { $0 = found }
+        }
+        var all = failures.withLock { $0 }
+        if ending != .finished { all.append("the scenario did not finish: \(ending)") }
+        return all
+    }
+
+    private func play(clock: SimulatedClock, stateDirectory: String, logger: Logger) async -> [String] {
+        let boards = (1...(self == .settledFleetLeavesItsLinksAlone ? 5 : 3)).map { String(format: "C0:FF:EE:00:5C:%02X", $0) }
+        let (radio, client, fleet) = SimulatedFleet.make(
+            seed: 1, boards: boards, limits: [7], temperatureRefresh: .seconds(1), clock: clock,
+            stateDirectory: stateDirectory, logger: logger)
+        let running = Task { try? await fleet.run() }
+        let air = Task {
+            var second = 0
+            while (try? await clock.sleep(for: .seconds(1))) != nil {
+                second += 1
+                await radio.tick(second, mirror: client.mirror)
+            }
+        }
+        defer {
+            air.cancel()
+            running.cancel()
+        }
+        var failures: [String] = []
+        /// Whether `condition` holds within `bound` of simulated time (looked at every 250 ms).
+        func within(_ bound: Duration, _ condition: () async -> Bool) async -> Bool {
+            let end = clock.now + bound
+            while clock.now <= end {
+                if await condition() { return true }
+                guard (try? await clock.sleep(for: .milliseconds(250))) != nil else { return false }
+            }
+            return false
+        }
+        func phase(_ address: String) async -> BoardPhase? {
+            await fleet.snapshots().first { $0.address.rawValue == address }?.phase
+        }
+        guard await within(.seconds(30), { await fleet.snapshots().filter { $0.phase == .ready }.count == boards.count }) else {
+            return ["the boards were not all ready 30 s after the start: \(await fleet.snapshots().map { "\($0.address) \($0.phase)" })"]
+        }
+        let first = boards[0]
+        switch self {
+        case .disconnectedBoardStaysDisconnected:
+            let released = await fleet.disconnect(Selection([.address(BoardAddress(first)!)]))
+            if !released.allSucceeded { failures.append("the disconnect failed: \(released.outcomes)") }
+            let connects = radio.connects(of: first)
+            _ = try? await clock.sleep(for: Self.quiet)
+            if radio.connects(of: first) != connects {
+                failures.append("\(first) was connected again \(radio.connects(of: first) - connects) times after its disconnect")
+            }
+            if let now = await phase(first), now != .discovered { failures.append("\(first) is \(now), not discovered") }
+            let reading = await fleet.readTemperature(Selection([.address(BoardAddress(boards[1])!)]), timeout: .seconds(5))
+            if let age = reading.outcomes.first?.value?.age, age > .seconds(3) {
+                failures.append("\(boards[1])'s temperature was \(age) old: the sampler stopped")
+            } else if !reading.allSucceeded {
+                failures.append("\(boards[1])'s temperature could not be read: \(reading.outcomes)")
+            }
+        case .absentBoardIsNotConnectedBlindly:
+            _ = await fleet.setLED(.all, on: true)
+            await radio.apply(.boardLosesPower(first))
+            let connects = radio.connects(of: first)
+            _ = try? await clock.sleep(for: Self.quiet)
+            if radio.connects(of: first) != connects {
+                failures.append("\(first) got \(radio.connects(of: first) - connects) Connect calls while it was powered off")
+            }
+            await radio.apply(.boardPowered(first))
+            if !(await within(.seconds(10), { radio.leds[first] == true })) {
+                failures.append("\(first) was powered again and its LED was not on 10 s later (it is \(await phase(first).map { "\($0)" } ?? "?"))")
+            }
+        case .settledFleetLeavesItsLinksAlone:
+            let links = radio.links
+            let connects = radio.connectCalls
+            _ = try? await clock.sleep(for: Self.quiet)
+            if radio.connectCalls != connects { failures.append("\(radio.connectCalls - connects) Connect calls in a settled fleet") }
+            if radio.links != links { failures.append("the links changed from \(links) to \(radio.links)") }
+        }
+        for violation in radio.violations { failures.append(violation) }
+        return failures
+    }
+}

@@ -1,0 +1,34 @@
+import BlueZ
+import FleetCore
+import FleetModel
+import Logging
+
+/// The fleet (the daemon's core, unchanged) on a ``SimulatedRadio``: what a classroom and a
+/// scenario start from.
+enum SimulatedFleet {
+    /// A radio with adapters of `limits` and `boards` (in range of the adapters `ranges`
+    /// says, else of hci0), and the fleet on it, every random draw from `seed`.
+    static func make(
+        seed: UInt64, boards addresses: [String], ranges: [String: Set<Int>] = [:], limits: [Int],
+        temperatureRefresh: Duration = .seconds(60), clock: SimulatedClock, stateDirectory: String, logger: Logger
+    ) -> (SimulatedRadio, BlueZClient, Fleet) {
+        var random = SeededRandomNumberGenerator(seed: seed ^ 0xC1A5_5800)
+        let boards = addresses.map { address in
+            SimulatedRadio.Board(
+                address: address, name: "nano-\(address.suffix(2))", temperature: Int8.random(in: 18...26, using: &random),
+                inRange: ranges[address] ?? [0],
+                rssi: Dictionary(uniqueKeysWithValues: (0..<limits.count).map { ($0, Int16.random(in: -85 ... -45, using: &random)) }))
+        }
+        let radio = SimulatedRadio(adapters: limits, boards: boards, seed: seed, clock: clock)
+        let client = BlueZClient(bus: radio, management: SimulatedManagement(radio: radio), clock: clock, logger: logger)
+        let registry = Registry(directory: stateDirectory, logger: logger, executor: SimulationRuntime.shared.serialExecutor)
+        var adapterLimits: [String: Int] = [:]
+        for (index, limit) in limits.enumerated() { adapterLimits["hci\(index)"] = limit }
+        let configuration = FleetConfiguration(
+            adapterLimits: adapterLimits, temperatureRefresh: temperatureRefresh, stateDirectory: stateDirectory)
+        let fleet = Fleet(
+            client: client, adapters: .all, configuration: configuration, registry: registry, logger: logger,
+            randomness: { board in SeededRandomNumberGenerator(seed: seed ^ board.rawValue.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }) })
+        return (radio, client, fleet)
+    }
+}
