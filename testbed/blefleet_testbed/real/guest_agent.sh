@@ -39,8 +39,11 @@
 VMDIR=${VMDIR:-$(cat /run/blefleet-vmdir 2>/dev/null)}
 BLUETOOTHD=/usr/libexec/bluetooth/bluetoothd
 
-bluez_pid() { cat /run/bluetoothd.pid 2>/dev/null; }
-supervisor_pid() { cat /run/bluetoothd.supervisor 2>/dev/null; }
+# Every program started here costs a few tenths of a second (the VM runs under software
+# emulation): the loops that poll use the shell's builtins (read, kill), not cat or sed.
+first_line() { _line=; [ -r "$1" ] && read -r _line <"$1"; echo "$_line"; }
+bluez_pid() { first_line /run/bluetoothd.pid; }
+supervisor_pid() { first_line /run/bluetoothd.supervisor; }
 
 # bluetoothd runs under this loop, as on a gateway with the package's drop-in for
 # bluetooth.service (Restart=on-failure, RestartSec=1s): an exit nobody asked for (bluetoothd 5.66 segfaults now and then under faults) is
@@ -84,8 +87,8 @@ bluez_end() {
   sup=$(supervisor_pid)
   signalled=""
   i=0
-  while { [ -n "$sup" ] && running "$sup"; } || { pid=$(bluez_pid); [ -n "$pid" ] && running "$pid"; }; do
-    pid=$(bluez_pid)
+  while { [ -n "$sup" ] && running "$sup"; } || { pid=; [ -r /run/bluetoothd.pid ] && read -r pid </run/bluetoothd.pid; [ -n "$pid" ] && running "$pid"; }; do
+    pid=; [ -r /run/bluetoothd.pid ] && read -r pid </run/bluetoothd.pid
     if [ -n "$pid" ] && [ "$pid" != "$signalled" ]; then kill "-$1" "$pid" 2>/dev/null; signalled=$pid; fi
     i=$((i + 1))
     if [ $i -eq 100 ] && [ -n "$pid" ]; then kill -9 "$pid" 2>/dev/null; fi
@@ -150,7 +153,10 @@ controllers() { ls /sys/class/bluetooth 2>/dev/null | grep '^hci[0-9]*$' | sed '
 # stays registered in /sys but is never listed.
 # btmgmt is bounded: an answer that never comes must not hold the boot forever.
 mgmt_info() { timeout 10 btmgmt info 2>/dev/null; }
-usable_count() { mgmt_info | sed -n 's/^Index list with \([0-9]*\) item.*/\1/p' | head -n 1; }
+# $1: what mgmt_info printed a moment ago (asked afresh when empty).
+usable_count() {
+  if [ -n "$1" ]; then printf '%s\n' "$1"; else mgmt_info; fi | sed -n 's/^Index list with \([0-9]*\) item.*/\1/p' | head -n 1
+}
 
 # Seconds since the guest booted (whole seconds), for deadlines and the logs.
 uptime_s() { cut -d. -f1 /proc/uptime; }
@@ -183,7 +189,10 @@ btvirt_launch() {
 # one that exited stays a zombie, which kill -0 takes for alive, until the shell reaps it).
 running() {
   kill -0 "$1" 2>/dev/null || return 1
-  state=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+  stat=
+  read -r stat <"/proc/$1/stat" 2>/dev/null || return 1
+  state=${stat##*) }
+  state=${state%% *}
   [ -n "$state" ] && [ "$state" != Z ]
 }
 
@@ -238,9 +247,9 @@ btvirt_stop() {
 # A controller that is registered but unusable does not recover on its own: btvirt starts
 # again, with the same controllers (same indexes, same addresses).
 btvirt_heal() {
-  count=$(cat /run/btvirt-count 2>/dev/null)
+  count=$(first_line /run/btvirt-count)
   [ -n "$count" ] || return 0
-  n=$(usable_count)
+  n=$(usable_count "$1")
   [ "${n:-0}" -ge "$count" ] && return 0
   echo "--- btvirt restarts: ${n:-0} of $count controllers usable (not set up: $(unusable_controllers))" >>"$VMDIR/btvirt.log"
   btvirt_stop || return 1
@@ -294,7 +303,7 @@ fault() {
   echo "$seq $*" >>/run/btvirt-faults
   kill -USR1 "$pid"
   i=0
-  until [ "$(cat /run/btvirt-faults.applied 2>/dev/null)" = "$seq" ]; do
+  until [ "$(first_line /run/btvirt-faults.applied)" = "$seq" ]; do
     i=$((i + 1))
     [ $i -gt 200 ] && { echo "error btvirt did not take the fault within 10 s"; return; }
     sleep 0.05
@@ -310,21 +319,27 @@ bluez_reset() {
     out=$(fault clear)
     case "$out" in ok*) ;; *) echo "$out"; return 1 ;; esac
   fi
-  if [ -n "$(cat /run/btvirt-hotplug 2>/dev/null)" ]; then
+  if [ -n "$(first_line /run/btvirt-hotplug)" ]; then
     out=$(hotplug off)
     case "$out" in ok*) ;; *) echo "$out"; return 1 ;; esac
   fi
   # Every controller still powered goes off, all at once (a bluetoothd that stops powers
   # them off itself; one that died did not, and its links would survive).
-  powered=$(mgmt_info | awk '/^hci[0-9]+:/ { idx = substr($1, 4); sub(/:$/, "", idx) }
-                             /current settings:/ && / powered/ { print idx }') || powered=$(controllers)
+  # One question to the kernel serves this and btvirt_heal's count.
+  if info=$(mgmt_info) && [ -n "$info" ]; then
+    powered=$(printf '%s\n' "$info" | awk '/^hci[0-9]+:/ { idx = substr($1, 4); sub(/:$/, "", idx) }
+                                            /current settings:/ && / powered/ { print idx }')
+  else
+    info=
+    powered=$(controllers)
+  fi
   pids=""
   for idx in $powered; do
     btmgmt --index "$idx" power off >/dev/null 2>&1 &
     pids="$pids $!"
   done
   [ -z "$pids" ] || wait $pids
-  out=$(btvirt_heal) || { echo "$out"; return 1; }
+  out=$(btvirt_heal "$info") || { echo "$out"; return 1; }
   rm -rf /var/lib/bluetooth/*
   bluez_start
 }
