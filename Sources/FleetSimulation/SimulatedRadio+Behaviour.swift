@@ -7,6 +7,16 @@ extension SimulatedRadio {
     /// A call that reaches a hung controller is never answered (its caller times out).
     static let forever: Duration = .seconds(86_400)
 
+    /// A call that reached the hung controller hci`index`: unanswered until the controller is
+    /// powered off (which resets it), then failed, as bluetoothd fails the requests pending on
+    /// an adapter that powers off; unanswered for ever if that never happens.
+    func waitWhileHung(_ index: Int) async throws {
+        while world.withLock({ $0.adapters.indices.contains(index) && $0.adapters[index].hung }) {
+            try await clock.sleep(for: .milliseconds(100))
+        }
+        throw DBusError(name: "org.bluez.Error.Failed", message: "Adapter powered off while the request was pending")
+    }
+
     // MARK: Objects
 
     static func adapterProperties(_ adapter: Adapter) -> [String: DBusValue] {
@@ -73,7 +83,7 @@ extension SimulatedRadio {
             guard world.adapters.indices.contains(index), world.adapters[index].plugged else { throw Self.unknown(path) }
             return world.adapters[index].hung
         }
-        if hung { try await clock.sleep(for: Self.forever) }
+        if hung { try await waitWhileHung(index) }
         try await clock.sleep(for: .milliseconds(5))
         try await body(index)
     }
@@ -158,7 +168,7 @@ extension SimulatedRadio {
             return (adapter.hung, delay, false)
         }
         if already { return }
-        if hung { try await clock.sleep(for: Self.forever) }
+        if hung { try await waitWhileHung(index) }
         try await clock.sleep(for: delay)
         let reach = try await linkUp(address, through: index, generation: generation, mirror: mirror)
         switch reach {
@@ -235,7 +245,7 @@ extension SimulatedRadio {
             }
             return (world.adapters[index].hung, true)
         }
-        if hung { try await clock.sleep(for: Self.forever) }
+        if hung { try await waitWhileHung(index) }
         guard linked else { return }
         // bluetoothd holds the link for its disconnect timer (up to 2 s) before it goes.
         let hold = world.withLock { $0.random.duration(.milliseconds(100)...(.milliseconds(2000))) }
@@ -269,7 +279,7 @@ extension SimulatedRadio {
             guard world.links[address] == index else { throw Self.unknown(path) }
             return world.adapters[index].hung
         }
-        if hung { try await clock.sleep(for: Self.forever) }
+        if hung { try await waitWhileHung(index) }
         let isLED = path.hasSuffix("char000b")
         let delay = world.withLock { $0.random.duration(.milliseconds(15)...(.milliseconds(90))) }
         try await clock.sleep(for: delay)
@@ -316,14 +326,17 @@ extension SimulatedRadio {
         world.withLock { world in
             let adapter = world.adapters[index]
             guard world.present, adapter.plugged, adapter.powered, adapter.discovering, !adapter.hung else { return }
-            Self.hear(on: adapter, in: &world, into: &events)
+            Self.hear(on: adapter, in: &world, into: &events, scanStart: true)
         }
         for event in events { mirror.apply(event) }
     }
 
     /// The boards `adapter` hears advertise: a new one is added, a known one's signal changes
-    /// (most of the time).
-    private static func hear(on adapter: Adapter, in world: inout World, into events: inout [BlueZMirrorEvent]) {
+    /// (most of the time; at a scan's start always, as bluetoothd invalidates every RSSI when
+    /// a discovery stops and reports each board's again with the first advertisement heard).
+    private static func hear(
+        on adapter: Adapter, in world: inout World, into events: inout [BlueZMirrorEvent], scanStart: Bool = false
+    ) {
         for address in world.boards.keys.sorted() {
             guard var board = world.boards[address], board.powered, board.inRange.contains(adapter.index),
                 world.links[address] == nil
@@ -331,7 +344,7 @@ extension SimulatedRadio {
             let path = Self.devicePath(address, on: adapter.index)
             if world.known[adapter.index, default: []].insert(address).inserted {
                 events.append(.interfacesAdded(path: path, interfaces: [BlueZInterfaces.device: Self.deviceProperties(board, on: adapter.index)]))
-            } else if world.random.chance(0.6) {
+            } else if scanStart || world.random.chance(0.6) {
                 let rssi = (board.rssi[adapter.index] ?? -60) + Int16.random(in: -3...3, using: &world.random)
                 board.rssi[adapter.index] = min(-30, max(-95, rssi))
                 world.boards[address] = board

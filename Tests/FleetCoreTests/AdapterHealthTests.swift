@@ -62,9 +62,30 @@ import Testing
         #expect(healthy.condition == .ok)
     }
 
+    @Test func duringAPowerCycleOnlyItsOwnPowerOnShowsTheControllerAnswers() {
+        var health = AdapterHealth(now: t0)
+        _ = health.commandTimedOut(now: at(0))
+        #expect(health.commandTimedOut(now: at(1)) == .perform(.powerCycle, .commandsTimeOut))
+        // A discovery stopped while the adapter is off "completes": no evidence.
+        #expect(health.saw(.commandCompleted, now: at(1.1)) == .none)
+        #expect(health.condition == .recovering)
+        // Another step's end is not this one's.
+        #expect(health.stepCompleted(.reset, now: at(1.5)) == .none)
+        guard case .recovered(let recovery) = health.stepCompleted(.powerCycle, now: at(2)) else {
+            Issue.record("the power cycle's own power-on ends it")
+            return
+        }
+        #expect(recovery.step == .powerCycle && recovery.recoveredAt == at(2))
+        #expect(health.isUsable)
+        // Once healthy, a command that completes is plain evidence again.
+        #expect(health.saw(.commandCompleted, now: at(3)) == .none)
+        #expect(health.commandTimedOut(now: at(4)) == .none)
+    }
+
     @Test func onlyEvidenceThatFitsTheSymptomEndsARecovery() {
         var health = AdapterHealth(now: t0)
-        // Deaf: commands complete, but nothing is heard.
+        // Deaf: commands complete, but nothing is heard while it discovers.
+        #expect(health.tick(now: at(1), discovering: true, heardElsewhere: true) == .none)
         #expect(health.tick(now: at(13), discovering: true, heardElsewhere: true) == .perform(.restartDiscovery, .hearsNothing))
         #expect(health.saw(.commandCompleted, now: at(14)) == .none, "discovery restarting is not hearing")
         guard case .recovered = health.saw(.heard, now: at(15)) else {
@@ -78,6 +99,10 @@ import Testing
         var health = AdapterHealth(now: t0)
         #expect(health.tick(now: at(30), discovering: false, heardElsewhere: true) == .none, "not scanning: nothing to hear")
         #expect(health.tick(now: at(30), discovering: true, heardElsewhere: false) == .none, "its boards may be off")
+        // Discovery that runs in moments between connects (seen on one tick, not the next)
+        // is no ten seconds of listening.
+        #expect(health.tick(now: at(30.5), discovering: false, heardElsewhere: true) == .none)
+        #expect(health.tick(now: at(31), discovering: true, heardElsewhere: true) == .none, "listening since 31 s only")
         _ = health.saw(.heard, now: at(31))
         #expect(health.tick(now: at(40.9), discovering: true, heardElsewhere: true) == .none)
         // Ten seconds of silence while its boards are heard elsewhere.
@@ -121,7 +146,7 @@ import Testing
         #expect(health.tick(now: at(15), discovering: false, heardElsewhere: false, linksCarried: at(5)) == .perform(.powerCycle, .linksSilent))
         #expect(health.condition == .recovering && !health.isUsable)
         // The power cycle completed: the controller answers again.
-        guard case .recovered(let recovery) = health.saw(.commandCompleted, now: at(17)) else {
+        guard case .recovered(let recovery) = health.stepCompleted(.powerCycle, now: at(17)) else {
             Issue.record("a command that completes ends it")
             return
         }

@@ -18,6 +18,17 @@ import Testing
         #expect(RotationPlan.rotations(of: boards, on: [Self.adapter("hci0", free: 3)]) == .zero)
     }
 
+    @Test func anAdapterJustPoweredOnListensBeforeItsFirstConnect() {
+        var fresh = Self.adapter("hci0", free: 2, rotation: .milliseconds(500))
+        fresh.startup = .seconds(1)
+        // Its free slots alone take the boards: still after it has listened.
+        #expect(RotationPlan.rotations(of: Array(repeating: Self.heard(["hci0": -50]), count: 2), on: [fresh]) == .seconds(1))
+        // Four queued behind the two: the listening, then four rotations.
+        #expect(RotationPlan.rotations(of: Array(repeating: Self.heard(["hci0": -50]), count: 6), on: [fresh]) == .seconds(3))
+        // An adapter no board goes to costs nothing.
+        #expect(RotationPlan.rotations(of: [Self.heard(["hci1": -50])], on: [fresh, Self.adapter("hci1", free: 1)]) == .zero)
+    }
+
     @Test func oneAdapterWorksThroughItsQueueOneRotationAtATime() {
         let boards = Array(repeating: Self.heard(["hci0": -50]), count: 7)
         // Two boards take the free slots; five wait, behind the two of another call.

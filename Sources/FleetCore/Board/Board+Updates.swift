@@ -19,7 +19,9 @@ extension Board {
                 apply { $0.connectionRoomAppeared(now: $1) }
             }
         } else if let value = device.rssi {
-            _ = live.advertised(rssi: Int(value), adapter: adapter, force: true)
+            // Another property changed (a link up or down): the RSSI it shows is the last one
+            // heard, kept for placement; it is no new sighting (the adapter may be off by now).
+            live.keepRSSI(Int(value), adapter: adapter)
         }
         // The link as BlueZ reports it: up while Connected or ServicesResolved (bluetoothd
         // may set only the latter), usable once resolved. Only the device of the board's

@@ -104,6 +104,11 @@ final class BoardLive: Sendable {
         state.withLock { $0.awaitsAdvertisement = awaits }
     }
 
+    /// Keeps the signal `adapter` last reported, without counting it as heard now.
+    func keepRSSI(_ rssi: Int, adapter: String) {
+        state.withLock { $0.rssiByAdapter[adapter] = rssi }
+    }
+
     /// Records an advertisement. Returns false (and records nothing) when the board waits
     /// for one: the caller must then tell the board.
     func advertised(rssi: Int?, adapter: String, force: Bool = false) -> Bool {

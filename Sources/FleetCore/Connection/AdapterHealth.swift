@@ -105,6 +105,8 @@ public struct AdapterHealth: Sendable, Hashable {
     /// The boards whose connects failed in the streak.
     private var failedBoards: Set<BoardAddress> = []
     private var lastHeard: ContinuousClock.Instant
+    /// Since when discovery has run without a break, as the ticks saw it (nil: not now).
+    private var discoveringSince: ContinuousClock.Instant?
     /// The last recovery (ended or not), for `daemon.status`.
     public private(set) var lastRecovery: Recovery?
 
@@ -166,6 +168,13 @@ public struct AdapterHealth: Sendable, Hashable {
             return .none
         case .recovering(var recovery, _), .failed(var recovery, _):
             guard evidence.clears(recovery.symptom) else { return .none }
+            // While a power cycle or reset runs, a command that "completes" shows nothing (a
+            // discovery stopped on an adapter powered off for it): the step's own end does
+            // (``stepCompleted(_:now:)``). The simulation found the adapter called working
+            // again while it was still off, and calls answered for its boards "absent".
+            if case .recovering = state, evidence == .commandCompleted, !stepEnded, recovery.step >= .powerCycle {
+                return .none
+            }
             // An advertisement already on its way when the power cycle began shows nothing.
             if case .recovering(_, let stepStartedAt) = state, evidence == .heard, recovery.symptom == .connectsFail,
                 stepStartedAt.duration(to: now) < Self.heardAfterPowerCycle
@@ -193,12 +202,22 @@ public struct AdapterHealth: Sendable, Hashable {
         now: ContinuousClock.Instant, discovering: Bool, heardElsewhere: Bool,
         linksCarried: ContinuousClock.Instant? = nil
     ) -> Action {
+        if !discovering {
+            discoveringSince = nil
+        } else if discoveringSince == nil {
+            discoveringSince = now
+        }
         switch state {
         case .healthy:
             if let linksCarried, linksCarried.duration(to: now) >= thresholds.silence {
                 return begin(.linksSilent, now: now)
             }
-            guard discovering, heardElsewhere, lastHeard.duration(to: now) >= thresholds.silence else { return .none }
+            // Silence counts only while discovery ran: an adapter that connects all the time
+            // discovers in moments between its connects, and hears nothing in between (the
+            // simulation found such an adapter taken for deaf, its boards answered absent).
+            guard discovering, heardElsewhere, let since = discoveringSince,
+                max(lastHeard, since).duration(to: now) >= thresholds.silence
+            else { return .none }
             return begin(.hearsNothing, now: now)
         case .recovering(var recovery, let stepStartedAt):
             guard stepStartedAt.duration(to: now) >= thresholds.window[recovery.step] ?? .seconds(10) else { return .none }
@@ -216,6 +235,22 @@ public struct AdapterHealth: Sendable, Hashable {
             state = .failed(recovery, since: now)
             return .perform(.reset, recovery.symptom)
         }
+    }
+
+    /// Whether the running step's own command completed (a power cycle's power-on).
+    private var stepEnded = false
+
+    /// The running `step` was carried out (a power cycle or reset: the adapter is powered on
+    /// again): the controller answered it.
+    public mutating func stepCompleted(_ step: Step, now: ContinuousClock.Instant) -> Action {
+        switch state {
+        case .recovering(let recovery, _) where recovery.step == step: break
+        case .failed where step == .reset: break  // the reset tried again now and then
+        default: return .none
+        }
+        stepEnded = true
+        defer { stepEnded = false }
+        return saw(.commandCompleted, now: now)
     }
 
     /// The running `step` could not be carried out (the controller did not answer its

@@ -55,6 +55,11 @@ final class AdapterHealthMonitor: Sendable {
         if newer { observe { health, _ in health.saw(.heard, now: time) } }
     }
 
+    /// The recovery step `step` was carried out.
+    func stepCompleted(_ step: RecoveryStep) {
+        observe { $0.stepCompleted(step, now: $1) }
+    }
+
     /// A command to the controller completed, or timed out.
     func command(completed: Bool) {
         observe { completed ? $0.saw(.commandCompleted, now: $1) : $0.commandTimedOut(now: $1) }

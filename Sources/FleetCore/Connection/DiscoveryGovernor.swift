@@ -64,11 +64,15 @@ actor DiscoveryGovernor {
 
     /// The adapter is powered (`adapter`), or off/missing (`nil`). BlueZ ends every discovery
     /// session when an adapter powers off or goes away, so a new adapter starts from none.
-    func setAdapter(_ adapter: BlueZAdapter?) async {
+    /// Returns at once: the Start/Stop calls that follow run in a task of their own, since one
+    /// to a controller that hangs waits out its timeout, and the caller (the fleet's mirror,
+    /// which tells every adapter's power) must not wait with it (the simulation found the
+    /// fleet seeing an adapter powered on 10 s late, its boards answered absent meanwhile).
+    func setAdapter(_ adapter: BlueZAdapter?) {
         if adapter?.path != self.adapter?.path || adapter == nil { running = false }
         if adapter != nil, self.adapter == nil { listenFirst = true }
         self.adapter = adapter
-        await reconcile()
+        Task { await self.reconcile() }
     }
 
     /// The adapter was powered off and on (a recovery step): BlueZ ended our session, which

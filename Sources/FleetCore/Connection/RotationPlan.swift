@@ -13,12 +13,16 @@ public enum RotationPlan {
         public var ahead: Int
         /// How long one rotation takes there.
         public var rotation: Duration
+        /// How long before its first connect (an adapter just powered on listens first: the
+        /// boards are heard again before they are connected).
+        public var startup: Duration
 
-        public init(path: String, free: Int, ahead: Int, rotation: Duration) {
+        public init(path: String, free: Int, ahead: Int, rotation: Duration, startup: Duration = .zero) {
             self.path = path
             self.free = free
             self.ahead = ahead
             self.rotation = rotation
+            self.startup = startup
         }
     }
 
@@ -47,6 +51,10 @@ public enum RotationPlan {
                 queued[best.key, default: 0] += 1
             }
         }
-        return adapters.map { $0.rotation * (queued[$0.path] ?? 0) }.max() ?? .zero
+        return adapters.map { adapter in
+            let queue = queued[adapter.path] ?? 0
+            let used = queue > 0 || (free[adapter.path] ?? 0) < adapter.free
+            return used ? adapter.startup + adapter.rotation * queue : .zero
+        }.max() ?? .zero
     }
 }

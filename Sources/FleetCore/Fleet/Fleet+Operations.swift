@@ -42,11 +42,15 @@ extension Fleet {
         let plan = usable.map { adapter in
             RotationPlan.Adapter(
                 path: adapter.path, free: max(0, adapter.limit - tally.slotsHeld(onAdapter: adapter.path)),
-                ahead: adapter.queuedBoards.filter { !mine.contains($0) }.count, rotation: adapter.rotationTime)
+                ahead: adapter.queuedBoards.filter { !mine.contains($0) }.count, rotation: adapter.rotationTime,
+                startup: adapter.isFresh ? FleetAdapter.absentLookout : .zero)
         }
         let paths = Set(usable.map(\.path))
         let known = self.boards
-        let needing = boards.filter { tally.withoutLink([$0.address]) == 1 }.map { board in
+        // Every board that will need a link: those without one, and those not advertising
+        // now (moving to another adapter, or unheard since their adapter's reset), which
+        // are heard again in a moment; one that stays away is answered early anyway.
+        let needing = boards.filter { tally.mayNeedLink($0.address) }.map { board in
             (known[board.address]?.live.current.rssiByAdapter ?? [:]).filter { paths.contains($0.key) }
         }
         let rotations = RotationPlan.rotations(of: needing, on: plan)

@@ -74,6 +74,15 @@ final class FleetTally: Sendable {
         }
     }
 
+    /// Whether `address` may need a connection slot before a call reaches it: it has no
+    /// usable link yet (``BoardPhase/needsSlot``), or it is not advertising now.
+    func mayNeedLink(_ address: BoardAddress) -> Bool {
+        state.withLock { state in
+            guard let phase = state.boards[address]?.phase else { return false }
+            return phase.needsSlot || phase == .absent
+        }
+    }
+
     /// Why boards unfinished at a call's deadline did not finish, for those that were still
     /// waiting for a connection slot (not gone, not failing): each is told so, with the
     /// adapter it waited on and how many boards were ahead of it in that queue, or that its

@@ -170,7 +170,7 @@ struct AdapterRecovery: Service {
             do {
                 try await context.client.setPowered(false, adapter: current, timeout: .seconds(4))
                 try await context.client.setPowered(true, adapter: current, timeout: .seconds(6))
-                adapter.health.command(completed: true)
+                adapter.health.stepCompleted(.powerCycle)
                 await adapter.discovery.sessionEnded()
             } catch {
                 context.logger.debug("power cycle failed", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
@@ -180,7 +180,7 @@ struct AdapterRecovery: Service {
             do {
                 try await context.client.resetController(adapter.adapter)
                 try await context.client.setPowered(true, adapter: adapter.adapter, timeout: .seconds(6))
-                adapter.health.command(completed: true)
+                adapter.health.stepCompleted(.reset)
                 await adapter.discovery.sessionEnded()
             } catch {
                 context.logger.debug("reset failed", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
