@@ -47,9 +47,29 @@ public struct BoardProfile: Sendable, Hashable {
             self.deviceClass = deviceClass
         }
 
-        /// The value in `bytes`, scaled; nil when the bytes do not fit the format.
+        /// How many decimals a value carries: those its scale implies for a whole-number
+        /// format (`0.1` one, `0.01` two, `0.25` two, `1` or `10` none); nil for `float32`
+        /// (the float's own digits) and for a scale of more than 9 decimals.
+        public var decimals: Int? {
+            guard format != .float32 else { return nil }
+            var power = 1.0
+            for decimals in 0...9 {
+                let scaled = scale * power
+                if abs(scaled.rounded() - scaled) <= 1e-9 * max(1, abs(scaled)) { return decimals }
+                power *= 10
+            }
+            return nil
+        }
+
+        /// The value in `bytes`, scaled; nil when the bytes do not fit the format. A
+        /// whole-number format's value is exact to its ``decimals`` (10013 at scale 0.1 is
+        /// 1001.3, the double nearest it, not 10013 × 0.1 = 1001.3000000000001), so it reads
+        /// as the profile says on the wire, in tables, the history and its CSV.
         public func decode(_ bytes: [UInt8]) -> Double? {
-            format.decode(bytes).map { $0 * scale }
+            guard let raw = format.decode(bytes) else { return nil }
+            guard let decimals else { return raw * scale }
+            let power = (0..<decimals).reduce(1.0) { power, _ in power * 10 }
+            return raw * (scale * power).rounded() / power
         }
 
         /// The bytes of a switch's position: 1 for on, 0 for off, in its format.
