@@ -105,6 +105,11 @@ main { padding: 1rem; }
 .switch[aria-busy="true"] { opacity: .6; cursor: progress; }
 .ledtext { font-weight: 700; min-width: 1.8rem; text-align: left; }
 .desired { color: var(--warn); font-size: .85rem; }
+.identify { margin-left: auto; font-size: .9rem; padding: .3rem .7rem; border-radius: .4rem; border: 1px solid var(--dim);
+  background: #1e1e1e; min-height: 2.2rem; }
+.identify:hover, .identify:focus-visible { background: #333; }
+.identify:disabled { opacity: .5; cursor: progress; }
+.identify[hidden] { display: none; }
 .note { font-size: .85rem; color: var(--warn); overflow-wrap: anywhere; }
 .note:empty { display: none; }
 .note.bad { color: var(--bad); }
@@ -156,6 +161,7 @@ footer { color: var(--dim); font-size: .8rem; padding: 0 1rem 1rem; }
     <div class="ledrow">LED
       <button type="button" class="switch" role="switch" aria-checked="mixed"><span class="track"></span><span class="ledtext" data-field="led">?</span></button>
       <span class="desired" data-field="desired"></span>
+      <button type="button" class="identify" title="Blink this board's LED for a few seconds to find it">Identify</button>
     </div>
     <div class="note" data-field="note"></div>
     <ul class="sensors"></ul>
@@ -227,13 +233,15 @@ footer { color: var(--dim); font-size: .8rem; padding: 0 1rem 1rem; }
     const rec = { address, el, board: { address }, sensors: new Map(), list: el.querySelector(".sensors"),
       name: f("name"), realname: f("realname"), state: f("state"), addressEl: f("address"), adapter: f("adapter"),
       rssi: f("rssi"), seen: f("seen"), led: f("led"), desired: f("desired"), note: f("note"), sw: el.querySelector(".switch"),
-      noteTimer: 0 };
+      identify: el.querySelector(".identify"), noteTimer: 0 };
     rec.addressEl.textContent = address;
     if (readOnly) {
       rec.sw.disabled = true;
       rec.sw.title = "read-only: a user with the control role switches LEDs";
+      rec.identify.hidden = true;
     } else {
       rec.sw.addEventListener("click", () => toggleLed(rec));
+      rec.identify.addEventListener("click", () => identify(rec));
     }
     cards.set(address, rec);
     return rec;
@@ -613,6 +621,24 @@ footer { color: var(--dim); font-size: .8rem; padding: 0 1rem 1rem; }
     } finally {
       rec.sw.removeAttribute("aria-busy");
       scheduleFlush();
+    }
+  }
+
+  // The board blinks its LED for a few seconds (boards.identify), then has it as wanted.
+  async function identify(rec) {
+    if (rec.identify.disabled) return;
+    rec.identify.disabled = true;
+    setNote(rec, "blinking…");
+    try {
+      const result = await rpc("boards.identify", { select: rec.address });
+      const r = (result.results || []).find((x) => x.address === rec.address) || (result.results || [])[0];
+      if (!r) { setNote(rec, "no such board", true); return; }
+      const o = outcomeOf(r);
+      setNote(rec, o.kind === "ok" ? "identified: it blinked" : o.text, o.kind === "failed");
+    } catch (e) {
+      setNote(rec, "failed: " + e.message, true);
+    } finally {
+      rec.identify.disabled = false;
     }
   }
 

@@ -1,5 +1,5 @@
 import FleetRPC
-public import FleetRPCClient
+import FleetRPCClient
 public import Hummingbird
 public import HummingbirdCore
 import JSONRPC
@@ -22,6 +22,7 @@ public enum WebServer {
     /// are for `blectl` and scripts on the daemon's socket, under their own users.
     static let offered: [String: WebRole] = [
         "boards.list": .readOnly, "daemon.status": .readOnly, "history.read": .readOnly, "led.set": .control,
+        "boards.identify": .control,
     ]
     /// Methods bound to a connection, which a page cannot hold: its events come from `/events`.
     static let connectionMethods: Set<String> = ["events.subscribe", "events.unsubscribe", "gatt.notify"]

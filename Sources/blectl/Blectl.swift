@@ -20,7 +20,7 @@ struct Blectl: AsyncParsableCommand {
         version: BlefleetVersion.current,
         subcommands: [
             Status.self, Boards.self, Scan.self, Led.self, Temp.self, Read.self, Switch.self, Watch.self, Connect.self,
-            Disconnect.self, Alias.self, Forget.self, History.self, Gatt.self, Rpc.self,
+            Disconnect.self, Alias.self, Identify.self, Forget.self, History.self, Gatt.self, Rpc.self,
         ]
     )
 

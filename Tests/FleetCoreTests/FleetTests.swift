@@ -326,6 +326,29 @@ struct FleetTests {
     }
 
     @Test(arguments: Lane.enabled)
+    func aBoardInStandbyTakesASlotToBlinkAndGivesItBack(lane: Lane) async throws {
+        try await FleetFixture.with(
+            lane: lane, boards: 2, configuration: { FleetConfiguration(connectionLimit: 1, stateDirectory: $0) }
+        ) { fixture in
+            let fleet = fixture.fleet
+            try await eventually("one board ready, the other in standby", within: lane.allowing(.seconds(15))) {
+                let phases = await fleet.snapshots().map(\.phase)
+                return phases.count == 2 && phases.contains(.ready) && phases.contains(.standby)
+            }
+            let waiting = try #require(await fleet.snapshots().first { $0.phase == .standby })
+            let writes = try #require(try await fixture.testbed.state().first { $0.address == waiting.address.rawValue }?.ledWrites)
+            let result = await fleet.identify(Selection([.address(waiting.address)]))
+            #expect(result.allSucceeded, "\(result.outcomes)")
+            let board = try #require(try await fixture.testbed.state().first { $0.address == waiting.address.rawValue })
+            #expect(board.ledWrites - writes == 13, "six blinks and the LED put back")
+            #expect(board.led != 1, "off, as nothing was asked")
+            // Its slot given back: it waits in standby again, the only link the other board's.
+            #expect(await fleet.snapshots().first { $0.address == waiting.address }?.phase == .standby)
+            #expect(fleet.status.connectedCount <= 1)
+        }
+    }
+
+    @Test(arguments: Lane.enabled)
     func everyBoardIsReadyAgainAfterBlueZRestartAndAdapterPowerCycle(lane: Lane) async throws {
         try await FleetFixture.with(lane: lane, boards: 5) { fixture in
             try await fixture.waitUntilReady(5)

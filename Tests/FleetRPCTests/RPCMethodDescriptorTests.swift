@@ -72,7 +72,7 @@ import JSONRPC
         #expect(
             Set(FleetMethods.descriptors.map(\.name)) == [
                 "led.set", "temperature.read", "boards.list", "boards.scan", "boards.connect", "boards.disconnect",
-                "boards.forget", "boards.alias", "gatt.read", "gatt.write", "gatt.notify", "events.subscribe",
+                "boards.forget", "boards.alias", "boards.identify", "gatt.read", "gatt.write", "gatt.notify", "events.subscribe",
                 "events.unsubscribe",
                 "daemon.status", "switch.set", "sensor.read", "history.read",
                 "devices.watch", "devices.unwatch", "device.connect", "device.disconnect", "device.services", "device.read",

@@ -99,6 +99,48 @@ struct BlefleetdEndToEndTests {
         }
     }
 
+    @Test(arguments: Lane.enabled)
+    func aBoardIdentifiedBlinksThenHasItsLEDAsWantedAndTheNewOnesAreNamedInTurn(lane: Lane) async throws {
+        try await RunningDaemon.with(lane: lane, boards: 3) { testbed, daemon in
+            try await Self.waitForReadyBoards(3, socket: daemon.socket, lane: lane)
+            let on = try await Blectl.run(["--socket", daemon.socket, "led", "on", "nano-02"])
+            #expect(on.status == 0, "\(on)")
+            let writes = try #require(try await testbed.state().first { $0.name == "nano-02" }?.ledWrites)
+            // Watched on the boards themselves while blectl identify runs.
+            let watch = Task {
+                var seen: [Int?] = []
+                while !Task.isCancelled {
+                    let led = try? await testbed.state().first { $0.name == "nano-02" }?.led
+                    if let led, seen.last != led { seen.append(led) }
+                }
+                return seen
+            }
+            let identified = try await Blectl.run(["--socket", daemon.socket, "identify", "nano-02"])
+            watch.cancel()
+            let seen = await watch.value
+            #expect(identified.status == 0, "\(identified)")
+            #expect(identified.stdout.contains("1/1 board identified"), "\(identified)")
+            // Six blinks (12 writes) and the LED put back: the board's own count of writes.
+            let written = try #require(try await testbed.state().first { $0.name == "nano-02" }?.ledWrites) - writes
+            #expect(written == 13, "\(written) LED writes")
+            #expect(seen.count >= 3, "it blinked: the LED went off and on again, seen \(seen)")
+            #expect(try await testbed.state().first { $0.name == "nano-02" }?.led == 1, "on again, as wanted")
+            #expect(try await testbed.state().filter { $0.name != "nano-02" }.allSatisfy { $0.led != 1 }, "the others left alone")
+            // A new set: every board unnamed; named in turn, it leaves the list.
+            func new() async throws -> [String] {
+                let json = try await Blectl.run(["--socket", daemon.socket, "--json", "boards", "--new"])
+                return try #require(try JSONValue(parsing: json.stdout)["boards"]?.arrayValue).compactMap { $0["name"]?.stringValue }
+            }
+            #expect(try await new() == ["nano-01", "nano-02", "nano-03"])
+            let address = try #require(try await testbed.state().first { $0.name == "nano-02" }?.address)
+            let alias = try await Blectl.run(["--socket", daemon.socket, "alias", address, "bench-4"])
+            #expect(alias.status == 0, "\(alias)")
+            #expect(try await new() == ["nano-01", "nano-03"])
+            let table = try await Blectl.run(["--socket", daemon.socket, "boards", "--new"])
+            #expect(!table.stdout.contains("bench-4") && table.stdout.contains("2 boards"), "\(table)")
+        }
+    }
+
     @Test func fixedMethodAndParameterNamesOverRawJSONRPC() async throws {
         try await RunningDaemon.with(boards: 3) { testbed, daemon in
             try await Self.waitForReadyBoards(3, socket: daemon.socket)

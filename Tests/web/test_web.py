@@ -256,3 +256,16 @@ def test_auth_file(stack, tmp_path):
                     assert 'id="daemon-banner"' in body
             status, _, _ = http_get(port, path, basic("nobody", "yes crypt"))
             assert status == 401
+
+
+def test_identify_blinks_the_board_and_puts_its_led_back(page, stack):
+    address = stack.testbed.address("nano-03")
+    before = stack.testbed.board("nano-03")
+    identify = card(page, address).locator(".identify")
+    expect(identify).to_be_visible()
+    identify.click()
+    expect(card(page, address).locator('[data-field="note"]')).to_have_text("identified: it blinked", timeout=20_000)
+    after = stack.testbed.board("nano-03")
+    # Six blinks and the LED put back as it was: 13 writes, the same LED as before.
+    assert after["led_writes"] - before["led_writes"] == 13, (before, after)
+    assert after["led"] == before["led"], (before, after)

@@ -348,6 +348,14 @@ class Fleet:
             params["timeoutMs"] = timeout_ms
         return Outcome.from_wire(await self.call("led.set", params))
 
+    async def identify(self, select: Selection, timeout_ms: int | None = None) -> Outcome:
+        """Makes every selected board show itself: its LED blinks for a few seconds, then is as
+        it was wanted (``boards.identify``); each board's result."""
+        params: dict[str, Any] = {"select": _selection(select)}
+        if timeout_ms is not None:
+            params["timeoutMs"] = timeout_ms
+        return Outcome.from_wire(await self.call("boards.identify", params))
+
     async def switch(self, select: Selection, name: str, on: bool, timeout_ms: int | None = None) -> Outcome:
         """Sets a switch of the boards' profile (blefleet-profile(5)) on the selected boards."""
         params: dict[str, Any] = {"select": _selection(select), "switch": name, "on": bool(on)}

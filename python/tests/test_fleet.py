@@ -35,6 +35,19 @@ def test_led_on_a_selection_gives_each_boards_result_and_switches_the_boards(dae
         f"nano-{i:02d}": 0 if i == 2 else 1 for i in range(1, count + 1)}
 
 
+def test_identify_blinks_the_board_and_leaves_its_led_as_wanted(daemon):
+    before = states(daemon)["nano-03"]
+
+    async def scenario():
+        async with await Fleet.connect(daemon.socket) as fleet:
+            return await fleet.identify("nano-03")
+    result = run(scenario())
+    after = states(daemon)["nano-03"]
+    assert [(r.name, r.ok) for r in result] == [("nano-03", True)]
+    assert after["led_writes"] - before["led_writes"] == 13  # six blinks, and the LED put back
+    assert after["led"] == before["led"]
+
+
 def test_temperatures_and_a_profiles_sensor_are_what_the_boards_measure(daemon):
     async def scenario():
         async with await Fleet.connect(daemon.socket) as fleet:

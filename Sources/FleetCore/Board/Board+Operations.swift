@@ -89,6 +89,44 @@ extension Board {
         context.events.publish(.ledApplied(address, on: on))
     }
 
+    /// How a board shows itself (``identify()``): its light on and off this many times.
+    static let identifyBlinks = 6
+    /// Each half of a blink: on this long, then off as long (2 per second, a pattern a
+    /// person notices across a room).
+    static let identifyHalfBlink: Duration = .milliseconds(250)
+
+    /// Shows which physical board this is: blinks its LED (or its profile's first writable
+    /// switch) ``identifyBlinks`` times, then puts it back as it was wanted (off when
+    /// nothing was asked). A board in standby is connected for it, and gives its slot back
+    /// after. Its outcome is the board's, like a switch's.
+    func identify() async throws {
+        let wasInStandby = machine.phase == .standby
+        let switchItem = try identifySwitch()
+        try await whenReady {
+            let handle = try await handle(of: switchItem)
+            let link = machine.link
+            for half in 0..<(2 * Self.identifyBlinks) {
+                let on = half % 2 == 0
+                try await gatt { try await context.client.writeValue(switchItem.encode(on: on), to: handle, type: .request) }
+                try await clock.sleep(for: Self.identifyHalfBlink)
+            }
+            let wanted = switchItem.name == BoardProfile.ledSwitch && desiredLED == .on
+            try await gatt { try await context.client.writeValue(switchItem.encode(on: wanted), to: handle, type: .request) }
+            if switchItem.name == BoardProfile.ledSwitch { apply { machine, _ in machine.ledWritten(wanted, link: link) } }
+        }
+        logger.info("board identified", metadata: ["switch": "\(switchItem.name)"])
+        if wasInStandby { _ = await release() }
+    }
+
+    /// The switch a board blinks to show itself: its LED, else its profile's first writable switch.
+    private func identifySwitch() throws -> BoardProfile.Characteristic {
+        let writable = profile.switches.filter { $0.access.contains(.write) }
+        guard let item = writable.first(where: { $0.name == BoardProfile.ledSwitch }) ?? writable.first else {
+            throw FleetError(.notFound, "\(address) has no switch to blink; its profile \(profile.name) has none that can be written.")
+        }
+        return item
+    }
+
     /// A sensor's value: the latest one when younger than `maxAge`, else read from the board
     /// (a sensor the board only notifies waits for its next value).
     func readSensor(_ name: String, maxAge: Duration) async throws -> SensorValue {

@@ -118,6 +118,17 @@ extension Fleet {
         return FleetResult(outcomes: result.outcomes.map { $0.pending(when: \.retryable) }, unmatched: result.unmatched)
     }
 
+    /// Every selected board shows itself: its LED blinks for a few seconds, then is as it was
+    /// wanted (``Board/identify()``); one result per board. A board in standby takes a slot
+    /// for it and gives it back.
+    public func identify(_ selection: Selection, timeout: Duration? = nil) async -> FleetResult<Done> {
+        let resolved = resolve(selection)
+        // The blink's own time on top of the deadline planned for the links it needs.
+        let blink = Board.identifyHalfBlink * (2 * Board.identifyBlinks) + .seconds(2)
+        let deadline = timeout ?? (self.timeout(nil, for: resolved.boards) + blink)
+        return await fanOut(resolved, timeout: deadline) { try await $0.identify(); return Done() }
+    }
+
     /// Every selected board's temperature: cached values younger than `maxAge` (default: the
     /// configured maximum age) are served without radio traffic; the others are read.
     public func readTemperature(_ selection: Selection, maxAge: Duration? = nil, timeout: Duration? = nil) async

@@ -7,7 +7,7 @@ public enum FleetMethods {
     /// Every fleet method, in the order `rpc.discover` lists them.
     public static let all: [any RPCMethod.Type] = [
         BoardsList.self, BoardsScan.self, BoardsConnect.self, BoardsDisconnect.self, BoardsForget.self,
-        BoardsAlias.self, LedSet.self, TemperatureRead.self, SwitchSet.self, SensorRead.self, GattRead.self, GattWrite.self, GattNotify.self,
+        BoardsAlias.self, BoardsIdentify.self, LedSet.self, TemperatureRead.self, SwitchSet.self, SensorRead.self, GattRead.self, GattWrite.self, GattNotify.self,
         EventsSubscribe.self, EventsUnsubscribe.self, DaemonStatus.self, HistoryRead.self,
         DevicesWatch.self, DevicesUnwatch.self, DeviceConnect.self, DeviceDisconnect.self, DeviceServices.self,
         DeviceRead.self, DeviceWrite.self, DeviceNotify.self,

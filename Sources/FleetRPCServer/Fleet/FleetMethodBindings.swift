@@ -58,6 +58,9 @@ public enum FleetMethodBindings {
         dispatcher.register(FleetMethods.LedSet.self) { params, _ in
             try matched(await fleet.setLED(params.select, on: params.on, timeout: params.timeoutMs.map { .milliseconds($0) }))
         }
+        dispatcher.register(FleetMethods.BoardsIdentify.self) { params, _ in
+            try matched(await fleet.identify(params.select, timeout: params.timeoutMs.map { .milliseconds($0) }))
+        }
         dispatcher.register(FleetMethods.TemperatureRead.self) { params, _ in
             try matched(
                 await fleet.readTemperature(

@@ -2,31 +2,49 @@ import ArgumentParser
 import BlectlCore
 import FleetRPC
 import FleetRPCClient
+import JSONRPC
 
 struct Boards: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "boards",
-        abstract: "List the known boards: NAME ADDRESS STATE RSSI LED TEMP SEEN.")
+        abstract: "List the known boards: NAME ADDRESS STATE RSSI LED TEMP SEEN.",
+        discussion: """
+            --new lists the boards no alias names yet: a new set's first day is, for each of them, \
+            blectl identify ADDRESS (it blinks) and blectl alias ADDRESS NAME.
+            """)
 
     @OptionGroup var options: GlobalOptions
 
     @Argument(help: "Only these boards (default: all).", completion: BoardCompletion.kind)
     var selectors: [String] = []
 
+    @Flag(help: "Only the boards not named yet (no alias).")
+    var new = false
+
     func run() async throws {
         let session = try Session(options)
         let reply = try await session.call(
             FleetMethods.BoardsList.self, .init(select: try Selectors.selection(selectors, all: false)))
-        try BoardListOutput.print(reply, session: session)
+        try BoardListOutput.print(reply, session: session, keep: new ? { $0.alias == nil } : nil)
     }
 }
 
 /// Prints a `boards.list` or `boards.scan` result.
 enum BoardListOutput {
-    static func print(_ reply: FleetRPCReply<BoardsListResult>, session: Session) throws {
-        let result = try session.result(reply)
+    /// `keep`: only the boards it says yes to (all when nil), in the table and the JSON.
+    static func print(
+        _ reply: FleetRPCReply<BoardsListResult>, session: Session, keep: ((BoardInfo) -> Bool)? = nil
+    ) throws {
+        var result = try session.result(reply)
+        let kept = result.boards.map { keep?($0) ?? true }
+        result.boards = zip(result.boards, kept).filter(\.1).map(\.0)
         if session.options.json {
-            Output.line(JSONText.pretty(try session.json(reply)))
+            var json = try session.json(reply)
+            if case .object(var object) = json, case .array(let boards)? = object["boards"], boards.count == kept.count {
+                object["boards"] = .array(zip(boards, kept).filter(\.1).map(\.0))
+                json = .object(object)
+            }
+            Output.line(JSONText.pretty(json))
             return
         }
         let style = Output.style
