@@ -1,6 +1,6 @@
 import FleetRPC
-public import FleetRPCClient
-public import JSONRPC
+import FleetRPCClient
+import JSONRPC
 
 /// A connection to the daemon's socket of its own, made when first needed and made again
 /// after it broke. blefleet-web keeps three: the feed's (events), the pages' calls (`/rpc`)
