@@ -68,13 +68,7 @@ public struct Classroom: Sendable {
         let referee = Referee()
 
         let running = Task { try? await fleet.run() }
-        let air = Task {
-            var second = 0
-            while (try? await clock.sleep(for: .seconds(1))) != nil {
-                second += 1
-                await radio.tick(second, mirror: client.mirror)
-            }
-        }
+        let air = SimulatedFleet.air(radio, mirror: client.mirror, clock: clock)
         let faults = Task {
             let origin = clock.now
             for (at, fault) in schedule.faults {

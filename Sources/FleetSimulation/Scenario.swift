@@ -48,13 +48,7 @@ public enum Scenario: String, CaseIterable, Sendable {
             seed: 1, boards: boards, limits: [7], temperatureRefresh: .seconds(1), clock: clock,
             stateDirectory: stateDirectory, logger: logger)
         let running = Task { try? await fleet.run() }
-        let air = Task {
-            var second = 0
-            while (try? await clock.sleep(for: .seconds(1))) != nil {
-                second += 1
-                await radio.tick(second, mirror: client.mirror)
-            }
-        }
+        let air = SimulatedFleet.air(radio, mirror: client.mirror, clock: clock)
         defer {
             air.cancel()
             running.cancel()

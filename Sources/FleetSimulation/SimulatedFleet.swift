@@ -31,4 +31,16 @@ enum SimulatedFleet {
             randomness: { board in SeededRandomNumberGenerator(seed: seed ^ board.rawValue.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }) })
         return (radio, client, fleet)
     }
+
+    /// The room's air, a second at a time (advertisements heard, notifications sent), until
+    /// the task is cancelled.
+    static func air(_ radio: SimulatedRadio, mirror: BlueZObjectMirror, clock: SimulatedClock) -> Task<Void, Never> {
+        Task {
+            var second = 0
+            while (try? await clock.sleep(for: .seconds(1))) != nil {
+                second += 1
+                await radio.tick(second, mirror: mirror)
+            }
+        }
+    }
 }
