@@ -27,7 +27,7 @@ public enum Tables {
                 ]
                 let readings: [String] = sensors.map { name in
                     guard let sensor = board.sensors?[name], let value = sensor.value else { return "-" }
-                    return Units.reading(value, unit: sensor.unit)
+                    return Units.reading(value, unit: sensor.unit, decimals: sensor.decimals)
                 }
                 let linked = board.state == .ready || board.state == .resolving
                 return fixed + readings + [linked ? "connected" : seen(board.lastSeen, now: now)]
@@ -107,7 +107,7 @@ public enum Tables {
                     return [outcome.name ?? "", outcome.address.rawValue, "-", failure(outcome.error)]
                 }
                 return [
-                    outcome.name ?? "", outcome.address.rawValue, Units.reading(reading.value, unit: reading.unit),
+                    outcome.name ?? "", outcome.address.rawValue, Units.reading(reading.value, unit: reading.unit, decimals: reading.decimals),
                     Units.age(milliseconds: reading.age.wholeMilliseconds),
                 ]
             })

@@ -9,9 +9,10 @@ public enum Units {
     }
 
     /// How long ago something happened: `0 s ago`, `3 s ago`, `2 min ago`, `5 h ago`, `3 d ago`.
-    /// A sensor value with its unit: `45.67 %`, `21 °C`, `-0.5` (``SensorNumber``).
-    public static func reading(_ value: Double, unit: String?) -> String {
-        let text = SensorNumber.text(value)
+    /// A sensor value with its unit: `45.67 %`, `21 °C`, `-0.5`, `1001.0 hPa` with the
+    /// decimals its profile's scale gives it (``SensorNumber``).
+    public static func reading(_ value: Double, unit: String?, decimals: Int? = nil) -> String {
+        let text = SensorNumber.text(value, decimals: decimals)
         guard let unit, !unit.isEmpty else { return text }
         return "\(text) \(unit)"
     }

@@ -7,28 +7,32 @@ public struct Done: Sendable, Hashable, Codable {
 }
 
 /// A sensor's value as a fleet-wide read returns it: the sensor, the value scaled as the
-/// board's profile says, its unit, and how old it was when that board answered. On the
-/// wire: `{"sensor": "humidity", "value": 45.67, "unit": "%", "ageMs": 0}`.
+/// board's profile says, its unit, the decimals its scale gives it (absent for a float), and
+/// how old it was when that board answered. On the wire:
+/// `{"sensor": "pressure", "value": 1001.3, "unit": "hPa", "decimals": 1, "ageMs": 0}`.
 public struct SensorValue: Sendable, Hashable, Codable {
     public var sensor: String
     public var value: Double
     public var unit: String?
+    public var decimals: Int?
     public var age: Duration
 
-    public init(sensor: String, value: Double, unit: String?, age: Duration) {
+    public init(sensor: String, value: Double, unit: String?, decimals: Int? = nil, age: Duration) {
         self.sensor = sensor
         self.value = value
         self.unit = unit
+        self.decimals = decimals
         self.age = age
     }
 
-    enum CodingKeys: String, CodingKey { case sensor, value, unit, ageMs }
+    enum CodingKeys: String, CodingKey { case sensor, value, unit, decimals, ageMs }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             sensor: try container.decode(String.self, forKey: .sensor), value: try container.decode(Double.self, forKey: .value),
             unit: try container.decodeIfPresent(String.self, forKey: .unit),
+            decimals: try container.decodeIfPresent(Int.self, forKey: .decimals),
             age: .milliseconds(try container.decode(Int.self, forKey: .ageMs)))
     }
 
@@ -37,6 +41,7 @@ public struct SensorValue: Sendable, Hashable, Codable {
         try container.encode(sensor, forKey: .sensor)
         try container.encode(value, forKey: .value)
         try container.encodeIfPresent(unit, forKey: .unit)
+        try container.encodeIfPresent(decimals, forKey: .decimals)
         try container.encode(age.wholeMilliseconds, forKey: .ageMs)
     }
 }

@@ -199,8 +199,11 @@ footer { color: var(--dim); font-size: .8rem; padding: 0 1rem 1rem; }
   setText($("who"), (document.body.dataset.user || "") + (readOnly ? " · read-only" : ""));
   if (readOnly) document.querySelector(".actions").hidden = true;
 
-  function fmt(v) {
+  // A value with the decimals its profile's scale gives it (1001.0 at scale 0.1), else
+  // with at most two.
+  function fmt(v, decimals) {
     if (typeof v !== "number" || !isFinite(v)) return "–";
+    if (typeof decimals === "number" && decimals >= 0 && decimals <= 9) return v.toFixed(decimals);
     return Number.isInteger(v) ? String(v) : String(Math.round(v * 100) / 100);
   }
 
@@ -292,7 +295,7 @@ footer { color: var(--dim); font-size: .8rem; padding: 0 1rem 1rem; }
 
   function setSensor(rec, name, value, unit, at) {
     const row = sensorRow(rec, name, unit);
-    setText(row.value, fmt(value));
+    setText(row.value, fmt(value, row.decimals));
     if (typeof value === "number" && isFinite(value)) {
       addLive(rec.address, name, at, value);
       markDirty(rec);
@@ -323,7 +326,8 @@ footer { color: var(--dim); font-size: .8rem; padding: 0 1rem 1rem; }
     for (const name of Object.keys(s).sort(sensorOrder)) {
       const info = s[name];
       const row = sensorRow(rec, name, info.unit, info.deviceClass);
-      setText(row.value, fmt(info.value));
+      if (typeof info.decimals === "number") row.decimals = info.decimals;
+      setText(row.value, fmt(info.value, row.decimals));
       if (typeof info.value === "number") {
         addLive(rec.address, name, now - (typeof info.ageMs === "number" ? info.ageMs : 0), info.value);
       }

@@ -23,7 +23,7 @@ extension BoardInfo {
                     sensor.name,
                     SensorInfo(
                         value: reading?.value, unit: sensor.unit, ageMs: reading.map { $0.age(at: now).wholeMilliseconds },
-                        deviceClass: sensor.deviceClass)
+                        deviceClass: sensor.deviceClass, decimals: sensor.decimals)
                 )
             }))
     }

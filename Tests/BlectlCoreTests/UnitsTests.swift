@@ -7,6 +7,14 @@ import Testing
         #expect(Units.celsius(value) == text)
     }
 
+    @Test("A reading shows the decimals its profile's scale gives it, else the fewest that give it", arguments: [
+        (1001.0, "hPa", 1, "1001.0 hPa"), (1001.3, "hPa", 1, "1001.3 hPa"), (-0.5, nil, 2, "-0.50"), (21.0, "°C", 0, "21 °C"),
+        (45.669998, "%", nil, "45.67 %"), (-2.0, "°C", nil, "-2 °C"), (0.04, "%", 1, "0.0 %"),
+    ] as [(Double, String?, Int?, String)])
+    func readings(value: Double, unit: String?, decimals: Int?, text: String) {
+        #expect(Units.reading(value, unit: unit, decimals: decimals) == text)
+    }
+
     @Test("Ages read as a person says them", arguments: [
         (0, "0 s ago"), (999, "0 s ago"), (3_000, "3 s ago"), (59_999, "59 s ago"), (60_000, "1 min ago"),
         (3_599_000, "59 min ago"), (3_600_000, "1 h ago"), (47 * 3_600_000, "47 h ago"), (3 * 86_400_000, "3 d ago"),

@@ -57,6 +57,9 @@ struct BoardProfileEndToEndTests {
                 let board = try #require(state.first { $0.address == entry["address"]?.stringValue })
                 let expected = try #require(board.humidity)
                 #expect(abs((entry["value"]?.doubleValue ?? -1) - expected) < 0.001, "\(entry)")
+                // Hundredths, as the scale says: the value is the decimal one, and says so.
+                #expect(entry["value"]?.doubleValue == (expected * 100).rounded() / 100, "\(entry)")
+                #expect(entry["decimals"]?.int64Value == 2, "\(entry)")
                 #expect(entry["unit"]?.stringValue == "%")
                 #expect(entry["sensor"]?.stringValue == "humidity")
             }
@@ -71,6 +74,8 @@ struct BoardProfileEndToEndTests {
             for board in boards["boards"]?.arrayValue ?? [] {
                 #expect(board["profile"]?.stringValue == "nano-humidity", "\(board)")
                 #expect(board["sensors"]?["humidity"]?["unit"]?.stringValue == "%", "\(board)")
+                #expect(board["sensors"]?["humidity"]?["decimals"]?.int64Value == 2, "\(board)")
+                #expect(board["sensors"]?["temperature"]?["decimals"]?.int64Value == 0, "\(board)")
                 #expect(board["sensors"]?["temperature"]?["unit"]?.stringValue == "°C", "\(board)")
             }
 

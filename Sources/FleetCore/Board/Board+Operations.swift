@@ -132,7 +132,7 @@ extension Board {
     func readSensor(_ name: String, maxAge: Duration) async throws -> SensorValue {
         let sensor = try characteristic(name, .sensor)
         if let cached = live.reading(name), cached.age(at: clock.now) <= maxAge {
-            return SensorValue(sensor: name, value: cached.value, unit: sensor.unit, age: cached.age(at: clock.now))
+            return SensorValue(sensor: name, value: cached.value, unit: sensor.unit, decimals: sensor.decimals, age: cached.age(at: clock.now))
         }
         guard sensor.access.contains(.read) else {
             return try await nextNotified(sensor)
@@ -146,7 +146,7 @@ extension Board {
                 .gattError,
                 "\(address) sent its \(name) as \(bytes.count) bytes; its profile \(profile.name) says \(sensor.format.rawValue) (\(sensor.format.size)).")
         }
-        return SensorValue(sensor: name, value: reading.value, unit: sensor.unit, age: .zero)
+        return SensorValue(sensor: name, value: reading.value, unit: sensor.unit, decimals: sensor.decimals, age: .zero)
     }
 
     /// The next notified value of a sensor that cannot be read (the caller's deadline bounds it).
@@ -156,7 +156,7 @@ extension Board {
         while true {
             let generation = live.readingArrived.generation
             if let reading = live.reading(sensor.name), reading.receivedAt != before {
-                return SensorValue(sensor: sensor.name, value: reading.value, unit: sensor.unit, age: reading.age(at: clock.now))
+                return SensorValue(sensor: sensor.name, value: reading.value, unit: sensor.unit, decimals: sensor.decimals, age: reading.age(at: clock.now))
             }
             await live.readingArrived.wait(after: generation)
             try Task.checkCancellation()

@@ -78,11 +78,14 @@ public struct SensorInfo: Sendable, Hashable, Codable {
     /// Home Assistant's device class of the sensor (`temperature`, `humidity`…), as its
     /// profile gives it; absent when it gives none.
     public var deviceClass: String?
+    /// The decimals its scale gives a value (blefleet-profile(5)); absent for a float.
+    public var decimals: Int?
 
-    public init(value: Double? = nil, unit: String? = nil, ageMs: Int? = nil, deviceClass: String? = nil) {
+    public init(value: Double? = nil, unit: String? = nil, ageMs: Int? = nil, deviceClass: String? = nil, decimals: Int? = nil) {
         self.value = value
         self.unit = unit
         self.ageMs = ageMs
         self.deviceClass = deviceClass
+        self.decimals = decimals
     }
 }
