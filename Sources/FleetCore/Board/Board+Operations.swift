@@ -97,10 +97,12 @@ extension Board {
 
     /// Shows which physical board this is: blinks its LED (or its profile's first writable
     /// switch) ``identifyBlinks`` times, then puts it back as it was wanted (off when
-    /// nothing was asked). A board in standby is connected for it, and gives its slot back
-    /// after. Its outcome is the board's, like a switch's.
+    /// nothing was asked). A board without a link (in standby: every slot taken) is connected
+    /// for it, and gives its slot back after (unless a call or a reading uses the link by
+    /// then: the rotation takes it back when another board needs it). Its outcome is the
+    /// board's, like a switch's.
     func identify() async throws {
-        let wasInStandby = machine.phase == .standby
+        let hadNoLink = !machine.isReady
         let switchItem = try identifySwitch()
         try await whenReady {
             let handle = try await handle(of: switchItem)
@@ -115,7 +117,7 @@ extension Board {
             if switchItem.name == BoardProfile.ledSwitch { apply { machine, _ in machine.ledWritten(wanted, link: link) } }
         }
         logger.info("board identified", metadata: ["switch": "\(switchItem.name)"])
-        if wasInStandby { _ = await release() }
+        if hadNoLink { _ = await release() }
     }
 
     /// The switch a board blinks to show itself: its LED, else its profile's first writable switch.
