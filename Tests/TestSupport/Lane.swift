@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Where a test's BlueZ comes from. Every end-to-end test that matters to users takes the
 /// lane as its argument (`@Test(arguments: Lane.enabled)`), so one test body checks both.
