@@ -419,7 +419,7 @@ import Testing
             #expect(action != .startConnect)
             switch action {
             case .startTimer(let timer):
-                guard case .retry(let token) = timer.kind else {
+                guard case .retry = timer.kind else {
                     Issue.record("a timer other than a retry: \(timer)")
                     break
                 }
