@@ -54,20 +54,26 @@ public enum HistoryText {
                 guard let summary = series.summary else {
                     return [name, series.address.rawValue, "-", "-", "-", "-", "no readings kept"]
                 }
+                let decimals = series.decimals
+                let meanDecimals = decimals.map { summary.count == 1 ? $0 : $0 + 1 }
                 return [
-                    name, series.address.rawValue, number(summary.min), number(summary.mean), number(summary.max),
-                    number(summary.last), sparkline(series.points.map(\.mean), width: trendWidth, unicode: unicode),
+                    name, series.address.rawValue, number(summary.min, decimals), number(summary.mean, meanDecimals),
+                    number(summary.max, decimals), number(summary.last, decimals),
+                    sparkline(series.points.map(\.mean), width: trendWidth, unicode: unicode),
                 ]
             })
     }
 
-    /// A figure as the table shows it: at most two decimals.
-    static func number(_ value: Double) -> String {
-        SensorNumber.text((value * 100).rounded() / 100)
+    /// A figure as the table shows it: with the decimals its sensor's scale gives it
+    /// (`1001.0`), a float's with at most two.
+    static func number(_ value: Double, _ decimals: Int? = nil) -> String {
+        if let decimals { return SensorNumber.text(value, decimals: decimals) }
+        return SensorNumber.text((value * 100).rounded() / 100)
     }
 
     /// One line per point, after a header: `address,name,sensor,time,value,min,max,count`
-    /// (RFC 4180 quoting where a name needs it).
+    /// (RFC 4180 quoting where a name needs it). A scaled sensor's figures have the decimals
+    /// its scale gives them (`1001.0`), a bucket's mean one more; a float's the fewest that give it.
     public static func csv(_ result: HistoryResult) -> [String] {
         var lines = ["address,name,sensor,time,value,min,max,count"]
         for series in result.series {
@@ -75,8 +81,10 @@ public enum HistoryText {
             for point in series.points {
                 lines.append(
                     [
-                        prefix, WireTime.text(point.time), SensorNumber.text(point.mean), SensorNumber.text(point.min),
-                        SensorNumber.text(point.max), String(point.count),
+                        prefix, WireTime.text(point.time),
+                        SensorNumber.text(point.mean, decimals: series.decimals.map { point.count == 1 ? $0 : $0 + 1 }),
+                        SensorNumber.text(point.min, decimals: series.decimals),
+                        SensorNumber.text(point.max, decimals: series.decimals), String(point.count),
                     ].joined(separator: ","))
             }
         }

@@ -42,6 +42,8 @@ struct HomeAssistantDiscovery: Sendable {
         var state_topic: String
         var device_class: String?
         var unit_of_measurement: String?
+        /// The decimals the profile's scale gives the value (absent for a float).
+        var suggested_display_precision: Int?
         var state_class = "measurement"
         var expire_after: Int
         var availability_topic: String
@@ -72,13 +74,13 @@ struct HomeAssistantDiscovery: Sendable {
     }
 
     /// A sensor of the board's profile, with the device class and unit the profile gives.
-    func sensor(_ address: String, name: String, sensor: String, unit: String?, deviceClass: String?) -> Sensor {
+    func sensor(_ address: String, name: String, sensor: String, unit: String?, deviceClass: String?, decimals: Int? = nil) -> Sensor {
         let node = Self.nodeID(address)
         return Sensor(
             name: sensor.prefix(1).uppercased() + sensor.dropFirst(),
             unique_id: node + "_" + sensor, object_id: node + "_" + sensor,
             state_topic: topics.sensor(gateway, address, sensor), device_class: deviceClass,
-            unit_of_measurement: unit, expire_after: expireAfter,
+            unit_of_measurement: unit, suggested_display_precision: decimals, expire_after: expireAfter,
             availability_topic: topics.availability(gateway, address), device: device(address, name: name))
     }
 }

@@ -16,10 +16,10 @@ actor MQTTBridgeCore {
         var available: Bool?
         var led: Bool?
         var temperature: Int?
-        /// The other sensors' payloads, by sensor name.
-        var sensors: [String: String] = [:]
-        /// The sensors whose discovery configs were published.
-        var discovered: Set<String> = []
+        /// The other sensors' values, by sensor name.
+        var sensors: [String: Double] = [:]
+        /// The sensors whose discovery configs were published, with each config.
+        var discovered: [String: String] = [:]
         var state: StateKey?
     }
 
@@ -201,7 +201,7 @@ actor MQTTBridgeCore {
             }
             for (sensor, info) in board.sensors ?? [:] where sensor != TemperatureReading.sensor && isFresh(info.ageMs) {
                 guard let value = info.value else { continue }
-                put(topics.sensor(gateway, address, sensor), SensorNumber.text(value), retain: true, isTemperature: true)
+                put(topics.sensor(gateway, address, sensor), SensorNumber.text(value, decimals: info.decimals), retain: true, isTemperature: true)
             }
         }
     }
@@ -247,7 +247,7 @@ actor MQTTBridgeCore {
             return
         case .sensor:
             if let name = event.data["sensor"]?.stringValue, let value = event.data["value"]?.doubleValue,
-                published[address]?.sensors[name] == SensorNumber.text(value)
+                published[address]?.sensors[name] == value
             {
                 return
             }
@@ -268,19 +268,25 @@ actor MQTTBridgeCore {
         // The profile's sensors, the temperature first, then by name.
         func rank(_ name: String) -> (Int, String) { (name == TemperatureReading.sensor ? 0 : 1, name) }
         let sensors: [(key: String, value: SensorInfo)] = (board.sensors ?? [:]).sorted { rank($0.key) < rank($1.key) }
-        let sensorNames = Set(sensors.map(\.key))
-        if let discovery, last.name != name || last.discovered != sensorNames {
-            put(discovery.lightTopic(address), json(discovery.light(address, name: name)), retain: true)
-            for (sensor, info) in sensors {
-                put(
-                    discovery.sensorTopic(address, sensor: sensor),
-                    json(discovery.sensor(address, name: name, sensor: sensor, unit: info.unit, deviceClass: info.deviceClass)),
-                    retain: true)
+        if let discovery {
+            // Each sensor's config: published again when the board's name or the sensor's
+            // unit, device class or decimals change (SIGHUP may change its profile).
+            let configs = Dictionary(uniqueKeysWithValues: sensors.map { sensor, info in
+                (sensor, json(discovery.sensor(
+                    address, name: name, sensor: sensor, unit: info.unit, deviceClass: info.deviceClass, decimals: info.decimals)))
+            })
+            if last.name != name {
+                put(discovery.lightTopic(address), json(discovery.light(address, name: name)), retain: true)
+            }
+            for (sensor, _) in sensors where last.name != name || last.discovered[sensor] != configs[sensor] {
+                put(discovery.sensorTopic(address, sensor: sensor), configs[sensor]!, retain: true)
             }
             // A sensor the board's profile no longer has: its config goes.
-            for gone in last.discovered.subtracting(sensorNames) { put(discovery.sensorTopic(address, sensor: gone), "", retain: true) }
+            for gone in last.discovered.keys where configs[gone] == nil {
+                put(discovery.sensorTopic(address, sensor: gone), "", retain: true)
+            }
             last.name = name
-            last.discovered = sensorNames
+            last.discovered = configs
         }
         let available = ![.absent, .waitingForAdapter, .failed].contains(board.state)
         if last.available != available {
@@ -300,10 +306,9 @@ actor MQTTBridgeCore {
             guard let value = info.value else { continue }
             values[sensor] = value
             guard sensor != TemperatureReading.sensor else { continue }
-            let payload = SensorNumber.text(value)
-            guard last.sensors[sensor] != payload else { continue }
-            put(topics.sensor(gateway, address, sensor), payload, retain: true, isTemperature: true)
-            last.sensors[sensor] = payload
+            guard last.sensors[sensor] != value else { continue }
+            put(topics.sensor(gateway, address, sensor), SensorNumber.text(value, decimals: info.decimals), retain: true, isTemperature: true)
+            last.sensors[sensor] = value
         }
         let key = StateKey(
             name: board.name, alias: board.alias, state: board.state, led: board.led, desiredLed: board.desiredLed,
@@ -327,7 +332,7 @@ actor MQTTBridgeCore {
         ] + last.sensors.keys.map { topics.sensor(gateway, text, $0) }
         if let discovery {
             cleared += [discovery.lightTopic(text)]
-                + last.discovered.union([TemperatureReading.sensor]).map { discovery.sensorTopic(text, sensor: $0) }
+                + Set(last.discovered.keys).union([TemperatureReading.sensor]).map { discovery.sensorTopic(text, sensor: $0) }
         }
         for topic in cleared { put(topic, "", retain: true) }
         published[address] = nil

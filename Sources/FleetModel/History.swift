@@ -92,13 +92,38 @@ public struct HistorySeries: Sendable, Hashable {
     public var points: [HistoryPoint]
     /// The span's latest reading, when buckets are told and the readings are still kept.
     public var latest: HistoryPoint?
+    /// The decimals the sensor's scale gives a reading (blefleet-profile(5)); nil for a float.
+    public var decimals: Int?
 
-    public init(address: BoardAddress, name: String?, sensor: String, points: [HistoryPoint], latest: HistoryPoint? = nil) {
+    public init(
+        address: BoardAddress, name: String?, sensor: String, points: [HistoryPoint], latest: HistoryPoint? = nil, decimals: Int? = nil
+    ) {
         self.address = address
         self.name = name
         self.sensor = sensor
         self.points = points
         self.latest = latest
+        self.decimals = decimals
+    }
+
+    /// The series told with `decimals`: each reading, minimum and maximum exact to them (a
+    /// value kept as 1001.3000000000001 reads 1001.3), a bucket's mean to one more.
+    public func told(withDecimals decimals: Int?) -> HistorySeries {
+        guard let decimals else { return self }
+        func told(_ point: HistoryPoint) -> HistoryPoint {
+            HistoryPoint(
+                time: point.time, mean: Self.exact(point.mean, point.count == 1 ? decimals : decimals + 1),
+                min: Self.exact(point.min, decimals), max: Self.exact(point.max, decimals), count: point.count)
+        }
+        return HistorySeries(
+            address: address, name: name, sensor: sensor, points: points.map(told), latest: latest.map(told), decimals: decimals)
+    }
+
+    /// The double nearest `value` rounded to `places` decimals.
+    static func exact(_ value: Double, _ places: Int) -> Double {
+        guard value.isFinite, abs(value) < 1e12, (0...9).contains(places) else { return value }
+        let power = (0..<places).reduce(1.0) { power, _ in power * 10 }
+        return (value * power).rounded() / power
     }
 
     /// The span's summary: over its points, with the latest reading as ``HistorySummary/last``
@@ -108,6 +133,9 @@ public struct HistorySeries: Sendable, Hashable {
         if let latest {
             summary.last = latest.mean
             summary.lastTime = latest.time
+        }
+        if let decimals {
+            summary.mean = Self.exact(summary.mean, summary.count == 1 ? decimals : decimals + 1)
         }
         return summary
     }

@@ -69,4 +69,49 @@ import Testing
             "nano-02  AA:BB:CC:DD:EE:02    -      -    -     -  no readings kept",
         ])
     }
+
+    /// A pressure sensor at scale 0.1: its history as kept (a value from before values were
+    /// exact, 1001.3000000000001, among them), told as the daemon tells it.
+    @Test func aScaledSensorsHistoryHasItsScalesDecimalsInTheCSVAndTheTable() {
+        let kept = HistorySeries(
+            address: a, name: "nano-01", sensor: "pressure",
+            points: [
+                HistoryPoint(time: 1_795_507_200_000, value: 1001.0), HistoryPoint(time: 1_795_507_201_000, value: 1001.3000000000001),
+                HistoryPoint(time: 1_795_507_202_000, value: 1001.4),
+            ])
+        let told = kept.told(withDecimals: 1)
+        #expect(told.points.map(\.mean) == [1001.0, 1001.3, 1001.4])
+        #expect(told.summary?.mean == 1001.23)
+        let raw = HistoryResult(sensor: "pressure", since: 0, until: 1, resolution: .raw, series: [told])
+        #expect(HistoryText.csv(raw) == [
+            "address,name,sensor,time,value,min,max,count",
+            "AA:BB:CC:DD:EE:01,nano-01,pressure,2026-11-24T08:00:00Z,1001.0,1001.0,1001.0,1",
+            "AA:BB:CC:DD:EE:01,nano-01,pressure,2026-11-24T08:00:01Z,1001.3,1001.3,1001.3,1",
+            "AA:BB:CC:DD:EE:01,nano-01,pressure,2026-11-24T08:00:02Z,1001.4,1001.4,1001.4,1",
+        ])
+        #expect(HistoryText.table(raw, trendWidth: 10, unicode: false).render() == [
+            "NAME     ADDRESS               MIN     MEAN     MAX    LAST  TREND",
+            "nano-01  AA:BB:CC:DD:EE:01  1001.0  1001.23  1001.4  1001.4  _+#",
+        ])
+        // A 5-minute bucket: its mean has one decimal more than its readings.
+        let bucket = HistorySeries(
+            address: a, name: "nano-01", sensor: "pressure",
+            points: [HistoryPoint(time: 1_795_507_200_000, mean: 2002.7 / 2, min: 1001.3000000000001, max: 1001.4, count: 2)]
+        ).told(withDecimals: 1)
+        #expect(HistoryText.csv(HistoryResult(sensor: "pressure", since: 0, until: 1, resolution: .fiveMinutes, series: [bucket])).last
+            == "AA:BB:CC:DD:EE:01,nano-01,pressure,2026-11-24T08:00:00Z,1001.35,1001.3,1001.4,2")
+        // A float sensor's series is left as kept.
+        #expect(kept.told(withDecimals: nil) == kept)
+    }
+
+    @Test func theDecimalsCrossTheWire() throws {
+        let series = HistorySeries(
+            address: a, name: "nano-01", sensor: "pressure", points: [HistoryPoint(time: 1_795_507_200_000, value: 1001.3)], decimals: 1)
+        let result = HistoryResult(sensor: "pressure", since: 0, until: 1_795_507_200_000, resolution: .raw, series: [series])
+        let data = try JSONEncoder().encode(result)
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(text.contains("\"decimals\":1"))
+        #expect(text.contains("\"value\":1001.3"))
+        #expect(try JSONDecoder().decode(HistoryResult.self, from: data).series.first?.decimals == 1)
+    }
 }

@@ -69,7 +69,8 @@ import JSONRPC
         case "history.read":
             let readings = HistorySeries(
                 address: a, name: "nano-01", sensor: "temperature",
-                points: [HistoryPoint(time: 1_795_507_200_000, value: 21), HistoryPoint(time: 1_795_507_201_500, value: 22)])
+                points: [HistoryPoint(time: 1_795_507_200_000, value: 21), HistoryPoint(time: 1_795_507_201_500, value: 22)],
+                decimals: 0)
             let buckets = HistorySeries(
                 address: a, name: nil, sensor: "temperature",
                 points: [HistoryPoint(time: 1_795_507_200_000, mean: 21.5, min: 21, max: 22, count: 2)],

@@ -69,6 +69,18 @@ struct BoardProfileEndToEndTests {
             #expect(table.stdout.contains("HUMIDITY"), "\(table)")
             #expect(table.stdout.contains("40.25 %"), "\(table)")
 
+            // The history keeps the readings as the profile says: its CSV in hundredths
+            // (nano-02's 41.20, not 41.2), its JSON with the decimals.
+            let csv = try await Blectl.run(
+                ["--socket", daemon.socket, "history", "nano-02", "--sensor", "humidity", "--since", "10m", "--csv"])
+            #expect(csv.status == 0, "\(csv)")
+            let csvLines = csv.stdout.split(separator: "\n")
+            #expect(csvLines.count >= 2, "\(csv)")
+            #expect(csvLines.dropFirst().allSatisfy { $0.contains(",nano-02,humidity,") && $0.hasSuffix(",41.20,41.20,41.20,1") }, "\(csv)")
+            let history = try JSONValue(parsing: try await Blectl.run(
+                ["--socket", daemon.socket, "--json", "history", "nano-02", "--sensor", "humidity", "--since", "10m"]).stdout)
+            #expect(history["boards"]?.arrayValue?.first?["decimals"]?.int64Value == 2, "\(history)")
+
             // boards.list carries each board's profile and sensors.
             let boards = try JSONValue(parsing: try await Blectl.run(["--socket", daemon.socket, "--json", "boards"]).stdout)
             for board in boards["boards"]?.arrayValue ?? [] {
@@ -139,17 +151,19 @@ extension BoardProfileEndToEndTests {
                     topic: "humidity \(id)")
                 #expect(sensor["device_class"] as? String == "humidity")
                 #expect(sensor["unit_of_measurement"] as? String == "%")
+                // Hundredths, as the profile's scale gives them: Home Assistant shows two decimals.
+                #expect(sensor["suggested_display_precision"] as? Int == 2, "\(sensor)")
                 #expect(sensor["state_topic"] as? String == "blefleet/room-h/\(id)/humidity")
                 #expect(sensor["unique_id"] as? String == "blefleet_\(id)_humidity")
             }
             let values = try await broker.subscribe("blefleet/room-h/+/humidity", count: 2, timeout: lane == .real ? 40 : 10)
             #expect(
-                Set(values) == ["blefleet/room-h/\(ids[0])/humidity 40.25", "blefleet/room-h/\(ids[1])/humidity 41.25"], "\(values)")
+                Set(values) == ["blefleet/room-h/\(ids[0])/humidity 40.25", "blefleet/room-h/\(ids[1])/humidity 41.20"], "\(values)")
 
             let table = try await Blectl.run(["--socket", daemon.socket, "boards"])
             #expect(table.status == 0, "\(table)")
             #expect(table.stdout.contains("HUMIDITY"), "\(table)")
-            #expect(table.stdout.contains("41.25 %"), "\(table)")
+            #expect(table.stdout.contains("41.20 %"), "\(table)")
         }
     }
 }

@@ -51,8 +51,9 @@ def board_address(index: int) -> str:
 
 
 def humidity_hundredths(index: int) -> int:
-    """Board i's relative humidity in hundredths of %RH: 40.25 % + i - 1 (nano-01: 40.25 %)."""
-    return min(10000, 4025 + 100 * (index - 1))
+    """Board i's relative humidity in hundredths of %RH: 40.25 % + 0.95 % (i - 1) (nano-01: 40.25 %,
+    nano-02: 41.20 %, whose last decimal is a zero its scale still gives)."""
+    return min(10000, 4025 + 95 * (index - 1))
 
 
 def encode_humidity(hundredths: int) -> bytes:

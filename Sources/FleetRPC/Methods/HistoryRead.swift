@@ -116,12 +116,13 @@ public struct HistoryResult: Sendable, Hashable {
 }
 
 /// On the wire: `{"sensor", "since", "until", "resolution", "boards": [{"address", "name",
-/// "summary": {min, mean, max, last, lastTime, count}, "points": [{"time", "value"} or
+/// "decimals", "summary": {min, mean, max, last, lastTime, count}, "points": [{"time", "value"} or
 /// {"time", "value", "min", "max", "count"}]}]}`; a raw point's value is the reading, a
-/// bucket's its mean.
+/// bucket's its mean. `decimals` (absent for a float sensor) is what the profile's scale
+/// gives a reading: readings, minima and maxima are exact to it, means to one more.
 extension HistoryResult: Codable {
     enum CodingKeys: String, CodingKey { case sensor, since, until, resolution, boards, unmatched }
-    enum SeriesKeys: String, CodingKey { case address, name, summary, points }
+    enum SeriesKeys: String, CodingKey { case address, name, decimals, summary, points }
     enum SummaryKeys: String, CodingKey { case min, mean, max, last, lastTime, count }
     enum PointKeys: String, CodingKey { case time, value, min, max, count }
 
@@ -137,6 +138,7 @@ extension HistoryResult: Codable {
             var board = boards.nestedContainer(keyedBy: SeriesKeys.self)
             try board.encode(series.address, forKey: .address)
             try board.encode(series.name ?? "", forKey: .name)
+            try board.encodeIfPresent(series.decimals, forKey: .decimals)
             if let summary = series.summary {
                 var figures = board.nestedContainer(keyedBy: SummaryKeys.self, forKey: .summary)
                 try figures.encode(summary.min, forKey: .min)
@@ -205,7 +207,7 @@ extension HistoryResult: Codable {
             series.append(
                 HistorySeries(
                     address: try board.decode(BoardAddress.self, forKey: .address), name: name.isEmpty ? nil : name, sensor: sensor,
-                    points: points, latest: latest))
+                    points: points, latest: latest, decimals: try board.decodeIfPresent(Int.self, forKey: .decimals)))
         }
         self.series = series
     }
@@ -225,6 +227,7 @@ extension Schemas {
                     "type": "object", "required": ["address", "name", "points"],
                     "properties": [
                         "address": ["type": "string"], "name": ["type": "string"],
+                        "decimals": ["type": "integer", "minimum": 0, "maximum": 9],
                         "summary": [
                             "type": "object", "required": ["min", "mean", "max", "last", "lastTime", "count"],
                             "properties": [

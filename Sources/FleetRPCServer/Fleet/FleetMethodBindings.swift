@@ -173,15 +173,21 @@ public enum FleetMethodBindings {
             }
             let sensor = params.sensor ?? BoardProfile.temperatureSensor
             try requireKnown(sensor, role: "sensor", "sensor", among: fleet.profiles.sensorNames)
-            let match = params.select.match(await fleet.snapshots().map(\.identity))
+            let snapshots = await fleet.snapshots()
+            let match = params.select.match(snapshots.map(\.identity))
             guard !match.boards.isEmpty else {
                 let named = match.unmatched.isEmpty ? "all" : match.unmatched.map { "\"\($0)\"" }.joined(separator: ", ")
                 throw RPCError(.boardNotFound, "No board matches \(named); `blectl boards` lists the known boards.")
             }
             let until = params.until ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
             let resolution = params.resolution ?? .suited(toSpanMilliseconds: until - params.since)
+            // Each board's figures with the decimals its profile gives the sensor.
+            let profiles = Dictionary(snapshots.map { ($0.address, $0.profile) }, uniquingKeysWith: { first, _ in first })
             let series = try await history.read(
-                match.boards.map { ($0.address, $0.alias ?? $0.name) }, sensor, params.since, until, resolution)
+                match.boards.map { ($0.address, $0.alias ?? $0.name) }, sensor, params.since, until, resolution
+            ).map { series in
+                series.told(withDecimals: profiles[series.address]?.sensors.first { $0.name == sensor }?.decimals)
+            }
             return HistoryResult(
                 sensor: sensor, since: params.since, until: until, resolution: resolution, series: series, unmatched: match.unmatched)
         }
