@@ -11,6 +11,7 @@ public enum Scenario: String, CaseIterable, Sendable {
     case disconnectedBoardStaysDisconnected = "disconnected-board-stays-disconnected"
     case absentBoardIsNotConnectedBlindly = "absent-board-is-not-connected-blindly"
     case settledFleetLeavesItsLinksAlone = "settled-fleet-leaves-its-links-alone"
+    case identifyCutShortPutsTheLEDBack = "identify-cut-short-puts-the-led-back"
 
     /// What the scenario checks.
     public var promise: String {
@@ -23,6 +24,9 @@ public enum Scenario: String, CaseIterable, Sendable {
                 + "its LED within 10 s of being powered again"
         case .settledFleetLeavesItsLinksAlone:
             "with a slot for every board, a settled fleet makes no Connect and drops no link for 10 minutes"
+        case .identifyCutShortPutsTheLEDBack:
+            "a board whose link falls while it blinks to show itself (its LED never asked for) has its LED off "
+                + "again within 10 s of coming back in range, and the identify says it failed"
         }
     }
 
@@ -97,6 +101,21 @@ public enum Scenario: String, CaseIterable, Sendable {
             await radio.apply(.boardPowered(first))
             if !(await within(.seconds(10), { radio.leds[first] == true })) {
                 failures.append("\(first) was powered again and its LED was not on 10 s later (it is \(await phase(first).map { "\($0)" } ?? "?"))")
+            }
+        case .identifyCutShortPutsTheLEDBack:
+            let selection = Selection([.address(BoardAddress(first)!)])
+            let identify = Task { await fleet.identify(selection) }
+            guard await within(.seconds(10), { radio.leds[first] == true }) else {
+                return ["\(first) did not start blinking within 10 s of identify"]
+            }
+            await radio.apply(.boardLeaves(first, adapter: 0))
+            let result = await identify.value
+            if result.allSucceeded { failures.append("the identify cut short succeeded: \(result.outcomes)") }
+            if radio.leds[first] != true { return ["\(first)'s LED was not left on by the blink cut short: the scenario tests nothing"] }
+            _ = try? await clock.sleep(for: .seconds(5))
+            await radio.apply(.boardReturns(first, adapter: 0))
+            if !(await within(.seconds(10), { radio.leds[first] == false })) {
+                failures.append("\(first)'s LED was still on 10 s after it came back (it is \(await phase(first).map { "\($0)" } ?? "?"))")
             }
         case .settledFleetLeavesItsLinksAlone:
             let links = radio.links

@@ -100,21 +100,31 @@ extension Board {
     /// nothing was asked). A board without a link (in standby: every slot taken) is connected
     /// for it, and gives its slot back after (unless a call or a reading uses the link by
     /// then: the rotation takes it back when another board needs it). Its outcome is the
-    /// board's, like a switch's.
+    /// board's, like a switch's. A blink cut short is put back all the same, on this link or
+    /// the next.
     func identify() async throws {
         let hadNoLink = !machine.isReady
         let switchItem = try identifySwitch()
-        try await whenReady {
-            let handle = try await handle(of: switchItem)
-            let link = machine.link
-            for half in 0..<(2 * Self.identifyBlinks) {
-                let on = half % 2 == 0
-                try await gatt { try await context.client.writeValue(switchItem.encode(on: on), to: handle, type: .request) }
-                try await clock.sleep(for: Self.identifyHalfBlink)
+        do {
+            try await whenReady {
+                let handle = try await handle(of: switchItem)
+                let link = machine.link
+                leftMidBlink = switchItem.name
+                for half in 0..<(2 * Self.identifyBlinks) {
+                    let on = half % 2 == 0
+                    try await gatt { try await context.client.writeValue(switchItem.encode(on: on), to: handle, type: .request) }
+                    try await clock.sleep(for: Self.identifyHalfBlink)
+                }
+                let wanted = switchItem.name == BoardProfile.ledSwitch && desiredLED == .on
+                try await gatt { try await context.client.writeValue(switchItem.encode(on: wanted), to: handle, type: .request) }
+                leftMidBlink = nil
+                if switchItem.name == BoardProfile.ledSwitch { apply { machine, _ in machine.ledWritten(wanted, link: link) } }
             }
-            let wanted = switchItem.name == BoardProfile.ledSwitch && desiredLED == .on
-            try await gatt { try await context.client.writeValue(switchItem.encode(on: wanted), to: handle, type: .request) }
-            if switchItem.name == BoardProfile.ledSwitch { apply { machine, _ in machine.ledWritten(wanted, link: link) } }
+        } catch {
+            // Cut short (the link fell, a write failed, the caller's deadline): the switch is
+            // put back now if the link is still up, else when the board is ready again.
+            if leftMidBlink != nil, machine.isReady { putSwitchesBack(link: machine.link) }
+            throw error
         }
         logger.info("board identified", metadata: ["switch": "\(switchItem.name)"])
         if hadNoLink { _ = await release() }

@@ -41,6 +41,9 @@ actor Board {
     var handles: [String: BlueZCharacteristic] = [:]
 
     var desiredLED: DesiredLED
+    /// The switch an identify was blinking when it failed (its position on the board is not
+    /// known): put back on the next ready link, as wanted or off.
+    var leftMidBlink: String?
 
     /// Commands waiting for the board to become ready.
     var waiters = BoardWaiters()
@@ -349,7 +352,7 @@ actor Board {
         waiters.resume()
         let link = machine.link
         followSensors(of: profile, link: link)
-        putDesiredLEDBack(link: link)
+        putSwitchesBack(link: link)
     }
 
     /// The device of the board's link: the one on ``linkAdapter`` when BlueZ shows a link
@@ -415,28 +418,38 @@ actor Board {
     }
 
     /// Writes the LED state last asked for (the board may have rebooted, LED off) on a link
-    /// that just became ready.
-    private func putDesiredLEDBack(link: UInt64) {
-        guard desiredLED != .unknown, let switchLED = profile.switch(named: BoardProfile.ledSwitch),
-            let led = handles[switchLED.name]
-        else { return }
-        // Work on the board like a call's, from now: its link is not given away before it is done.
-        apply { machine, _ in machine.workStarted() }
-        Task { await self.write(desiredLED == .on, to: led, of: switchLED, link: link) }
+    /// that just became ready, and puts a switch an identify left mid-blink back (as wanted,
+    /// or off).
+    func putSwitchesBack(link: UInt64) {
+        var writes: [(BoardProfile.Characteristic, Bool)] = []
+        if desiredLED != .unknown, let led = profile.switch(named: BoardProfile.ledSwitch) {
+            writes.append((led, desiredLED == .on))
+        }
+        if let name = leftMidBlink, !writes.contains(where: { $0.0.name == name }), let blinked = profile.switch(named: name) {
+            writes.append((blinked, false))
+        }
+        for (item, on) in writes {
+            guard let handle = handles[item.name] else { continue }
+            // Work on the board like a call's, from now: its link is not given away before it is done.
+            apply { machine, _ in machine.workStarted() }
+            Task { await self.write(on, to: handle, of: item, link: link) }
+        }
     }
 
-    private func write(_ on: Bool, to led: BlueZCharacteristic, of switchLED: BoardProfile.Characteristic, link: UInt64) async {
+    private func write(_ on: Bool, to handle: BlueZCharacteristic, of item: BoardProfile.Characteristic, link: UInt64) async {
         defer { workEnded() }
         do {
             try await gattQueue.acquire()
             defer { gattQueue.release() }
-            try await context.client.writeValue(switchLED.encode(on: on), to: led, type: .request)
+            try await context.client.writeValue(item.encode(on: on), to: handle, type: .request)
             guard link == machine.link else { return }
+            if leftMidBlink == item.name { leftMidBlink = nil }
+            logger.info("switch put back", metadata: ["switch": "\(item.name)", "on": "\(on)"])
+            guard item.name == BoardProfile.ledSwitch else { return }
             apply { machine, _ in machine.ledWritten(on, link: link) }
-            logger.info("LED re-applied", metadata: ["led": "\(on ? "on" : "off")"])
             context.events.publish(.ledApplied(address, on: on))
         } catch {
-            logger.warning("could not re-apply the LED", metadata: ["error": "\(error)"])
+            logger.warning("could not put the switch back", metadata: ["switch": "\(item.name)", "error": "\(error)"])
         }
     }
 
