@@ -42,7 +42,10 @@ struct FleetFixture {
         timeout: Duration, _ what: String, _ condition: @escaping @Sendable (FleetStatus) -> Bool
     ) async throws {
         let fleet = self.fleet
-        _ = try await waitForEvent(timeout: timeout, what, state: { "status: \(fleet.status.summary)" }) {
+        let state: @Sendable () async -> String = {
+            "status: \(fleet.status.summary); boards: \(await fleet.snapshots().map { "\($0.name ?? "?") \($0.phase) \($0.adapter ?? "-")" })"
+        }
+        _ = try await waitForEvent(timeout: timeout, what, state: state) {
             condition(fleet.status) ? true : nil
         }
     }
