@@ -188,11 +188,11 @@ public final class SimulatedRadio: BlueZBus {
     static func device(_ path: String) -> (Int, String)? {
         let parts = path.split(separator: "/")
         guard parts.count >= 4, let index = adapter(path), parts[3].hasPrefix("dev_") else { return nil }
-        return (index, parts[3].dropFirst(4).replacingOccurrences(of: "_", with: ":"))
+        return (index, String(decoding: parts[3].dropFirst(4).utf8.map { $0 == UInt8(ascii: "_") ? UInt8(ascii: ":") : $0 }, as: UTF8.self))
     }
 
     static func devicePath(_ address: String, on index: Int) -> String {
-        "/org/bluez/hci\(index)/dev_\(address.replacingOccurrences(of: ":", with: "_"))"
+        BlueZDevice.path(adapter: "/org/bluez/hci\(index)", address: address)
     }
 
     static func unknown(_ path: String) -> DBusError {

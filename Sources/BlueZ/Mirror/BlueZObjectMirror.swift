@@ -281,18 +281,17 @@ public actor BlueZObjectMirror {
             for (interface, properties) in interfaces {
                 current[interface, default: [:]].merge(properties) { _, new in new }
             }
-            tree.objects[path] = current
+            tree.set(current, at: path)
             broadcast(event)
         case .interfacesRemoved(let path, let interfaces):
             guard var current = tree.objects[path] else { return }
             for interface in interfaces { current[interface] = nil }
-            tree.objects[path] = current.isEmpty ? nil : current
+            tree.set(current, at: path)
             broadcast(event)
         case .propertiesChanged(let path, let interface, let changed, let invalidated):
             // Properties of objects we do not know (removed meanwhile) are ignored.
             guard tree.objects[path]?[interface] != nil else { return }
-            tree.objects[path]?[interface]?.merge(changed) { _, new in new }
-            for name in invalidated { tree.objects[path]?[interface]?[name] = nil }
+            tree.change(path, interface, changed, invalidated: invalidated)
             broadcast(event)
         case .serviceLost, .serviceLoaded:
             return

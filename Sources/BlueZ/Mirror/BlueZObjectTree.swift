@@ -5,10 +5,43 @@ public import DBus
 public struct BlueZObjectTree: Sendable {
     public typealias Properties = [String: DBusValue]
 
-    public internal(set) var objects: [String: [String: Properties]] = [:]
+    public private(set) var objects: [String: [String: Properties]] = [:]
+    /// Each path's child objects (an adapter's devices, a device's services, a service's
+    /// characteristics, a characteristic's descriptors), so that what is asked of one
+    /// adapter or device is found without looking at every object BlueZ exports.
+    private var children: [String: Set<String>] = [:]
 
     public init(objects: [String: [String: Properties]] = [:]) {
-        self.objects = objects
+        for (path, interfaces) in objects { set(interfaces, at: path) }
+    }
+
+    /// The object at `path` with these interfaces; none removes it.
+    mutating func set(_ interfaces: [String: Properties]?, at path: String) {
+        let parent = Self.parent(of: path)
+        if let interfaces, !interfaces.isEmpty {
+            if objects.updateValue(interfaces, forKey: path) == nil { children[parent, default: []].insert(path) }
+        } else if objects.removeValue(forKey: path) != nil {
+            children[parent]?.remove(path)
+            if children[parent]?.isEmpty == true { children[parent] = nil }
+        }
+    }
+
+    /// Changes properties of an object's interface (none when it lacks the interface).
+    mutating func change(_ path: String, _ interface: String, _ changed: Properties, invalidated: [String]) {
+        guard objects[path]?[interface] != nil else { return }
+        objects[path]?[interface]?.merge(changed) { _, new in new }
+        for name in invalidated { objects[path]?[interface]?[name] = nil }
+    }
+
+    /// `/org/bluez/hci0/dev_AA` → `/org/bluez/hci0`.
+    static func parent(of path: String) -> String {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
+        return String(path[..<slash])
+    }
+
+    /// The objects directly under `path` that have `interface`.
+    private func children(of path: String, implementing interface: String) -> [(path: String, properties: Properties)] {
+        (children[path] ?? []).compactMap { child in objects[child]?[interface].map { (child, $0) } }
     }
 
     public func properties(_ path: String, _ interface: String) -> Properties? {
@@ -39,13 +72,11 @@ public struct BlueZObjectTree: Sendable {
         properties(path, BlueZInterfaces.device).map { BlueZDevice(path: path, properties: $0) }
     }
 
-    /// Devices known to one adapter (BlueZ lists other adapters' devices too; filter by `Adapter`).
+    /// Devices known to one adapter (BlueZ lists other adapters' devices too; filter by
+    /// `Adapter`): only the objects under the adapter are looked at, only its devices built.
     public func devices(onAdapter adapterPath: String) -> [BlueZDevice] {
-        // The adapter is read first: only its devices are built (every other adapter's are
-        // skipped, UUIDs and all).
-        objects.compactMap { path, interfaces -> BlueZDevice? in
-            guard let properties = interfaces[BlueZInterfaces.device], properties["Adapter"]?.string == adapterPath
-            else { return nil }
+        children(of: adapterPath, implementing: BlueZInterfaces.device).compactMap { path, properties -> BlueZDevice? in
+            guard properties["Adapter"]?.string == adapterPath else { return nil }
             return BlueZDevice(path: path, properties: properties)
         }.sorted { $0.path < $1.path }
     }
@@ -54,9 +85,8 @@ public struct BlueZObjectTree: Sendable {
     /// only that one is built.
     public func device(onAdapter adapterPath: String, address: String) -> BlueZDevice? {
         let wanted = address.uppercased()
-        return objects.lazy.compactMap { path, interfaces -> BlueZDevice? in
-            guard let properties = interfaces[BlueZInterfaces.device], properties["Adapter"]?.string == adapterPath,
-                properties["Address"]?.string?.uppercased() == wanted
+        return children(of: adapterPath, implementing: BlueZInterfaces.device).lazy.compactMap { path, properties -> BlueZDevice? in
+            guard properties["Adapter"]?.string == adapterPath, properties["Address"]?.string?.uppercased() == wanted
             else { return nil }
             return BlueZDevice(path: path, properties: properties)
         }.min { $0.path < $1.path }
@@ -64,9 +94,8 @@ public struct BlueZObjectTree: Sendable {
 
     /// The devices of one adapter with a link up (``BlueZDevice/hasLink``): only those are built.
     public func linkedDevices(onAdapter adapterPath: String) -> [BlueZDevice] {
-        objects.compactMap { path, interfaces -> BlueZDevice? in
-            guard let properties = interfaces[BlueZInterfaces.device],
-                properties["Connected"]?.bool == true || properties["ServicesResolved"]?.bool == true,
+        children(of: adapterPath, implementing: BlueZInterfaces.device).compactMap { path, properties -> BlueZDevice? in
+            guard properties["Connected"]?.bool == true || properties["ServicesResolved"]?.bool == true,
                 properties["Adapter"]?.string == adapterPath
             else { return nil }
             return BlueZDevice(path: path, properties: properties)
@@ -85,33 +114,34 @@ public struct BlueZObjectTree: Sendable {
     public func characteristic(
         device devicePath: String, service: BluetoothUUID, characteristic: BluetoothUUID
     ) -> BlueZCharacteristic? {
-        let servicePaths = objects(implementing: BlueZInterfaces.gattService)
+        // The device's services are the objects under it; their characteristics under them.
+        let servicePaths = children(of: devicePath, implementing: BlueZInterfaces.gattService)
             .filter {
                 $0.properties["Device"]?.string == devicePath
                     && $0.properties["UUID"]?.string.flatMap(BluetoothUUID.init) == service
             }
             .map(\.path)
-        for (path, props) in objects(implementing: BlueZInterfaces.gattCharacteristic) {
-            guard let servicePath = props["Service"]?.string, servicePaths.contains(servicePath),
-                props["UUID"]?.string.flatMap(BluetoothUUID.init) == characteristic
-            else { continue }
-            return BlueZCharacteristic(path: path, properties: props, serviceUUID: service)
-        }
-        return nil
+        let found = servicePaths.flatMap { children(of: $0, implementing: BlueZInterfaces.gattCharacteristic) }
+            .filter { path, props in
+                props["Service"]?.string.map(servicePaths.contains) == true
+                    && props["UUID"]?.string.flatMap(BluetoothUUID.init) == characteristic
+            }
+            .min { $0.path < $1.path }
+        return found.map { BlueZCharacteristic(path: $0.path, properties: $0.properties, serviceUUID: service) }
     }
 
     /// All characteristics of a device's resolved services.
     public func characteristics(device devicePath: String) -> [BlueZCharacteristic] {
         let services = Dictionary(
-            uniqueKeysWithValues: objects(implementing: BlueZInterfaces.gattService)
+            uniqueKeysWithValues: children(of: devicePath, implementing: BlueZInterfaces.gattService)
                 .filter { $0.properties["Device"]?.string == devicePath }
                 .map { ($0.path, $0.properties["UUID"]?.string.flatMap(BluetoothUUID.init)) })
-        return objects(implementing: BlueZInterfaces.gattCharacteristic).compactMap { path, props in
-            guard let servicePath = props["Service"]?.string, let serviceUUID = services[servicePath] else {
-                return nil
+        return services.keys.flatMap { children(of: $0, implementing: BlueZInterfaces.gattCharacteristic) }
+            .sorted { $0.path < $1.path }
+            .compactMap { path, props in
+                guard let servicePath = props["Service"]?.string, let serviceUUID = services[servicePath] else { return nil }
+                return BlueZCharacteristic(path: path, properties: props, serviceUUID: serviceUUID)
             }
-            return BlueZCharacteristic(path: path, properties: props, serviceUUID: serviceUUID)
-        }
     }
 }
 
@@ -165,6 +195,11 @@ public struct BlueZDevice: Sendable, Hashable {
         self.uuids = (properties["UUIDs"]?.array ?? []).compactMap { $0.string.flatMap(BluetoothUUID.init) }
         self.connected = properties["Connected"]?.bool ?? false
         self.servicesResolved = properties["ServicesResolved"]?.bool ?? false
+    }
+
+    /// The object path BlueZ gives a device of an adapter: `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`.
+    public static func path(adapter adapterPath: String, address: String) -> String {
+        adapterPath + "/dev_" + String(decoding: address.utf8.map { $0 == UInt8(ascii: ":") ? UInt8(ascii: "_") : $0 }, as: UTF8.self)
     }
 
     /// An RSSI as a signal strength, or nil when it is none: bluetoothd shows no RSSI as 0
