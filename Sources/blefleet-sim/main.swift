@@ -30,7 +30,7 @@ struct Options {
         fleet's log). --budget stops after that much CPU time. --partial-ranges: each adapter
         hears each board with a chance of 4 in 5 (else every adapter hears every board).
         --calm-calls: once the radio is calm again, a call with no timeout must switch every
-        board within the deadline the fleet planned (some seeds still fail it: see the README).
+        board within the deadline the fleet planned.
         --scenario: a scripted classroom that proves something does not happen over minutes
         of simulated time (\(Scenario.allCases.map(\.rawValue).joined(separator: ", ")); all: each).
         """
@@ -111,6 +111,16 @@ runtime.install()
 let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("blefleet-sim-\(getpid())").path
 defer { try? FileManager.default.removeItem(atPath: scratch) }
 
+/// What the simulation runtime costs per step by itself: CPU seconds per job of a task that
+/// only yields (each yield is one job through the runtime's queue).
+func runtimeCostPerStep() -> Double {
+    let before = cpuSeconds()
+    let (_, ran) = runtime.run(until: .seconds(1)) {
+        for _ in 0..<100_000 { await Task.yield() }
+    }
+    return (cpuSeconds() - before) / Double(max(ran, 1))
+}
+
 func play(_ seed: UInt64, logger: Logger) -> (Schedule, Classroom.Verdict) {
     let schedule = Schedule(seed: seed, boardRange: 1...options.maxBoards, partialRanges: options.partialRanges)
     let directory = "\(scratch)/\(seed)"
@@ -156,6 +166,7 @@ if let seed = options.seed {
 let started = cpuSeconds()
 var ran = 0, failed = 0
 var simulated: Duration = .zero
+var steps = 0
 var convergence: [Duration] = []
 for offset in 0..<options.schedules {
     if let budget = options.budget, cpuSeconds() - started > budget { break }
@@ -163,6 +174,7 @@ for offset in 0..<options.schedules {
     let (schedule, verdict) = play(seed, logger: quiet)
     ran += 1
     simulated += verdict.virtualTime
+    steps += verdict.steps
     if let after = verdict.convergedAfter { convergence.append(after) }
     if !verdict.failures.isEmpty {
         failed += 1
@@ -186,6 +198,14 @@ convergence.sort()
 let perMinute = cpu > 0 ? Double(ran) / cpu * 60 : 0
 say(String(format: "%d classrooms (seeds %llu-%llu), %d failed; %.1f s CPU, %.0f classrooms per CPU-minute; %.1f h simulated",
     ran, options.firstSeed, options.firstSeed + UInt64(max(ran, 1) - 1), failed, cpu, perMinute, Double(simulated.components.seconds) / 3600))
+if ran > 0 {
+    // The floor: what the runtime alone costs per step (a task that only yields), times
+    // the steps a classroom took.
+    let perStep = runtimeCostPerStep()
+    let stepsPerClassroom = Double(steps) / Double(ran)
+    say(String(format: "%.0f steps per classroom, %.2f µs of CPU each; the runtime alone: %.2f µs a step, a floor of %.0f classrooms per CPU-minute",
+        stepsPerClassroom, cpu / Double(steps) * 1e6, perStep * 1e6, 60 / (perStep * stepsPerClassroom)))
+}
 if !convergence.isEmpty {
     say("every wanted LED on its board after the faults: median \(convergence[convergence.count / 2]), slowest \(convergence.last!)")
 }
