@@ -10,6 +10,13 @@ import Synchronization
 /// The bridge's state: what was last published per board, the outbox, the commands running.
 /// Every daemon event, broker event and timer tick passes through this actor in turn.
 actor MQTTBridgeCore {
+    /// What a sensor's discovery config says beyond its names.
+    struct Discovered: Sendable, Hashable {
+        var unit: String?
+        var deviceClass: String?
+        var decimals: Int?
+    }
+
     /// What the broker holds (retained) for one board, as last published.
     struct Published: Sendable, Hashable {
         var name: String?
@@ -18,8 +25,8 @@ actor MQTTBridgeCore {
         var temperature: Int?
         /// The other sensors' values, by sensor name.
         var sensors: [String: Double] = [:]
-        /// The sensors whose discovery configs were published, with each config.
-        var discovered: [String: String] = [:]
+        /// The sensors whose discovery configs were published, with what each config said.
+        var discovered: [String: Discovered] = [:]
         var state: StateKey?
     }
 
@@ -272,14 +279,15 @@ actor MQTTBridgeCore {
             // Each sensor's config: published again when the board's name or the sensor's
             // unit, device class or decimals change (SIGHUP may change its profile).
             let configs = Dictionary(uniqueKeysWithValues: sensors.map { sensor, info in
-                (sensor, json(discovery.sensor(
-                    address, name: name, sensor: sensor, unit: info.unit, deviceClass: info.deviceClass, decimals: info.decimals)))
+                (sensor, Discovered(unit: info.unit, deviceClass: info.deviceClass, decimals: info.decimals))
             })
             if last.name != name {
                 put(discovery.lightTopic(address), json(discovery.light(address, name: name)), retain: true)
             }
-            for (sensor, _) in sensors where last.name != name || last.discovered[sensor] != configs[sensor] {
-                put(discovery.sensorTopic(address, sensor: sensor), configs[sensor]!, retain: true)
+            for (sensor, info) in sensors where last.name != name || last.discovered[sensor] != configs[sensor] {
+                let config = discovery.sensor(
+                    address, name: name, sensor: sensor, unit: info.unit, deviceClass: info.deviceClass, decimals: info.decimals)
+                put(discovery.sensorTopic(address, sensor: sensor), json(config), retain: true)
             }
             // A sensor the board's profile no longer has: its config goes.
             for gone in last.discovered.keys where configs[gone] == nil {
