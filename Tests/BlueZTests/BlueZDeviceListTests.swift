@@ -44,4 +44,34 @@ import Testing
         #expect(Self.tree.device(onAdapter: "/org/bluez/hci1", address: "CA:FE:00:00:00:04")?.hasLink == true)
         #expect(Self.tree.device(onAdapter: "/org/bluez/hci1", address: "CA:FE:00:00:00:02") == nil)
     }
+
+    /// Devices and their GATT objects come and go as BlueZ's signals say: what is asked of an
+    /// adapter or a device follows (its objects are found under it, not by a full scan).
+    @Test func devicesAndCharacteristicsFollowObjectsAddedAndRemoved() {
+        var tree = Self.tree
+        let (path, device) = Self.device("hci1", "05", connected: true)
+        tree.set(device, at: path)
+        let service = path + "/service000a"
+        let characteristic = service + "/char000b"
+        let uuid = "cd48409b-f3cc-11ed-a05b-0242ac120003"
+        tree.set([BlueZInterfaces.gattService: ["UUID": .string("cd48409a-f3cc-11ed-a05b-0242ac120003"), "Device": .objectPath(path)]], at: service)
+        tree.set([BlueZInterfaces.gattCharacteristic: ["UUID": .string(uuid), "Service": .objectPath(service)]], at: characteristic)
+        #expect(tree.linkedDevices(onAdapter: "/org/bluez/hci1").map(\.address) == ["CA:FE:00:00:00:04", "CA:FE:00:00:00:05"])
+        let found = tree.characteristic(
+            device: path, service: BluetoothUUID("cd48409a-f3cc-11ed-a05b-0242ac120003")!, characteristic: BluetoothUUID(uuid)!)
+        #expect(found?.path == characteristic)
+        #expect(tree.characteristics(device: path).map(\.path) == [characteristic])
+        // Another device's GATT objects are not this one's.
+        #expect(tree.characteristics(device: "/org/bluez/hci1/dev_CA_FE_00_00_00_04").isEmpty)
+
+        tree.change(path, BlueZInterfaces.device, ["Connected": .boolean(false)], invalidated: [])
+        #expect(tree.linkedDevices(onAdapter: "/org/bluez/hci1").map(\.address) == ["CA:FE:00:00:00:04"])
+        tree.set(nil, at: characteristic)
+        tree.set(nil, at: service)
+        #expect(tree.characteristics(device: path).isEmpty)
+        tree.set(nil, at: path)
+        #expect(tree.devices(onAdapter: "/org/bluez/hci1").map(\.address) == ["CA:FE:00:00:00:04"])
+        #expect(tree.objects[path] == nil)
+        #expect(BlueZDevice.path(adapter: "/org/bluez/hci1", address: "CA:FE:00:00:00:05") == path)
+    }
 }

@@ -9,7 +9,7 @@ public struct BlueZObjectTree: Sendable {
     /// Each path's child objects (an adapter's devices, a device's services, a service's
     /// characteristics, a characteristic's descriptors), so that what is asked of one
     /// adapter or device is found without looking at every object BlueZ exports.
-    private var children: [String: Set<String>] = [:]
+    private var childPaths: [String: Set<String>] = [:]
 
     public init(objects: [String: [String: Properties]] = [:]) {
         for (path, interfaces) in objects { set(interfaces, at: path) }
@@ -19,10 +19,10 @@ public struct BlueZObjectTree: Sendable {
     mutating func set(_ interfaces: [String: Properties]?, at path: String) {
         let parent = Self.parent(of: path)
         if let interfaces, !interfaces.isEmpty {
-            if objects.updateValue(interfaces, forKey: path) == nil { children[parent, default: []].insert(path) }
+            if objects.updateValue(interfaces, forKey: path) == nil { childPaths[parent, default: []].insert(path) }
         } else if objects.removeValue(forKey: path) != nil {
-            children[parent]?.remove(path)
-            if children[parent]?.isEmpty == true { children[parent] = nil }
+            childPaths[parent]?.remove(path)
+            if childPaths[parent]?.isEmpty == true { childPaths[parent] = nil }
         }
     }
 
@@ -41,7 +41,7 @@ public struct BlueZObjectTree: Sendable {
 
     /// The objects directly under `path` that have `interface`.
     private func children(of path: String, implementing interface: String) -> [(path: String, properties: Properties)] {
-        (children[path] ?? []).compactMap { child in objects[child]?[interface].map { (child, $0) } }
+        (childPaths[path] ?? []).compactMap { child in objects[child]?[interface].map { (child, $0) } }
     }
 
     public func properties(_ path: String, _ interface: String) -> Properties? {
