@@ -108,7 +108,10 @@ do {
 
 let runtime = SimulationRuntime.shared
 runtime.install()
-let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("blefleet-sim-\(getpid())").path
+// The fleet's registry and history go to memory where there is a tmpfs: their fsyncs cost
+// nothing there, and a classroom's files live only as long as it does.
+let scratchRoot = FileManager.default.isWritableFile(atPath: "/dev/shm") ? "/dev/shm" : FileManager.default.temporaryDirectory.path
+let scratch = "\(scratchRoot)/blefleet-sim-\(getpid())"
 defer { try? FileManager.default.removeItem(atPath: scratch) }
 
 /// What the simulation runtime costs per step by itself: CPU seconds per job of a task that
