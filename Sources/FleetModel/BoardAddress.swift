@@ -8,6 +8,11 @@ public struct BoardAddress: Sendable, Hashable, Comparable, CustomStringConverti
     /// Parses `text` (upper or lower case hex, colon separated); throws
     /// ``BoardAddressError`` saying what is wrong.
     public init(parsing text: String) throws(BoardAddressError) {
+        if let normalized = Self.normalized(text) {
+            rawValue = normalized
+            return
+        }
+        // Not an address: find what is wrong with it, to say so.
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 6 else {
             throw BoardAddressError(text: text, reason: "it must have six colon-separated parts")
@@ -18,6 +23,23 @@ public struct BoardAddress: Sendable, Hashable, Comparable, CustomStringConverti
             }
         }
         rawValue = text.uppercased()
+    }
+
+    /// `text` in upper case when it is six colon-separated pairs of hex digits, read byte by
+    /// byte (addresses are parsed at every BlueZ signal); nil otherwise.
+    private static func normalized(_ text: String) -> String? {
+        guard text.utf8.count == 17 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(17)
+        for (index, byte) in text.utf8.enumerated() {
+            switch (index % 3, byte) {
+            case (2, UInt8(ascii: ":")): bytes.append(byte)
+            case (0..<2, UInt8(ascii: "0")...UInt8(ascii: "9")), (0..<2, UInt8(ascii: "A")...UInt8(ascii: "F")): bytes.append(byte)
+            case (0..<2, UInt8(ascii: "a")...UInt8(ascii: "f")): bytes.append(byte - 32)
+            default: return nil
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Parses `text`, or returns nil when it is not a valid address.

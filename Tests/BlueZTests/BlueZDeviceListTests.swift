@@ -37,6 +37,7 @@ import Testing
         #expect(Self.tree.linkedDevices(onAdapter: "/org/bluez/hci0").map(\.address) == ["CA:FE:00:00:00:02", "CA:FE:00:00:00:03"])
         #expect(Self.tree.linkedDevices(onAdapter: "/org/bluez/hci0") == Self.tree.devices(onAdapter: "/org/bluez/hci0").filter(\.hasLink))
         #expect(Self.tree.linkedDevices(onAdapter: "/org/bluez/hci1").map(\.address) == ["CA:FE:00:00:00:04"])
+        #expect(Self.tree.linkedAddresses(onAdapter: "/org/bluez/hci0") == Self.tree.linkedDevices(onAdapter: "/org/bluez/hci0").map(\.address))
     }
 
     @Test func oneDeviceIsFoundByItsAdapterAndAddressInAnyCase() {

@@ -102,6 +102,17 @@ public struct BlueZObjectTree: Sendable {
         }.sorted { $0.path < $1.path }
     }
 
+    /// The addresses (upper case) of one adapter's devices with a link up, in path order:
+    /// what the slots count, without building the devices.
+    public func linkedAddresses(onAdapter adapterPath: String) -> [String] {
+        children(of: adapterPath, implementing: BlueZInterfaces.device).compactMap { path, properties -> (String, String)? in
+            guard properties["Connected"]?.bool == true || properties["ServicesResolved"]?.bool == true,
+                properties["Adapter"]?.string == adapterPath
+            else { return nil }
+            return (path, (properties["Address"]?.string ?? "").uppercased())
+        }.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
     public func characteristic(at path: String) -> BlueZCharacteristic? {
         guard let props = properties(path, BlueZInterfaces.gattCharacteristic) else { return nil }
         let servicePath = props["Service"]?.string ?? ""

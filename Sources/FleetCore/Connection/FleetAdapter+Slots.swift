@@ -64,8 +64,7 @@ extension FleetAdapter {
     private func links(except board: BoardAddress? = nil, in context: FleetContext) async
         -> (links: [ConnectionSlots.Link], taken: Set<BoardAddress>)
     {
-        let connected = await context.client.mirror.tree.linkedDevices(onAdapter: path)
-        let shown = Set(connected.compactMap { BoardAddress($0.address) })
+        let shown = Set(await context.client.mirror.tree.linkedAddresses(onAdapter: path).compactMap { BoardAddress($0) })
         let linking = linkingBoards
         var links: [ConnectionSlots.Link] = []
         for other in linking where other != board && !shown.contains(other) {

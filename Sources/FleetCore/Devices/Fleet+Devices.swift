@@ -189,7 +189,7 @@ extension Fleet {
     /// its adapter in use (the phrase "connection slot" is what bleak-retry-connector
     /// classifies as out of slots), or its turn in the adapter's queue of connects not come.
     private func noSlot(for address: BoardAddress, on adapter: FleetAdapter) async -> DeviceError {
-        let links = await client.mirror.tree.linkedDevices(onAdapter: adapter.path).count
+        let links = await client.mirror.tree.linkedAddresses(onAdapter: adapter.path).count
         let leased = leases.count
         let held = leased > 0 ? " (\(leased) device link\(leased == 1 ? "" : "s") leased by clients)" : ""
         guard links + adapter.linkingBoards.count >= adapter.limit else {

@@ -51,7 +51,7 @@ extension FleetContext {
                 continue
             }
             // Slots taken: links up, and connects placed here that will take one.
-            var taken = Set(tree.linkedDevices(onAdapter: path).compactMap { BoardAddress($0.address) })
+            var taken = Set(tree.linkedAddresses(onAdapter: path).compactMap { BoardAddress($0) })
             taken.formUnion(adapter.placedBoards)
             taken.remove(board)
             let freeSlots = max(0, adapter.limit - taken.count)
