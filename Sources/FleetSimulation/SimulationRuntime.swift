@@ -26,6 +26,7 @@ public final class SimulationRuntime: Sendable {
     private struct State {
         var jobs: [UnownedJob] = []
         var head = 0
+        /// Sleepers by deadline, then by the order they went to sleep (``earlier``).
         var timers: [Timer] = []
         var now: Duration = .zero
         var sequence: UInt64 = 0
@@ -107,7 +108,7 @@ public final class SimulationRuntime: Sendable {
                 break
             }
             if finished.load(ordering: .relaxed) { break }
-            guard let next = state.withLock({ $0.timers.min(by: Self.earlier)?.deadline }) else {
+            guard let next = state.withLock({ $0.timers.first?.deadline }) else {
                 ending = .stalled
                 break
             }
@@ -121,7 +122,7 @@ public final class SimulationRuntime: Sendable {
         for _ in 0..<100 {
             let left = state.withLock { state -> [Sleeper] in
                 defer { state.timers = [] }
-                return state.timers.map(\.sleeper)
+                return state.timers.sorted { $0.sequence < $1.sequence }.map(\.sleeper)
             }
             if left.isEmpty { break }
             for sleeper in left { sleeper.end(.failure(CancellationError())) }
@@ -159,8 +160,9 @@ public final class SimulationRuntime: Sendable {
     private func fire(upTo deadline: Duration) {
         let due = state.withLock { state -> [Timer] in
             state.now = max(state.now, deadline)
-            let due = state.timers.filter { $0.deadline <= deadline }.sorted(by: Self.earlier)
-            state.timers.removeAll { $0.deadline <= deadline }
+            let count = state.timers.prefix { $0.deadline <= deadline }.count
+            let due = Array(state.timers.prefix(count))
+            state.timers.removeFirst(count)
             return due
         }
         for timer in due { timer.sleeper.end(.success(())) }
@@ -174,7 +176,14 @@ public final class SimulationRuntime: Sendable {
                 guard sleeper.start(continuation) else { return }
                 state.withLock { state in
                     state.sequence += 1
-                    state.timers.append(Timer(deadline: max(target, state.now), sequence: state.sequence, sleeper: sleeper))
+                    let timer = Timer(deadline: max(target, state.now), sequence: state.sequence, sleeper: sleeper)
+                    // After every timer due no later (a later sequence goes after an equal deadline).
+                    var low = 0, high = state.timers.count
+                    while low < high {
+                        let middle = (low + high) / 2
+                        if Self.earlier(state.timers[middle], timer) { low = middle + 1 } else { high = middle }
+                    }
+                    state.timers.insert(timer, at: low)
                 }
             }
         } onCancel: {
