@@ -103,8 +103,7 @@ extension BlueZClient {
     public func disconnect(_ device: BlueZDevice, timeout: Duration = .seconds(10)) async throws {
         let path = device.path
         let ticket = await mirror.register { snapshot -> MirrorWaitStep<Void> in
-            guard let current = snapshot.tree.device(at: path) else { return .done(()) }
-            return current.hasLink ? .pending : .done(())
+            (snapshot.tree.hasLink(at: path) ?? false) ? .pending : .done(())
         }
         let released: Bool
         do {

@@ -72,6 +72,13 @@ public struct BlueZObjectTree: Sendable {
         properties(path, BlueZInterfaces.device).map { BlueZDevice(path: path, properties: $0) }
     }
 
+    /// Whether the device at `path` has a link up (``BlueZDevice/hasLink``), read without
+    /// building the device; nil when BlueZ shows no device there.
+    public func hasLink(at path: String) -> Bool? {
+        guard let properties = properties(path, BlueZInterfaces.device) else { return nil }
+        return properties["Connected"]?.bool == true || properties["ServicesResolved"]?.bool == true
+    }
+
     /// Devices known to one adapter (BlueZ lists other adapters' devices too; filter by
     /// `Adapter`): only the objects under the adapter are looked at, only its devices built.
     public func devices(onAdapter adapterPath: String) -> [BlueZDevice] {

@@ -45,7 +45,7 @@ extension Board {
     /// which then becomes ``linkAdapter``.
     func linkedDevice() async -> BlueZDevice? {
         let tree = await context.client.mirror.tree
-        if let device, tree.device(at: device.path)?.hasLink == true { return device }
+        if let device, tree.hasLink(at: device.path) == true { return device }
         for (adapter, known) in devices {
             guard let current = tree.device(at: known.path), current.hasLink else { continue }
             devices[adapter] = current

@@ -35,7 +35,7 @@ extension Board {
         guard let device else { return true }
         let path = device.path
         return (try? await context.client.mirror.wait(timeout: bound, description: "the link of \(address) going down") {
-            ($0.tree.device(at: path)?.hasLink ?? false) ? .pending : .done(())
+            ($0.tree.hasLink(at: path) ?? false) ? .pending : .done(())
         }) != nil
     }
 
@@ -274,7 +274,7 @@ extension Board {
         guard let linked else { return }
         let path = linked.path
         let down = (try? await context.client.mirror.wait(timeout: timeout, description: "disconnect of \(address)") {
-            ($0.tree.device(at: path)?.hasLink ?? false) ? .pending : .done(())
+            ($0.tree.hasLink(at: path) ?? false) ? .pending : .done(())
         }) != nil
         // The board's phase follows the link at once (the disconnect's own task reports it
         // too, a moment later: then a no-op), so no count shows it linked once it is not.

@@ -304,7 +304,7 @@ actor Board {
             // A link BlueZ shows that never resolved (the kernel kept it while bluetoothd
             // restarted, or the connect was half made): released, so the retry starts clean
             // and no link is left that the fleet does not use.
-            if errorClass == .transient, await context.client.mirror.tree.device(at: device.path)?.hasLink == true {
+            if errorClass == .transient, await context.client.mirror.tree.hasLink(at: device.path) == true {
                 logger.info("releasing a link that never resolved", metadata: ["ble.adapter": "\(adapter.name)"])
                 try? await context.client.disconnect(device)
             }

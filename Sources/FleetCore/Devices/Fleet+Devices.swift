@@ -87,7 +87,7 @@ extension Fleet {
             }
             leases.watch(address, with: observation)
             // Down meanwhile (between the look above and the observation): over at once.
-            if await client.mirror.tree.device(at: path)?.hasLink != true, let lease = leases.lost(address, devicePath: path) {
+            if await client.mirror.tree.hasLink(at: path) != true, let lease = leases.lost(address, devicePath: path) {
                 for onLost in lease.holders.values { onLost("the link went down") }
             }
             logger.info(

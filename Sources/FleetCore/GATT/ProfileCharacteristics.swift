@@ -19,7 +19,7 @@ extension BlueZObjectMirror {
         }
         _ = try? await wait(timeout: Self.handlesWait, description: "the characteristics of \(device.address)") {
             snapshot -> MirrorWaitStep<Bool> in
-            guard snapshot.tree.device(at: path)?.hasLink == true else { return .done(false) }
+            guard snapshot.tree.hasLink(at: path) == true else { return .done(false) }
             return lookUp(snapshot.tree).count == profile.characteristics.count ? .done(true) : .pending
         }
         return lookUp(await tree)
