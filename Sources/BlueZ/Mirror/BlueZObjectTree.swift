@@ -10,6 +10,9 @@ public struct BlueZObjectTree: Sendable {
     /// characteristics, a characteristic's descriptors), so that what is asked of one
     /// adapter or device is found without looking at every object BlueZ exports.
     private var childPaths: [String: Set<String>] = [:]
+    /// Each adapter's devices with a link up (by path): what the connection slots count, at
+    /// every placement, kept as the links come and go.
+    private var linkedPaths: [String: Set<String>] = [:]
 
     public init(objects: [String: [String: Properties]] = [:]) {
         for (path, interfaces) in objects { set(interfaces, at: path) }
@@ -24,6 +27,16 @@ public struct BlueZObjectTree: Sendable {
             childPaths[parent]?.remove(path)
             if childPaths[parent]?.isEmpty == true { childPaths[parent] = nil }
         }
+        noteLink(at: path, parent: parent)
+    }
+
+    /// Keeps ``linkedPaths`` in step with the device at `path` (none: no link).
+    private mutating func noteLink(at path: String, parent: String) {
+        if hasLink(at: path) == true {
+            linkedPaths[parent, default: []].insert(path)
+        } else if linkedPaths[parent]?.remove(path) != nil, linkedPaths[parent]?.isEmpty == true {
+            linkedPaths[parent] = nil
+        }
     }
 
     /// Changes properties of an object's interface (none when it lacks the interface).
@@ -31,6 +44,7 @@ public struct BlueZObjectTree: Sendable {
         guard objects[path]?[interface] != nil else { return }
         objects[path]?[interface]?.merge(changed) { _, new in new }
         for name in invalidated { objects[path]?[interface]?[name] = nil }
+        if interface == BlueZInterfaces.device { noteLink(at: path, parent: Self.parent(of: path)) }
     }
 
     /// `/org/bluez/hci0/dev_AA` → `/org/bluez/hci0`.
@@ -101,23 +115,21 @@ public struct BlueZObjectTree: Sendable {
 
     /// The devices of one adapter with a link up (``BlueZDevice/hasLink``): only those are built.
     public func linkedDevices(onAdapter adapterPath: String) -> [BlueZDevice] {
-        children(of: adapterPath, implementing: BlueZInterfaces.device).compactMap { path, properties -> BlueZDevice? in
-            guard properties["Connected"]?.bool == true || properties["ServicesResolved"]?.bool == true,
-                properties["Adapter"]?.string == adapterPath
+        (linkedPaths[adapterPath] ?? []).sorted().compactMap { path -> BlueZDevice? in
+            guard let properties = objects[path]?[BlueZInterfaces.device], properties["Adapter"]?.string == adapterPath
             else { return nil }
             return BlueZDevice(path: path, properties: properties)
-        }.sorted { $0.path < $1.path }
+        }
     }
 
     /// The addresses (upper case) of one adapter's devices with a link up, in path order:
     /// what the slots count, without building the devices.
     public func linkedAddresses(onAdapter adapterPath: String) -> [String] {
-        children(of: adapterPath, implementing: BlueZInterfaces.device).compactMap { path, properties -> (String, String)? in
-            guard properties["Connected"]?.bool == true || properties["ServicesResolved"]?.bool == true,
-                properties["Adapter"]?.string == adapterPath
+        (linkedPaths[adapterPath] ?? []).sorted().compactMap { path -> String? in
+            guard let properties = objects[path]?[BlueZInterfaces.device], properties["Adapter"]?.string == adapterPath
             else { return nil }
-            return (path, (properties["Address"]?.string ?? "").uppercased())
-        }.sorted { $0.0 < $1.0 }.map(\.1)
+            return (properties["Address"]?.string ?? "").uppercased()
+        }
     }
 
     public func characteristic(at path: String) -> BlueZCharacteristic? {
