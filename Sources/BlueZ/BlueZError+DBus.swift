@@ -78,14 +78,17 @@ private func attErrorCode(_ message: String) -> UInt8? {
 }
 
 extension ConnectionFailure {
+    /// Longest first, so "…-abort-by-local" is not taken for a shorter prefix.
+    private static let byLength = allCases.sorted { $0.rawValue.count > $1.rawValue.count }
+
     /// Finds a known reason string in a `Failed` message (BlueZ sends the bare reason, e.g.
     /// `le-connection-abort-by-local`; older versions prefix text). Unknown `le-connection-*` /
     /// `br-connection-*` strings map to the matching `unknown` reason.
     static func parse(_ message: String) -> ConnectionFailure? {
         let lowered = message.lowercased()
-        // Longest first, so "…-abort-by-local" is not taken for a shorter prefix.
-        for reason in allCases.sorted(by: { $0.rawValue.count > $1.rawValue.count })
-        where lowered.contains(reason.rawValue) {
+        // Every reason is "le-connection-…" or "br-connection-…": most messages are none.
+        guard lowered.contains("-connection-") else { return nil }
+        for reason in byLength where lowered.contains(reason.rawValue) {
             return reason
         }
         if lowered.contains("le-connection-") { return .leUnknown }
