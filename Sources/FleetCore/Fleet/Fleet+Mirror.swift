@@ -124,7 +124,8 @@ extension Fleet {
         guard let device = await client.mirror.tree.device(at: path), adapters[device.adapterPath] != nil,
             let address = BoardAddress(device.address)
         else { return }
-        devicePaths[path] = address
+        // Set only when new: every set rebuilds the advertisements' path index.
+        if devicePaths[path] != address { devicePaths[path] = address }
         let allProperties: Set<String> = ["RSSI", "Connected", "ServicesResolved", "Name"]
         if let board = boards[address] {
             await board.deviceUpdated(device, changed: changed ?? allProperties)
