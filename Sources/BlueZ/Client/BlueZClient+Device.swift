@@ -43,7 +43,7 @@ extension BlueZClient {
         // Registered before Connect so no transition it causes is missed.
         let sawConnected = Mutex(false)
         let ticket = await mirror.register { snapshot -> MirrorWaitStep<Void> in
-            guard let current = snapshot.tree.device(at: path) else {
+            guard let current = snapshot.tree.link(at: path) else {
                 return .failed(
                     snapshot.isLoaded
                         ? .objectVanished("device \(path) vanished while connecting")

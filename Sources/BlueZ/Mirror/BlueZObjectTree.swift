@@ -89,8 +89,14 @@ public struct BlueZObjectTree: Sendable {
     /// Whether the device at `path` has a link up (``BlueZDevice/hasLink``), read without
     /// building the device; nil when BlueZ shows no device there.
     public func hasLink(at path: String) -> Bool? {
+        link(at: path).map { $0.connected || $0.servicesResolved }
+    }
+
+    /// The device at `path`'s `Connected` and `ServicesResolved`, read without building the
+    /// device; nil when BlueZ shows no device there.
+    public func link(at path: String) -> (connected: Bool, servicesResolved: Bool)? {
         guard let properties = properties(path, BlueZInterfaces.device) else { return nil }
-        return properties["Connected"]?.bool == true || properties["ServicesResolved"]?.bool == true
+        return (properties["Connected"]?.bool == true, properties["ServicesResolved"]?.bool == true)
     }
 
     /// Devices known to one adapter (BlueZ lists other adapters' devices too; filter by
