@@ -75,4 +75,14 @@ import Testing
         #expect(tree.objects[path] == nil)
         #expect(BlueZDevice.path(adapter: "/org/bluez/hci1", address: "CA:FE:00:00:00:05") == path)
     }
+
+    /// A wait that watches a device is told of changes to the device and its GATT objects only.
+    @Test func aWatchedPathCoversItsObjectAndTheObjectsUnderIt() {
+        let device = "/org/bluez/hci0/dev_CA_FE_00_00_00_01"
+        #expect(BlueZObjectMirror.path(device, isAtOrUnder: device))
+        #expect(BlueZObjectMirror.path(device + "/service000a/char000b", isAtOrUnder: device))
+        #expect(!BlueZObjectMirror.path("/org/bluez/hci0/dev_CA_FE_00_00_00_01X", isAtOrUnder: device))
+        #expect(!BlueZObjectMirror.path("/org/bluez/hci0", isAtOrUnder: device))
+        #expect(!BlueZObjectMirror.path("/org/bluez/hci1/dev_CA_FE_00_00_00_01", isAtOrUnder: device))
+    }
 }

@@ -42,7 +42,7 @@ extension BlueZClient {
         }
         // Registered before Connect so no transition it causes is missed.
         let sawConnected = Mutex(false)
-        let ticket = await mirror.register { snapshot -> MirrorWaitStep<Void> in
+        let ticket = await mirror.register(watching: path) { snapshot -> MirrorWaitStep<Void> in
             guard let current = snapshot.tree.link(at: path) else {
                 return .failed(
                     snapshot.isLoaded
@@ -102,7 +102,7 @@ extension BlueZClient {
     /// once when its controller did not answer the kernel's disconnect.
     public func disconnect(_ device: BlueZDevice, timeout: Duration = .seconds(10)) async throws {
         let path = device.path
-        let ticket = await mirror.register { snapshot -> MirrorWaitStep<Void> in
+        let ticket = await mirror.register(watching: path) { snapshot -> MirrorWaitStep<Void> in
             (snapshot.tree.hasLink(at: path) ?? false) ? .pending : .done(())
         }
         let released: Bool

@@ -18,6 +18,9 @@ public struct MirrorWaitTicket<T: Sendable>: Sendable {
 
 /// Type-erased waiter, touched only inside the mirror actor.
 protocol MirrorWaiter: AnyObject {
+    /// The object whose changes (its own or its children's) can change the outcome; nil:
+    /// any change can.
+    var watching: String? { get }
     /// Re-evaluates against the current state; does nothing once finished.
     func evaluate(_ snapshot: BlueZMirrorSnapshot)
     func fail(_ error: BlueZError)
@@ -26,10 +29,12 @@ protocol MirrorWaiter: AnyObject {
 /// Lives only inside the mirror actor (created, evaluated, resumed and dropped there).
 final class TypedMirrorWaiter<T: Sendable>: MirrorWaiter {
     let condition: @Sendable (BlueZMirrorSnapshot) -> MirrorWaitStep<T>
+    let watching: String?
     var outcome: Result<T, BlueZError>?
     var continuation: CheckedContinuation<T, any Error>?
 
-    init(condition: @escaping @Sendable (BlueZMirrorSnapshot) -> MirrorWaitStep<T>) {
+    init(watching: String?, condition: @escaping @Sendable (BlueZMirrorSnapshot) -> MirrorWaitStep<T>) {
+        self.watching = watching
         self.condition = condition
     }
 
@@ -59,12 +64,14 @@ extension BlueZObjectMirror {
 
     /// Registers a condition, evaluated now and after every change until it is done or
     /// failed. Registering before starting an operation (e.g. `Connect`) means no change the
-    /// operation causes can be missed.
+    /// operation causes can be missed. A condition that reads only the object at `watching`
+    /// and the objects under it (and whether BlueZ is loaded) is evaluated only when those
+    /// change (or BlueZ comes or goes).
     public func register<T: Sendable>(
-        _ condition: @escaping @Sendable (BlueZMirrorSnapshot) -> MirrorWaitStep<T>
+        watching: String? = nil, _ condition: @escaping @Sendable (BlueZMirrorSnapshot) -> MirrorWaitStep<T>
     ) -> MirrorWaitTicket<T> {
         let id = takeID()
-        let waiter = TypedMirrorWaiter(condition: condition)
+        let waiter = TypedMirrorWaiter(watching: watching, condition: condition)
         waiters[id] = waiter
         waiter.evaluate(snapshot)
         return MirrorWaitTicket(id: id)
@@ -99,12 +106,12 @@ extension BlueZObjectMirror {
         }
     }
 
-    /// Registers `condition` and waits for it.
+    /// Registers `condition` (see ``register(watching:_:)``) and waits for it.
     public func wait<T: Sendable>(
-        timeout: Duration, description: String,
+        timeout: Duration, description: String, watching: String? = nil,
         _ condition: @escaping @Sendable (BlueZMirrorSnapshot) -> MirrorWaitStep<T>
     ) async throws -> T {
-        let ticket = register(condition)
+        let ticket = register(watching: watching, condition)
         return try await result(of: ticket, timeout: timeout, description: description)
     }
 
@@ -114,10 +121,26 @@ extension BlueZObjectMirror {
         waiters[ticket.id] = nil
     }
 
-    func evaluateWaiters() {
+    /// Evaluates the waiters `event` may concern: those watching its object or one above
+    /// it, and every one when BlueZ came or went (nil: every one).
+    func evaluateWaiters(after event: BlueZMirrorEvent? = nil) {
         guard !waiters.isEmpty else { return }
         let current = snapshot
-        for waiter in waiters.values { waiter.evaluate(current) }
+        let changed: String? =
+            switch event {
+            case .interfacesAdded(let path, _), .interfacesRemoved(let path, _), .propertiesChanged(let path, _, _, _): path
+            case .serviceLost, .serviceLoaded, nil: nil
+            }
+        for waiter in waiters.values {
+            if let changed, let watched = waiter.watching, !Self.path(changed, isAtOrUnder: watched) { continue }
+            waiter.evaluate(current)
+        }
+    }
+
+    /// `/org/bluez/hci0/dev_AA/service000a` is under `/org/bluez/hci0/dev_AA`.
+    static func path(_ path: String, isAtOrUnder watched: String) -> Bool {
+        guard path.hasPrefix(watched) else { return false }
+        return path.utf8.count == watched.utf8.count || path.utf8.dropFirst(watched.utf8.count).first == UInt8(ascii: "/")
     }
 
     private func expire(_ id: UInt64, description: String) {

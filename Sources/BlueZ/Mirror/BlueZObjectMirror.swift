@@ -144,7 +144,7 @@ public actor BlueZObjectMirror {
         for subscriber in subscribers.values where subscriber.wants(event) {
             subscriber.deliver(event)
         }
-        evaluateWaiters()
+        evaluateWaiters(after: event)
     }
 
     // MARK: Owner tracking and loading

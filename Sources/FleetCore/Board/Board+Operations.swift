@@ -34,7 +34,7 @@ extension Board {
     private func linkIsDown(within bound: Duration) async -> Bool {
         guard let device else { return true }
         let path = device.path
-        return (try? await context.client.mirror.wait(timeout: bound, description: "the link of \(address) going down") {
+        return (try? await context.client.mirror.wait(timeout: bound, description: "the link of \(address) going down", watching: path) {
             ($0.tree.hasLink(at: path) ?? false) ? .pending : .done(())
         }) != nil
     }
@@ -273,7 +273,7 @@ extension Board {
         apply { $0.disconnectRequested(now: $1, evicted: evicted) }
         guard let linked else { return }
         let path = linked.path
-        let down = (try? await context.client.mirror.wait(timeout: timeout, description: "disconnect of \(address)") {
+        let down = (try? await context.client.mirror.wait(timeout: timeout, description: "disconnect of \(address)", watching: path) {
             ($0.tree.hasLink(at: path) ?? false) ? .pending : .done(())
         }) != nil
         // The board's phase follows the link at once (the disconnect's own task reports it
