@@ -64,6 +64,9 @@ class BoardResult:
     value: float | None = None
     unit: str | None = None
     age_ms: int | None = None
+    #: The decimals its profile's scale gives the value (2 at scale 0.01: ``f"{r.value:.{r.decimals}f}"``
+    #: writes 41.20); None for a float sensor.
+    decimals: int | None = None
     #: The call left the board pending (its LED is written when it comes back).
     pending: bool = False
 
@@ -75,7 +78,7 @@ class BoardResult:
             name=entry.get("name"), address=entry["address"], ok=bool(entry.get("ok")),
             latency_ms=entry.get("latencyMs"), error_code=error.get("code"), error=error.get("message"),
             retryable=error.get("retryable"), value=value, unit=entry.get("unit", "°C" if "celsius" in entry else None),
-            age_ms=entry.get("ageMs"), pending=bool(entry.get("pending", False)))
+            age_ms=entry.get("ageMs"), decimals=entry.get("decimals"), pending=bool(entry.get("pending", False)))
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,9 @@ class Series:
     address: str
     points: list[tuple[datetime, float]]
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: The decimals the sensor's scale gives a reading (a bucket's mean has one more); None
+    #: for a float sensor.
+    decimals: int | None = None
 
 
 def _utc(moment: datetime) -> str:
@@ -392,7 +398,7 @@ class Fleet:
         series = []
         for board in result.get("boards", []):
             points = [(_parse_time(p["time"]), p.get("value", p.get("mean"))) for p in board.get("points", [])]
-            series.append(Series(board.get("name"), board["address"], points, board))
+            series.append(Series(board.get("name"), board["address"], points, board, board.get("decimals")))
         return series
 
     async def status(self) -> dict[str, Any]:

@@ -57,6 +57,9 @@ def test_temperatures_and_a_profiles_sensor_are_what_the_boards_measure(daemon):
     assert {r.name: (r.value, r.unit) for r in temperatures} == {n: (b["temperature"], "°C") for n, b in truth.items()}
     assert {r.name: (pytest.approx(r.value), r.unit) for r in humidity} == {
         n: (pytest.approx(b["humidity"]), "%") for n, b in truth.items()}
+    # Hundredths, as the profile's scale gives them: nano-02's 41.20 is written with both.
+    assert {r.name: f"{r.value:.{r.decimals}f}" for r in humidity} == {
+        n: f"{b['humidity']:.2f}" for n, b in truth.items()}
     assert {b.name: (b.state, b.sensors["temperature"]) for b in boards} == {
         n: ("ready", b["temperature"]) for n, b in truth.items()}
 
@@ -79,6 +82,7 @@ def test_history_holds_the_readings(daemon):
     (series,) = run(scenario())
     assert series.name == "nano-01" and series.points, series
     assert {value for _, value in series.points} == {states(daemon)["nano-01"]["temperature"]}
+    assert series.decimals == 0  # whole degrees, as the nano profile's temperature is
 
 
 def test_errors_are_sentences_with_the_daemons_codes(daemon, tmp_path):
