@@ -185,10 +185,22 @@ public final class SimulatedRadio: BlueZBus {
         return Int(parts[2].dropFirst(3))
     }
 
+    /// `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF[/…]` → (0, `AA:BB:CC:DD:EE:FF`), read byte by byte.
     static func device(_ path: String) -> (Int, String)? {
-        let parts = path.split(separator: "/")
-        guard parts.count >= 4, let index = adapter(path), parts[3].hasPrefix("dev_") else { return nil }
-        return (index, String(decoding: parts[3].dropFirst(4).utf8.map { $0 == UInt8(ascii: "_") ? UInt8(ascii: ":") : $0 }, as: UTF8.self))
+        let bytes = Array(path.utf8)
+        let prefix = Array("/org/bluez/hci".utf8)
+        guard bytes.count >= prefix.count + 23, bytes.starts(with: prefix) else { return nil }
+        var index = 0
+        var at = prefix.count
+        while at < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[at]) {
+            index = index * 10 + Int(bytes[at] - UInt8(ascii: "0"))
+            at += 1
+        }
+        let marker = Array("/dev_".utf8)
+        guard at > prefix.count, bytes.count >= at + 5 + 17, bytes[at..<(at + 5)].elementsEqual(marker) else { return nil }
+        let address = bytes[(at + 5)..<(at + 22)].map { $0 == UInt8(ascii: "_") ? UInt8(ascii: ":") : $0 }
+        guard bytes.count == at + 22 || bytes[at + 22] == UInt8(ascii: "/") else { return nil }
+        return (index, String(decoding: address, as: UTF8.self))
     }
 
     static func devicePath(_ address: String, on index: Int) -> String {

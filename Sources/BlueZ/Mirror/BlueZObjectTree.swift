@@ -112,6 +112,13 @@ public struct BlueZObjectTree: Sendable {
     /// only that one is built.
     public func device(onAdapter adapterPath: String, address: String) -> BlueZDevice? {
         let wanted = address.uppercased()
+        // Where BlueZ puts it (its path is made of its address), else any path that has it.
+        let direct = BlueZDevice.path(adapter: adapterPath, address: wanted)
+        if let properties = objects[direct]?[BlueZInterfaces.device], properties["Adapter"]?.string == adapterPath,
+            properties["Address"]?.string?.uppercased() == wanted
+        {
+            return BlueZDevice(path: direct, properties: properties)
+        }
         return children(of: adapterPath, implementing: BlueZInterfaces.device).lazy.compactMap { path, properties -> BlueZDevice? in
             guard properties["Adapter"]?.string == adapterPath, properties["Address"]?.string?.uppercased() == wanted
             else { return nil }
