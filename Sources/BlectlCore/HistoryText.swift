@@ -55,9 +55,9 @@ public enum HistoryText {
                     return [name, series.address.rawValue, "-", "-", "-", "-", "no readings kept"]
                 }
                 let decimals = series.decimals
-                let meanDecimals = decimals.map { summary.count == 1 ? $0 : $0 + 1 }
                 return [
-                    name, series.address.rawValue, number(summary.min, decimals), number(summary.mean, meanDecimals),
+                    name, series.address.rawValue, number(summary.min, decimals),
+                    number(summary.mean, series.decimals(ofMeanOver: summary.count)),
                     number(summary.max, decimals), number(summary.last, decimals),
                     sparkline(series.points.map(\.mean), width: trendWidth, unicode: unicode),
                 ]
@@ -82,7 +82,7 @@ public enum HistoryText {
                 lines.append(
                     [
                         prefix, WireTime.text(point.time),
-                        SensorNumber.text(point.mean, decimals: series.decimals.map { point.count == 1 ? $0 : $0 + 1 }),
+                        SensorNumber.text(point.mean, decimals: series.decimals(ofMeanOver: point.count)),
                         SensorNumber.text(point.min, decimals: series.decimals),
                         SensorNumber.text(point.max, decimals: series.decimals), String(point.count),
                     ].joined(separator: ","))

@@ -106,17 +106,26 @@ public struct HistorySeries: Sendable, Hashable {
         self.decimals = decimals
     }
 
+    /// The decimals of a mean over `count` readings: a reading's own, one more for a mean of
+    /// several; nil for a float sensor.
+    public func decimals(ofMeanOver count: Int) -> Int? {
+        decimals.map { count == 1 ? $0 : $0 + 1 }
+    }
+
     /// The series told with `decimals`: each reading, minimum and maximum exact to them (a
     /// value kept as 1001.3000000000001 reads 1001.3), a bucket's mean to one more.
     public func told(withDecimals decimals: Int?) -> HistorySeries {
         guard let decimals else { return self }
-        func told(_ point: HistoryPoint) -> HistoryPoint {
+        var told = self
+        told.decimals = decimals
+        func exact(_ point: HistoryPoint) -> HistoryPoint {
             HistoryPoint(
-                time: point.time, mean: Self.exact(point.mean, point.count == 1 ? decimals : decimals + 1),
+                time: point.time, mean: Self.exact(point.mean, told.decimals(ofMeanOver: point.count) ?? decimals),
                 min: Self.exact(point.min, decimals), max: Self.exact(point.max, decimals), count: point.count)
         }
-        return HistorySeries(
-            address: address, name: name, sensor: sensor, points: points.map(told), latest: latest.map(told), decimals: decimals)
+        told.points = points.map(exact)
+        told.latest = latest.map(exact)
+        return told
     }
 
     /// The double nearest `value` rounded to `places` decimals.
@@ -134,9 +143,7 @@ public struct HistorySeries: Sendable, Hashable {
             summary.last = latest.mean
             summary.lastTime = latest.time
         }
-        if let decimals {
-            summary.mean = Self.exact(summary.mean, summary.count == 1 ? decimals : decimals + 1)
-        }
+        if let places = decimals(ofMeanOver: summary.count) { summary.mean = Self.exact(summary.mean, places) }
         return summary
     }
 }

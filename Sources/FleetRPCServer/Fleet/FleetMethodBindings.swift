@@ -186,7 +186,7 @@ public enum FleetMethodBindings {
             let series = try await history.read(
                 match.boards.map { ($0.address, $0.alias ?? $0.name) }, sensor, params.since, until, resolution
             ).map { series in
-                series.told(withDecimals: profiles[series.address]?.sensors.first { $0.name == sensor }?.decimals)
+                series.told(withDecimals: profiles[series.address]?.sensor(named: sensor)?.decimals)
             }
             return HistoryResult(
                 sensor: sensor, since: params.since, until: until, resolution: resolution, series: series, unmatched: match.unmatched)
