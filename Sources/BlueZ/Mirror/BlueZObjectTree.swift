@@ -47,8 +47,9 @@ public struct BlueZObjectTree: Sendable {
         if interface == BlueZInterfaces.device { noteLink(at: path, parent: Self.parent(of: path)) }
     }
 
-    /// `/org/bluez/hci0/dev_AA` → `/org/bluez/hci0`.
-    static func parent(of path: String) -> String {
+    /// The object above `path`: `/org/bluez/hci0/dev_AA` → `/org/bluez/hci0` (a device's
+    /// adapter, a characteristic's service).
+    public static func parent(of path: String) -> String {
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
         return String(path[..<slash])
     }
@@ -112,37 +113,38 @@ public struct BlueZObjectTree: Sendable {
     /// only that one is built.
     public func device(onAdapter adapterPath: String, address: String) -> BlueZDevice? {
         let wanted = address.uppercased()
+        func isIt(_ properties: Properties) -> Bool {
+            properties["Adapter"]?.string == adapterPath && properties["Address"]?.string?.uppercased() == wanted
+        }
         // Where BlueZ puts it (its path is made of its address), else any path that has it.
         let direct = BlueZDevice.path(adapter: adapterPath, address: wanted)
-        if let properties = objects[direct]?[BlueZInterfaces.device], properties["Adapter"]?.string == adapterPath,
-            properties["Address"]?.string?.uppercased() == wanted
-        {
+        if let properties = objects[direct]?[BlueZInterfaces.device], isIt(properties) {
             return BlueZDevice(path: direct, properties: properties)
         }
-        return children(of: adapterPath, implementing: BlueZInterfaces.device).lazy.compactMap { path, properties -> BlueZDevice? in
-            guard properties["Adapter"]?.string == adapterPath, properties["Address"]?.string?.uppercased() == wanted
-            else { return nil }
-            return BlueZDevice(path: path, properties: properties)
-        }.min { $0.path < $1.path }
+        return children(of: adapterPath, implementing: BlueZInterfaces.device)
+            .filter { isIt($0.properties) }
+            .min { $0.path < $1.path }
+            .map { BlueZDevice(path: $0.path, properties: $0.properties) }
     }
 
     /// The devices of one adapter with a link up (``BlueZDevice/hasLink``): only those are built.
     public func linkedDevices(onAdapter adapterPath: String) -> [BlueZDevice] {
-        (linkedPaths[adapterPath] ?? []).sorted().compactMap { path -> BlueZDevice? in
+        linked(onAdapter: adapterPath).map { BlueZDevice(path: $0.path, properties: $0.properties) }
+    }
+
+    /// One adapter's devices with a link up, in path order, as BlueZ's properties.
+    private func linked(onAdapter adapterPath: String) -> [(path: String, properties: Properties)] {
+        (linkedPaths[adapterPath] ?? []).sorted().compactMap { path in
             guard let properties = objects[path]?[BlueZInterfaces.device], properties["Adapter"]?.string == adapterPath
             else { return nil }
-            return BlueZDevice(path: path, properties: properties)
+            return (path, properties)
         }
     }
 
     /// The addresses (upper case) of one adapter's devices with a link up, in path order:
     /// what the slots count, without building the devices.
     public func linkedAddresses(onAdapter adapterPath: String) -> [String] {
-        (linkedPaths[adapterPath] ?? []).sorted().compactMap { path -> String? in
-            guard let properties = objects[path]?[BlueZInterfaces.device], properties["Adapter"]?.string == adapterPath
-            else { return nil }
-            return (properties["Address"]?.string ?? "").uppercased()
-        }
+        linked(onAdapter: adapterPath).map { ($0.properties["Address"]?.string ?? "").uppercased() }
     }
 
     public func characteristic(at path: String) -> BlueZCharacteristic? {

@@ -174,17 +174,11 @@ extension Fleet {
 
     private func deviceRemoved(at path: String) async {
         guard let address = devicePaths.removeValue(forKey: path) else { return }
-        await boards[address]?.deviceRemoved(adapter: Fleet.adapterPath(ofDevice: path))
+        await boards[address]?.deviceRemoved(adapter: BlueZObjectTree.parent(of: path))
     }
 
     /// `/org/bluez/hci0` → `hci0`.
     nonisolated static func adapterName(_ path: String) -> String {
         String(path.split(separator: "/").last ?? Substring(path))
-    }
-
-    /// `/org/bluez/hci0/dev_AA_BB_…` → `/org/bluez/hci0`.
-    nonisolated static func adapterPath(ofDevice path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return path }
-        return String(path[..<slash])
     }
 }

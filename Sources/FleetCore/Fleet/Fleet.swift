@@ -176,7 +176,7 @@ public actor Fleet {
             event in
             if let advertisement = event.advertisement, let live = pathIndex.live(at: advertisement.path),
                 live.advertised(
-                    rssi: advertisement.rssi.map(Int.init), adapter: Fleet.adapterPath(ofDevice: advertisement.path))
+                    rssi: advertisement.rssi.map(Int.init), adapter: BlueZObjectTree.parent(of: advertisement.path))
             {
                 return
             }

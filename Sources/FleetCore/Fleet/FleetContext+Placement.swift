@@ -14,7 +14,7 @@ extension FleetContext {
     func waitUntilHeard(_ board: BoardAddress, on adapters: [String], all: Bool, within limit: Duration) async {
         let paths = adapters.map { BlueZDevice.path(adapter: $0, address: board.rawValue) }
         _ = try? await client.mirror.wait(timeout: limit, description: "\(board) heard by other adapters") { snapshot in
-            let heard = paths.filter { snapshot.tree.device(at: $0) != nil }.count
+            let heard = paths.filter { snapshot.tree.properties($0, BlueZInterfaces.device) != nil }.count
             return (all ? heard == paths.count : heard > 0) ? .done(()) : .pending
         }
     }
