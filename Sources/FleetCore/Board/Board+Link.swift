@@ -63,27 +63,13 @@ extension Board {
         }
     }
 
-    /// Subscribes to a sensor: each value is recorded where it arrives, on the BlueZ mirror
-    /// (``BoardLive/record(_:of:events:address:logger:)``), without a hand-off to this actor.
+    /// Subscribes to a sensor (``BoardGATT/follow(_:_:adapter:live:events:logger:)``).
     func startNotifications(
         of sensor: BoardProfile.Characteristic, _ characteristic: BlueZCharacteristic, link: UInt64
     ) async {
-        let live = self.live
-        let events = context.events
-        let address = self.address
-        let logger = self.logger
-        // What the link carries tells its adapter's health that the controller still works.
-        let adapter = linkAdapter
         do {
-            let session = try await context.client.notifications(
-                characteristic,
-                onValue: {
-                    if let adapter { live.carried(through: adapter) }
-                    live.record($0, of: sensor, events: events, address: address, logger: logger)
-                },
-                onEnd: { error in
-                    logger.debug("\(sensor.name) notifications ended", metadata: ["error": "\(error)"])
-                })
+            let session = try await gatt.follow(
+                sensor, characteristic, adapter: linkAdapter, live: live, events: context.events, logger: logger)
             guard link == machine.link else {
                 session.cancel()
                 return
@@ -124,8 +110,9 @@ extension Board {
     func write(_ on: Bool, to handle: BlueZCharacteristic, of item: BoardProfile.Characteristic, link: UInt64) async {
         defer { workEnded() }
         do {
-            try await gattQueue.acquire()
-            defer { gattQueue.release() }
+            // Any failure is said as it is (below), none waited out as a link's loss.
+            try await gatt.queue.acquire()
+            defer { gatt.queue.release() }
             try await context.client.writeValue(item.encode(on: on), to: handle, type: .request)
             guard link == machine.link else { return }
             if leftMidBlink == item.name { leftMidBlink = nil }

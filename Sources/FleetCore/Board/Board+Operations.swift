@@ -26,31 +26,17 @@ extension Board {
     /// change to this actor a moment later; it is then a no-op), so that the next
     /// `ensureReady` connects again instead of retrying on a link that is gone.
     private func linkWentDown() async {
-        if await linkIsDown(within: .seconds(2)), machine.isReady { apply { $0.disconnected(now: $1) } }
+        if await gatt.linkIsDown(device?.path, within: .seconds(2)), machine.isReady { apply { $0.disconnected(now: $1) } }
     }
 
-    /// Whether BlueZ reports the board's link down (`Connected` and `ServicesResolved`
-    /// false, or the device gone), now or within `bound`: waits for the mirror's change.
-    private func linkIsDown(within bound: Duration) async -> Bool {
-        guard let device else { return true }
-        let path = device.path
-        return (try? await context.client.mirror.wait(timeout: bound, description: "the link of \(address) going down", watching: path) {
-            ($0.tree.hasLink(at: path) ?? false) ? .pending : .done(())
-        }) != nil
-    }
-
-    /// How long a GATT failure that may be the link's loss waits for BlueZ to report the
-    /// link down before it counts as the board's answer. Real BlueZ sends `Connected=false`
-    /// before, or with, the failed call's reply (both come from the same HCI disconnection).
-    static let linkLossGrace: Duration = .seconds(1)
-
-    /// Runs one GATT call on the board, one at a time. A failure is classified by what it
-    /// means for the user: when the link went during the call (BlueZ answers that with ATT
-    /// error 0x0e, not with "Not connected"), it is `notConnected`, which ``whenReady(_:)``
-    /// answers by waiting for the board again; else it is the board's or BlueZ's answer.
-    private func gatt<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        try await gattQueue.acquire()
-        defer { gattQueue.release() }
+    /// Runs one GATT call on the board, one at a time (``BoardGATT/queue``). A failure is
+    /// classified by what it means for the user: when the link went during the call (BlueZ
+    /// answers that with ATT error 0x0e, not with "Not connected"), it is `notConnected`,
+    /// which ``whenReady(_:)`` answers by waiting for the board again; else it is the
+    /// board's or BlueZ's answer.
+    private func gattCall<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        try await gatt.queue.acquire()
+        defer { gatt.queue.release() }
         do {
             return try await body()
         } catch let error as CancellationError {
@@ -59,7 +45,7 @@ extension Board {
             throw error
         } catch {
             let failure = BlueZError(error)
-            if failure.mayMeanLinkLoss, await linkIsDown(within: Self.linkLossGrace) {
+            if failure.mayMeanLinkLoss, await gatt.linkIsDown(device?.path, within: BoardGATT.linkLossGrace) {
                 throw FleetError(.notConnected, "\(address) lost its link during the operation (\(failure)).")
             }
             throw FleetError(gatt: failure, board: address)
@@ -76,27 +62,21 @@ extension Board {
     /// Switches one of the profile's switches (write with response).
     func setSwitch(_ name: String, on: Bool) async throws {
         try await whenReady {
-            let item = try characteristic(name, .switch)
+            let item = try profile.characteristic(name, .switch, of: address)
             guard item.access.contains(.write) else {
                 throw FleetError(.invalidArgument, "The \(name) switch of \(address) cannot be written (its profile \(profile.name) says \(item.accessText)).")
             }
             let handle = try await handle(of: item)
             let link = machine.link
-            try await gatt { try await context.client.writeValue(item.encode(on: on), to: handle, type: .request) }
+            try await gattCall { try await context.client.writeValue(item.encode(on: on), to: handle, type: .request) }
             if name == BoardProfile.ledSwitch { apply { machine, _ in machine.ledWritten(on, link: link) } }
         }
         guard name == BoardProfile.ledSwitch else { return }
         context.events.publish(.ledApplied(address, on: on))
     }
 
-    /// How a board shows itself (``identify()``): its light on and off this many times.
-    static let identifyBlinks = 6
-    /// Each half of a blink: on this long, then off as long (2 per second, a pattern a
-    /// person notices across a room).
-    static let identifyHalfBlink: Duration = .milliseconds(250)
-
     /// Shows which physical board this is: blinks its LED (or its profile's first writable
-    /// switch) ``identifyBlinks`` times, then puts it back as it was wanted (off when
+    /// switch) ``BoardGATT/identifyBlinks`` times, then puts it back as it was wanted (off when
     /// nothing was asked). A board without a link (in standby: every slot taken) is connected
     /// for it, and gives its slot back after (unless a call or a reading uses the link by
     /// then: the rotation takes it back when another board needs it). Its outcome is the
@@ -104,19 +84,20 @@ extension Board {
     /// the next.
     func identify() async throws {
         let hadNoLink = !machine.isReady
-        let switchItem = try identifySwitch()
+        let switchItem = try profile.identifySwitch(of: address)
         do {
             try await whenReady {
                 let handle = try await handle(of: switchItem)
                 let link = machine.link
                 leftMidBlink = switchItem.name
-                for half in 0..<(2 * Self.identifyBlinks) {
+                for half in 0..<(2 * BoardGATT.identifyBlinks) {
                     let on = half % 2 == 0
-                    try await gatt { try await context.client.writeValue(switchItem.encode(on: on), to: handle, type: .request) }
-                    try await clock.sleep(for: Self.identifyHalfBlink)
+                    try await gattCall { try await context.client.writeValue(switchItem.encode(on: on), to: handle, type: .request) }
+                    try await clock.sleep(for: BoardGATT.identifyHalfBlink)
                 }
+                // As wanted now (a call may have switched the LED meanwhile).
                 let wanted = switchItem.name == BoardProfile.ledSwitch && desiredLED == .on
-                try await gatt { try await context.client.writeValue(switchItem.encode(on: wanted), to: handle, type: .request) }
+                try await gattCall { try await context.client.writeValue(switchItem.encode(on: wanted), to: handle, type: .request) }
                 leftMidBlink = nil
                 if switchItem.name == BoardProfile.ledSwitch { apply { machine, _ in machine.ledWritten(wanted, link: link) } }
             }
@@ -130,19 +111,10 @@ extension Board {
         if hadNoLink { _ = await release() }
     }
 
-    /// The switch a board blinks to show itself: its LED, else its profile's first writable switch.
-    private func identifySwitch() throws -> BoardProfile.Characteristic {
-        let writable = profile.switches.filter { $0.access.contains(.write) }
-        guard let item = writable.first(where: { $0.name == BoardProfile.ledSwitch }) ?? writable.first else {
-            throw FleetError(.notFound, "\(address) has no switch to blink; its profile \(profile.name) has none that can be written.")
-        }
-        return item
-    }
-
     /// A sensor's value: the latest one when younger than `maxAge`, else read from the board
     /// (a sensor the board only notifies waits for its next value).
     func readSensor(_ name: String, maxAge: Duration) async throws -> SensorValue {
-        let sensor = try characteristic(name, .sensor)
+        let sensor = try profile.characteristic(name, .sensor, of: address)
         if let cached = live.reading(name), cached.age(at: clock.now) <= maxAge {
             return SensorValue(sensor: name, value: cached.value, unit: sensor.unit, decimals: sensor.decimals, age: cached.age(at: clock.now))
         }
@@ -150,8 +122,8 @@ extension Board {
             return try await nextNotified(sensor)
         }
         let bytes = try await whenReady {
-            let handle = try await handle(of: try characteristic(name, .sensor))
-            return try await gatt { try await context.client.readValue(handle) }
+            let handle = try await handle(of: try profile.characteristic(name, .sensor, of: address))
+            return try await gattCall { try await context.client.readValue(handle) }
         }
         guard let reading = record(bytes, of: sensor) else {
             throw FleetError(
@@ -181,24 +153,11 @@ extension Board {
         return TemperatureReading(value: Celsius(degrees: Int(value.value.rounded(.down))), age: value.age)
     }
 
-    /// The profile's switch or sensor `name`, or the board's answer that it has none.
-    private func characteristic(_ name: String, _ role: BoardProfile.Role) throws -> BoardProfile.Characteristic {
-        let found = role == .switch ? profile.switch(named: name) : profile.sensor(named: name)
-        guard let found else {
-            let names = (role == .switch ? profile.switches : profile.sensors).map(\.name)
-            throw FleetError(
-                .notFound,
-                "\(address) has no \(role.rawValue) \"\(name)\"; its profile \(profile.name) has "
-                    + (names.isEmpty ? "none." : names.joined(separator: ", ") + "."))
-        }
-        return found
-    }
-
     /// Reads any characteristic by service and characteristic UUID.
     func readCharacteristic(service: BluetoothUUID, characteristic: BluetoothUUID) async throws -> [UInt8] {
         try await whenReady {
-            let found = try await lookUp(service: service, characteristic: characteristic)
-            return try await gatt { try await context.client.readValue(found) }
+            let found = try await gatt.lookUp(service: service, characteristic: characteristic, on: device)
+            return try await gattCall { try await context.client.readValue(found) }
         }
     }
 
@@ -207,8 +166,8 @@ extension Board {
         service: BluetoothUUID, characteristic: BluetoothUUID, value: [UInt8], withResponse: Bool
     ) async throws {
         try await whenReady {
-            let found = try await lookUp(service: service, characteristic: characteristic)
-            try await gatt {
+            let found = try await gatt.lookUp(service: service, characteristic: characteristic, on: device)
+            try await gattCall {
                 try await context.client.writeValue(value, to: found, type: withResponse ? .request : .command)
             }
         }
@@ -219,8 +178,8 @@ extension Board {
         -> BlueZValueStream
     {
         try await whenReady {
-            let found = try await lookUp(service: service, characteristic: characteristic)
-            return try await gatt { try await context.client.notifications(found) }
+            let found = try await gatt.lookUp(service: service, characteristic: characteristic, on: device)
+            return try await gattCall { try await context.client.notifications(found) }
         }
     }
 
@@ -229,35 +188,13 @@ extension Board {
     /// answers by connecting again).
     private func handle(of item: BoardProfile.Characteristic) async throws -> BlueZCharacteristic {
         if let known = handles[item.name] { return known }
-        guard let device else { throw FleetError(.notConnected, "\(address) is no longer known to BlueZ.") }
-        do {
-            let found = try await context.client.characteristic(
-                device: device, service: item.service.bluetooth, characteristic: item.uuid.bluetooth)
-            guard machine.isReady, device.path == self.device?.path else {
-                throw FleetError(.notConnected, "The link of \(address) went while looking up its \(item.name) characteristic.")
-            }
-            handles[item.name] = found
-            return found
-        } catch let error as FleetError {
-            throw error
-        } catch BlueZError.notConnected(let message), BlueZError.objectVanished(let message) {
-            throw FleetError(.notConnected, message.prefix(1).uppercased() + message.dropFirst() + ".")
-        } catch {
-            throw FleetError(
-                .gattError,
-                "\(address) has no \(item.name) characteristic \(item.uuid) (is it running the sketch of profile \(profile.name)?).")
+        let device = self.device
+        let found = try await gatt.find(item, of: profile, on: device)
+        guard machine.isReady, device?.path == self.device?.path else {
+            throw FleetError(.notConnected, "The link of \(address) went while looking up its \(item.name) characteristic.")
         }
-    }
-
-    private func lookUp(service: BluetoothUUID, characteristic: BluetoothUUID) async throws -> BlueZCharacteristic {
-        guard let device else { throw FleetError(.notConnected, "\(address) is no longer known to BlueZ.") }
-        do {
-            return try await context.client.characteristic(device: device, service: service, characteristic: characteristic)
-        } catch BlueZError.notFound(let message) {
-            throw FleetError(.notFound, message.prefix(1).uppercased() + message.dropFirst() + ".")
-        } catch {
-            throw FleetError(gatt: BlueZError(error), board: address)
-        }
+        handles[item.name] = found
+        return found
     }
 
     /// Connects (if needed) for a user.

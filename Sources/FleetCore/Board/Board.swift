@@ -25,9 +25,6 @@ actor Board {
     var placedAmong: Set<String> = []
     /// The device object the link goes through.
     var device: BlueZDevice? { linkAdapter.flatMap { devices[$0] } }
-    /// How long a connect waits for an adapter with room to hear the board when the ones
-    /// that heard it are full.
-    static let placementWait: Duration = .seconds(2)
     /// RSSI, last advertisement and latest temperature, recorded without this actor.
     nonisolated let live: BoardLive
     /// The radio's time (the client's).
@@ -50,13 +47,13 @@ actor Board {
     var connectTask: Task<Void, Never>?
     /// The sensors' notifications on the current link (values go straight to `live`).
     var notifySessions: [BlueZNotificationSession] = []
-    /// One GATT operation at a time on this board: actor methods interleave at every await,
-    /// so the actor alone would let a second write start while the first waits for its answer.
-    let gattQueue = ConnectScheduler(limit: 1)
+    /// Its GATT calls, one at a time.
+    nonisolated let gatt: BoardGATT
 
     init(record: BoardRecord, devices: [BlueZDevice], adapterPowered: Bool, context: FleetContext) {
         self.address = record.address
         self.context = context
+        self.gatt = BoardGATT(address: record.address, client: context.client)
         self.live = BoardLive(clock: context.client.clock)
         live.setNames(name: record.name, alias: record.alias)
         self.desiredLED = record.desiredLED
@@ -245,29 +242,9 @@ actor Board {
 
     private func runConnect(command: Bool) async {
         // Through the adapter that hears the board best and has room (Placement).
-        guard var choice = await context.placement(for: address, link: linkAdapter, rssi: live.current.rssiByAdapter)
-        else {
-            guard !Task.isCancelled else { return }
-            apply { $0.connectFailed(.absent, now: $1) }
+        guard let choice = await context.placement(for: address, link: linkAdapter, live: live, command: command) else {
+            if !Task.isCancelled { apply { $0.connectFailed(.absent, now: $1) } }
             return
-        }
-        // Adapters report a board one after another (and not while they connect): one with
-        // room may not have heard it yet. Rather than free a slot on a full adapter (a
-        // disconnect and a connect), wait briefly for one of them to hear it; for a connect
-        // nobody waits for, wait for the adapters lately started, to settle where it is
-        // heard best.
-        let waitOn = choice.full ? choice.roomWhereUnheard : (command ? [] : choice.freshRoomWhereUnheard)
-        if !waitOn.isEmpty {
-            choice.adapter.unclaim(address)
-            if choice.full { await context.kickDiscovery(on: waitOn) }
-            await context.waitUntilHeard(address, on: waitOn, all: !choice.full, within: Self.placementWait)
-            guard !Task.isCancelled,
-                let again = await context.placement(for: address, link: linkAdapter, rssi: live.current.rssiByAdapter)
-            else {
-                if !Task.isCancelled { apply { $0.connectFailed(.absent, now: $1) } }
-                return
-            }
-            choice = again
         }
         // Every adapter that had reported the board by now was looked at (placement skips
         // one it cannot use, or whose device BlueZ no longer shows): only an adapter that
@@ -299,15 +276,7 @@ actor Board {
                 level: machine.failedAttempts == 0 ? .warning : .debug,
                 "connect failed",
                 metadata: ["error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter.name)"])
-            if errorClass != .outOfResources { adapter.noteFailure(of: address) }
-            if errorClass == .transient || errorClass == .permanent { context.connectFailed(address, on: adapter) }
-            // A link BlueZ shows that never resolved (the kernel kept it while bluetoothd
-            // restarted, or the connect was half made): released, so the retry starts clean
-            // and no link is left that the fleet does not use.
-            if errorClass == .transient, await context.client.mirror.tree.hasLink(at: device.path) == true {
-                logger.info("releasing a link that never resolved", metadata: ["ble.adapter": "\(adapter.name)"])
-                try? await context.client.disconnect(device)
-            }
+            await adapter.connectFailed(address, device: device, errorClass, in: context, logger: logger)
             apply { $0.connectFailed(errorClass, now: $1) }
         }
     }

@@ -1,4 +1,5 @@
 import BlueZ
+import Logging
 
 /// A board's connect through this adapter, in the adapter's queue: BlueZ's own adapter
 /// keeps a device's pending connect the same way (`src/adapter.c`). The board decides when
@@ -61,6 +62,23 @@ extension FleetAdapter {
         permit.release()
         await discovery.release()
         return outcome
+    }
+
+    /// A connect of `board` through this adapter failed (`errorClass`): counted against the
+    /// adapter for this board (placement weighs it) and, when the controller may be at
+    /// fault, against its health; a link BlueZ shows that never resolved (the kernel kept it
+    /// while bluetoothd restarted, or the connect was half made) is released, so the retry
+    /// starts clean and no link is left that the fleet does not use.
+    nonisolated(nonsending) func connectFailed(
+        _ board: BoardAddress, device: BlueZDevice, _ errorClass: ConnectErrorClass, in context: FleetContext,
+        logger: Logger
+    ) async {
+        if errorClass != .outOfResources { noteFailure(of: board) }
+        if errorClass == .transient || errorClass == .permanent { context.connectFailed(board, on: self) }
+        if errorClass == .transient, await context.client.mirror.tree.hasLink(at: device.path) == true {
+            logger.info("releasing a link that never resolved", metadata: ["ble.adapter": "\(name)"])
+            try? await context.client.disconnect(device)
+        }
     }
 
     /// With the connect permit held: take a link slot here, then connect until resolved;

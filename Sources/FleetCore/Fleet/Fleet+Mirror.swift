@@ -91,7 +91,7 @@ extension Fleet {
                 let reports = context.healthReports.continuation
                 let adapter = FleetAdapter(
                     adapter: current, limit: configuration.limit(for: current), client: client,
-                    filter: discoveryFilter, logger: logger,
+                    filter: context.discoveryFilter, logger: logger,
                     report: { reports.yield(($0, $1)) })
                 adapters[current.path] = adapter
                 logger.info(

@@ -124,7 +124,7 @@ extension Fleet {
     public func identify(_ selection: Selection, timeout: Duration? = nil) async -> FleetResult<Done> {
         let resolved = resolve(selection)
         // The blink's own time on top of the deadline planned for the links it needs.
-        let blink = Board.identifyHalfBlink * (2 * Board.identifyBlinks) + .seconds(2)
+        let blink = BoardGATT.identifyDuration + .seconds(2)
         let deadline = timeout ?? (self.timeout(nil, for: resolved.boards) + blink)
         return await fanOut(resolved, timeout: deadline) { try await $0.identify(); return Done() }
     }

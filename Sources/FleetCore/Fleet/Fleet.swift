@@ -57,11 +57,8 @@ public actor Fleet {
     nonisolated let sightings: Sightings
     /// The settings that can change while running (`reconfigure`).
     public private(set) var tunables: Tunables
-    /// The links held for clients (`device.connect`), by device.
-    nonisolated var leases: DeviceLeases { context.leases }
-    /// Clients that want every device reported (an advertisement watch, a connect to a device
-    /// not heard yet): while any does, discovery runs without the profiles' service filter.
-    var discoveryWideners = 0
+    /// Any device, for clients (`device.*`): leases on links through the fleet's adapters.
+    public nonisolated let devices: DeviceProxy
 
     /// Where BlueZ is: the system bus, or a D-Bus address.
     public enum Bus: Sendable, Hashable {
@@ -137,6 +134,7 @@ public actor Fleet {
         self.context = FleetContext(
             client: client, configuration: configuration, adapterSelection: adapters, events: events, tally: tally,
             leases: DeviceLeases(), logger: logger, randomness: randomness)
+        self.devices = DeviceProxy(context: context)
         self.sightings = Sightings(registry: registry, clock: client.clock, logger: logger)
     }
 

@@ -3,7 +3,7 @@ import BlueZ
 /// Where a board connects (``Placement``): the adapter that hears it best and has room.
 extension FleetContext {
     /// Restarts discovery on these adapters, so they report the boards in range at once.
-    func kickDiscovery(on paths: [String]) async {
+    private func kickDiscovery(on paths: [String]) async {
         for path in paths {
             await adapter(path)?.discovery.kick()
         }
@@ -11,12 +11,34 @@ extension FleetContext {
 
     /// Returns once BlueZ shows `board` on one (`all`: every one) of `adapters` (paths), or
     /// after `limit`.
-    func waitUntilHeard(_ board: BoardAddress, on adapters: [String], all: Bool, within limit: Duration) async {
+    private func waitUntilHeard(_ board: BoardAddress, on adapters: [String], all: Bool, within limit: Duration) async {
         let paths = adapters.map { BlueZDevice.path(adapter: $0, address: board.rawValue) }
         _ = try? await client.mirror.wait(timeout: limit, description: "\(board) heard by other adapters") { snapshot in
             let heard = paths.filter { snapshot.tree.properties($0, BlueZInterfaces.device) != nil }.count
             return (all ? heard == paths.count : heard > 0) ? .done(()) : .pending
         }
+    }
+
+    /// How long a connect waits for an adapter with room to hear the board when the ones
+    /// that heard it are full.
+    static let placementWait: Duration = .seconds(2)
+
+    /// Where `board` connects now (``placement(for:link:rssi:)``), the adapters that may
+    /// not have heard it yet given a moment first. Adapters report a board one after another
+    /// (and not while they connect): one with room may not have heard it yet. Rather than
+    /// free a slot on a full adapter (a disconnect and a connect), this waits briefly for one
+    /// of them to hear it; for a connect nobody waits for (not `command`), for the adapters
+    /// lately started, to settle where it is heard best. Nil when no adapter hears it, or
+    /// when cancelled meanwhile.
+    nonisolated(nonsending) func placement(for board: BoardAddress, link: String?, live: BoardLive, command: Bool) async -> PlacementChoice? {
+        guard let choice = await placement(for: board, link: link, rssi: live.current.rssiByAdapter) else { return nil }
+        let waitOn = choice.full ? choice.roomWhereUnheard : (command ? [] : choice.freshRoomWhereUnheard)
+        guard !waitOn.isEmpty else { return choice }
+        choice.adapter.unclaim(board)
+        if choice.full { await kickDiscovery(on: waitOn) }
+        await waitUntilHeard(board, on: waitOn, all: !choice.full, within: Self.placementWait)
+        guard !Task.isCancelled else { return nil }
+        return await placement(for: board, link: link, rssi: live.current.rssiByAdapter)
     }
 
     /// The adapter `board` should connect through now: one that hears it (BlueZ has its

@@ -32,6 +32,9 @@ final class FleetContext: Sendable {
         var boards: [BoardAddress: Board] = [:]
         var adapters: [String: FleetAdapter] = [:]
         var profiles: ProfileCatalog
+        /// Clients that want every device reported (an advertisement watch, a connect to a
+        /// device not heard yet): while any does, discovery runs without the profiles' filter.
+        var discoveryWideners = 0
     }
     private let roster: Mutex<Roster>
     /// Fan-out calls running now; the temperature sampler waits while any does.
@@ -84,6 +87,26 @@ final class FleetContext: Sendable {
 
     func setProfiles(_ profiles: ProfileCatalog) {
         roster.withLock { $0.profiles = profiles }
+    }
+
+    /// The discovery filter the adapters use now: the profiles' advertised services, or
+    /// none while a client wants every device reported.
+    var discoveryFilter: DiscoveryFilter {
+        roster.withLock { roster in
+            roster.discoveryWideners > 0
+                ? DiscoveryFilter() : DiscoveryFilter(serviceUUIDs: roster.profiles.advertisedServices.map(\.bluetooth))
+        }
+    }
+
+    /// One more (`+1`) or one fewer (`-1`) client wants every device reported: whether
+    /// discovery is to report every device now, or nil when that did not change.
+    func widenDiscovery(_ delta: Int) -> Bool? {
+        roster.withLock { roster in
+            let wasWide = roster.discoveryWideners > 0
+            roster.discoveryWideners = max(0, roster.discoveryWideners + delta)
+            let wide = roster.discoveryWideners > 0
+            return wide == wasWide ? nil : wide
+        }
     }
 
     /// Whether a fan-out call runs now.

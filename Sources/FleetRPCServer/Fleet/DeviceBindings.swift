@@ -38,7 +38,7 @@ final class DeviceBindings: Sendable {
                 ended.watch?.cancel()
                 for follow in ended.follows.values { follow.cancel() }
             }
-            Task { await fleet.endLeases(of: LeaseHolder(connection.id)) }
+            Task { await fleet.devices.endLeases(of: LeaseHolder(connection.id)) }
         }
     }
 
@@ -62,7 +62,7 @@ final class DeviceBindings: Sendable {
             }
             let connection = context.connection
             track(connection)
-            let watch = await fleet.watchAdvertisements(services: services) { advertisement in
+            let watch = await fleet.devices.watchAdvertisements(services: services) { advertisement in
                 _ = connection.notify(
                     method: DeviceAdvertisementNotification.method,
                     params: DeviceAdvertisementNotification(
@@ -97,7 +97,7 @@ final class DeviceBindings: Sendable {
             let address = params.address
             let link: DeviceLink
             do {
-                link = try await fleet.leaseDevice(
+                link = try await fleet.devices.leaseDevice(
                     address, holder: holder, timeout: .milliseconds(params.timeoutMs ?? 20_000)
                 ) { reason in
                     _ = connection.notify(
@@ -108,7 +108,7 @@ final class DeviceBindings: Sendable {
                 throw Self.rpcError(error)
             }
             // The connection closed while it connected: nobody holds the link.
-            if connection.isClosed { await fleet.endLease(address, holder: holder) }
+            if connection.isClosed { await fleet.devices.endLease(address, holder: holder) }
             return DeviceServicesResult(
                 address: link.address.rawValue, name: link.name, adapter: link.adapter, mtu: link.mtu,
                 services: link.services.map(Self.wire))
@@ -121,12 +121,12 @@ final class DeviceBindings: Sendable {
                 return Array(mine.values)
             }
             for follow in follows { follow.cancel() }
-            await fleet.endLease(params.address, holder: LeaseHolder(context.connection.id))
+            await fleet.devices.endLease(params.address, holder: LeaseHolder(context.connection.id))
             return DeviceReleasedResult(address: params.address.rawValue)
         }
         dispatcher.register(FleetMethods.DeviceServices.self) { params, _ in
             do {
-                let (mtu, services) = try await fleet.deviceServices(params.address)
+                let (mtu, services) = try await fleet.devices.deviceServices(params.address)
                 return DeviceServicesResult(address: params.address.rawValue, mtu: mtu, services: services.map(Self.wire))
             } catch {
                 throw Self.rpcError(error)
@@ -134,7 +134,7 @@ final class DeviceBindings: Sendable {
         }
         dispatcher.register(FleetMethods.DeviceRead.self) { params, _ in
             do {
-                let value = try await fleet.readAttribute(
+                let value = try await fleet.devices.readAttribute(
                     params.address, handle: UInt16(params.handle), descriptor: params.descriptor ?? false,
                     timeout: .milliseconds(params.timeoutMs ?? 10_000))
                 return DeviceValueResult(value: HexBytes.encode(value))
@@ -144,7 +144,7 @@ final class DeviceBindings: Sendable {
         }
         dispatcher.register(FleetMethods.DeviceWrite.self) { params, _ in
             do {
-                try await fleet.writeAttribute(
+                try await fleet.devices.writeAttribute(
                     params.address, handle: UInt16(params.handle), descriptor: params.descriptor ?? false, value: params.value,
                     withResponse: params.withResponse ?? true, timeout: .milliseconds(params.timeoutMs ?? 10_000))
                 return DeviceWrittenResult()
@@ -168,7 +168,7 @@ final class DeviceBindings: Sendable {
             let handle = params.handle
             let follow: DeviceFollow
             do {
-                follow = try await fleet.followAttribute(
+                follow = try await fleet.devices.followAttribute(
                     address, handle: UInt16(handle),
                     onValue: { value in
                         _ = connection.notify(

@@ -1,4 +1,5 @@
 import BlueZ
+import Logging
 import Synchronization
 
 /// Any device, not only the fleet's boards: the daemon as a Bluetooth proxy for its clients
@@ -6,22 +7,26 @@ import Synchronization
 /// through the same adapters, placement and slots as the boards: a leased link is never
 /// given away to rotate, idle board links give way to it (least recently used first), and
 /// it ends when the client disconnects or its connection closes.
-extension Fleet {
-    /// The discovery filter the adapters use now: the profiles' advertised services, or
-    /// none while a client wants every device reported.
-    var discoveryFilter: DiscoveryFilter {
-        discoveryWideners > 0
-            ? DiscoveryFilter() : DiscoveryFilter(serviceUUIDs: context.profiles.advertisedServices.map(\.bluetooth))
+///
+/// ``Fleet/devices`` is the fleet's one proxy; it keeps no state of its own: the leases, the
+/// adapters, their slots and the boards are the fleet's (``FleetContext``).
+public final class DeviceProxy: Sendable {
+    let context: FleetContext
+    var client: BlueZClient { context.client }
+    var leases: DeviceLeases { context.leases }
+    var logger: Logger { context.logger }
+
+    init(context: FleetContext) {
+        self.context = context
     }
 
     /// One more (`+1`) or one fewer (`-1`) client wants every device reported.
     func widenDiscovery(_ delta: Int) async {
-        let wasWide = discoveryWideners > 0
-        discoveryWideners = max(0, discoveryWideners + delta)
-        guard wasWide != (discoveryWideners > 0) else { return }
-        let filter = discoveryFilter
-        logger.debug(wasWide ? "discovery back to the profiles' services" : "discovery reports every device for clients")
-        for adapter in adapters.values { await adapter.discovery.setFilter(filter) }
+        guard let wide = context.widenDiscovery(delta) else { return }
+        logger.debug(wide ? "discovery reports every device for clients" : "discovery back to the profiles' services")
+        // Each adapter takes the filter as it is when its turn comes: a widening and its end
+        // that overlap leave every adapter with the last.
+        for adapter in context.adapters.values { await adapter.discovery.setFilter(context.discoveryFilter) }
     }
 
     /// The device object of `address` whose link is up, on any adapter.
@@ -41,7 +46,7 @@ extension Fleet {
         _ address: BoardAddress, holder: LeaseHolder, timeout: Duration, onLost: @escaping @Sendable (String) -> Void
     ) async throws(DeviceError) -> DeviceLink {
         let deadline = client.clock.now + timeout
-        if let board = boards[address] {
+        if let board = context.board(address) {
             let outcome = await Self.race(deadline, clock: client.clock) { () async -> DeviceError? in
                 do {
                     try await board.connect()
@@ -68,7 +73,7 @@ extension Fleet {
             throw DeviceError(.notConnected, "\(address) disconnected as soon as it was connected.")
         }
         let path = device.path
-        let first = leases.add(holder, to: address, devicePath: path, isBoard: boards[address] != nil, onLost: onLost)
+        let first = leases.add(holder, to: address, devicePath: path, isBoard: context.board(address) != nil, onLost: onLost)
         if first {
             let leases = self.leases
             let lostLink = Mutex(false)
@@ -92,12 +97,12 @@ extension Fleet {
             }
             logger.info(
                 "device leased to a client",
-                metadata: ["ble.address": "\(address)", "ble.adapter": "\(Self.adapterName(device.adapterPath))",
+                metadata: ["ble.address": "\(address)", "ble.adapter": "\(Fleet.adapterName(device.adapterPath))",
                            "client": "\(holder.id)"])
         }
         let services = tree.gattServices(device: path)
         return DeviceLink(
-            address: address, name: device.alias ?? device.name, adapter: Self.adapterName(device.adapterPath),
+            address: address, name: device.alias ?? device.name, adapter: Fleet.adapterName(device.adapterPath),
             mtu: Self.mtu(of: services), services: services.map(DeviceGATTService.init))
     }
 
@@ -106,7 +111,7 @@ extension Fleet {
     public func endLease(_ address: BoardAddress, holder: LeaseHolder) async {
         guard let lease = leases.remove(holder, from: address) else { return }
         logger.info("device lease ended", metadata: ["ble.address": "\(address)", "client": "\(holder.id)"])
-        guard !lease.isBoard, boards[address] == nil,
+        guard !lease.isBoard, context.board(address) == nil,
             let device = await client.mirror.tree.device(at: lease.devicePath), device.hasLink
         else {
             context.slotsChanged.notify()
@@ -134,7 +139,7 @@ extension Fleet {
         if choice == nil {
             // Not heard (yet): every device reported for a moment, until it is.
             await widenDiscovery(+1)
-            let usable = Set(adapters.values.filter { $0.adapter.powered && $0.health.isUsable }.map(\.path))
+            let usable = Set(context.adapters.values.filter { $0.adapter.powered && $0.health.isUsable }.map(\.path))
             _ = try? await client.mirror.wait(
                 timeout: max(.milliseconds(1), client.clock.now.duration(to: deadline)), description: "\(address) heard"
             ) { snapshot in
@@ -297,7 +302,7 @@ extension Fleet {
     ) async throws(DeviceError) -> T {
         let clock = client.clock
         let deadline = clock.now + timeout
-        let queue = boards[address]?.gattQueue ?? leases.queue(for: address)
+        let queue = context.board(address)?.gatt.queue ?? leases.queue(for: address)
         let outcome = await Self.race(deadline, clock: client.clock) { () async -> Result<T, DeviceError> in
             do {
                 try await queue.acquire()
@@ -397,7 +402,7 @@ extension Fleet {
     }
 }
 
-/// A running ``Fleet/watchAdvertisements(services:deliver:)``.
+/// A running ``DeviceProxy/watchAdvertisements(services:deliver:)``.
 public final class AdvertisementWatch: Sendable {
     private let stop: Mutex<(@Sendable () -> Void)?>
 
