@@ -12,7 +12,7 @@ public struct LeaseHolder: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "client \(id)" }
 }
 
-/// A device's link as a client sees it once its lease is taken (``Fleet/leaseDevice(_:holder:timeout:onLost:)``).
+/// A device's link as a client sees it once its lease is taken (``DeviceProxy/leaseDevice(_:holder:timeout:onLost:)``).
 public struct DeviceLink: Sendable {
     public let address: BoardAddress
     public let name: String?

@@ -74,7 +74,7 @@ public struct DeviceAdvertisement: Sendable, Hashable {
     }
 }
 
-/// A client following a characteristic's notifications (``Fleet/followAttribute(_:handle:onValue:onEnd:)``).
+/// A client following a characteristic's notifications (``DeviceProxy/followAttribute(_:handle:onValue:onEnd:)``).
 public final class DeviceFollow: Sendable {
     private let session: BlueZNotificationSession
 

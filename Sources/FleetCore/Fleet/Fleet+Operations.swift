@@ -26,40 +26,9 @@ extension Fleet {
         return (match.boards, match.unmatched)
     }
 
-    /// The caller's timeout, else one that fits the plan: the default command timeout,
-    /// or, when more of the boards need a link than there are free slots, the rotations
-    /// that takes (``RotationPlan``: each board through an adapter that hears it, each adapter
-    /// at its measured rotation time, after the boards of other calls queued there) with half
-    /// again as margin and 2 s more. Waiting for a slot is not failing.
+    /// The caller's timeout, else one that fits the plan (``FleetContext/timeout(for:default:)``).
     func timeout(_ timeout: Duration?, for boards: [BoardIdentity]) -> Duration {
-        if let timeout { return timeout }
-        let powered = adapters.values.filter { $0.adapter.powered }
-        // An adapter being recovered connects nothing meanwhile: its boards go to the others.
-        let working = powered.filter { $0.health.isUsable }
-        let usable = working.isEmpty ? powered : working
-        guard !usable.isEmpty else { return tunables.defaultCommandTimeout }
-        let mine = Set(boards.map(\.address))
-        let plan = usable.map { adapter in
-            RotationPlan.Adapter(
-                path: adapter.path, free: max(0, adapter.limit - tally.slotsHeld(onAdapter: adapter.path)),
-                ahead: adapter.queuedBoards.filter { !mine.contains($0) }.count, rotation: adapter.rotationTime,
-                startup: adapter.isFresh ? FleetAdapter.absentLookout : .zero)
-        }
-        let paths = Set(usable.map(\.path))
-        let known = self.boards
-        // Every board that will need a link: those without one, and those not advertising
-        // now (moving to another adapter, or unheard since their adapter's reset), which
-        // are heard again in a moment; one that stays away is answered early anyway.
-        let needing = boards.filter { tally.mayNeedLink($0.address) }.map { board in
-            (known[board.address]?.live.current.rssiByAdapter ?? [:]).filter { paths.contains($0.key) }
-        }
-        let rotations = RotationPlan.rotations(of: needing, on: plan)
-        guard rotations > .zero else { return tunables.defaultCommandTimeout }
-        logger.debug(
-            "the call's deadline fits its rotations",
-            metadata: ["plan.rotations": "\(rotations)", "plan.boards": "\(needing.count)",
-                       "plan.adapters": "\(plan.map { "\($0.path.split(separator: "/").last ?? "") free \($0.free) ahead \($0.ahead) rotation \($0.rotation)" })"])
-        return max(tunables.defaultCommandTimeout, rotations * 1.5 + .seconds(2))
+        timeout ?? context.timeout(for: boards, default: tunables.defaultCommandTimeout)
     }
 
     /// Runs `operation` on every selected board at once under one deadline.
@@ -226,7 +195,7 @@ extension Fleet {
         var outcomes: [BoardOutcome<Done>] = []
         for target in targets {
             let start = client.clock.now
-            guard let board = boards.removeValue(forKey: target.address) else { continue }
+            guard let board = await mirror.removeBoard(target.address) else { continue }
             tally.remove(target.address)
             sightings.forget(target.address)
             let devices = await board.forget()
@@ -245,7 +214,7 @@ extension Fleet {
 
     /// Waits `duration` with discovery on and returns the boards seen meanwhile.
     public func scan(for duration: Duration) async throws -> [BoardSnapshot] {
-        guard bluezAvailable else { throw FleetError(.bluezUnavailable, "BlueZ (bluetoothd) is not running.") }
+        guard tally.status.bluezAvailable else { throw FleetError(.bluezUnavailable, "BlueZ (bluetoothd) is not running.") }
         let powered = adapters.values.filter { $0.adapter.powered }
         guard !powered.isEmpty else {
             throw FleetError(.adapterOff, "The adapter \(adapterSelection) is powered off or missing.")

@@ -5,11 +5,10 @@ public import ServiceLifecycle
 /// The fleet: every known board (one ``Board`` actor each), the adapters they connect
 /// through, and the operations that run on many boards at once.
 ///
-/// ``runMirror()`` keeps it in step with BlueZ until cancelled: it runs the BlueZ mirror,
-/// adopts boards that advertise the LED service, keeps discovery on while an adapter is
-/// powered, and feeds every board the changes of its devices, of the adapters and of BlueZ
-/// itself. Its ``services`` do the rest, each one job (adapter recovery, the temperature
-/// sampler, slot release, sightings); ``run()`` runs both.
+/// ``run()`` keeps it in step with BlueZ until cancelled (``FleetMirror``: adapters,
+/// adoption, every board told of its devices' changes) and runs its ``services``, each one
+/// job (adapter recovery, the temperature sampler, slot release, sightings). Clients' links
+/// to any device are its ``devices``.
 public actor Fleet {
     public nonisolated let events: EventBroadcaster<FleetEvent>
     public nonisolated let configuration: FleetConfiguration
@@ -20,43 +19,18 @@ public actor Fleet {
     let logger: Logger
     nonisolated let context: FleetContext
 
-    /// The boards (the context owns them; the fleet alone adds and removes them).
-    var boards: [BoardAddress: Board] {
-        get { context.boards }
-        set {
-            context.boards = newValue
-            refreshPathIndex()
-        }
-    }
-    var devicePaths: [String: BoardAddress] = [:] {
-        didSet { refreshPathIndex() }
-    }
-    /// Boards being adopted (the fleet waits on the registry meanwhile), and whether their
-    /// device changed meanwhile: such a change starts no second adoption; the adoption
-    /// reads the device again instead of giving the board what it saw before the wait.
-    var adopting: [BoardAddress: Bool] = [:]
-    /// `devicePaths` to the boards' live state, for advertisements recorded on the mirror.
-    nonisolated let pathIndex = DevicePathIndex()
-    /// The adapters in use (shown by BlueZ and named by the selection), by object path
-    /// (the context owns them; the fleet alone adds and removes them).
-    var adapters: [String: FleetAdapter] {
-        get { context.adapters }
-        set { context.adapters = newValue }
-    }
-    var anyAdapterPowered: Bool { adapters.values.contains { $0.adapter.powered } }
-    var bluezAvailable = false {
-        didSet { tally.bluezChanged(available: bluezAvailable) }
-    }
+    /// The boards (the context keeps them; the mirror adds them).
+    var boards: [BoardAddress: Board] { context.boards }
+    /// The adapters in use (shown by BlueZ and named by the selection), by object path.
+    var adapters: [String: FleetAdapter] { context.adapters }
     /// Counts and adapter state for `status`, readable without awaiting this actor or any board.
     nonisolated let tally: FleetTally
-    /// Whether BlueZ is loaded and the boards are in step with it.
-    var synchronised = false
-    var loadWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
-    var nextLoadWaiter: UInt64 = 0
+    /// Keeps the boards and adapters in step with BlueZ.
+    nonisolated let mirror: FleetMirror
     /// When each board was last noted as seen in the registry (advertisements come often).
     nonisolated let sightings: Sightings
     /// The settings that can change while running (`reconfigure`).
-    public private(set) var tunables: Tunables
+    public nonisolated var tunables: Tunables { context.tunables }
     /// Any device, for clients (`device.*`): leases on links through the fleet's adapters.
     public nonisolated let devices: DeviceProxy
 
@@ -123,10 +97,6 @@ public actor Fleet {
         self.configuration = configuration
         self.registry = registry
         self.logger = logger
-        self.tunables = Tunables(
-            defaultCommandTimeout: configuration.defaultCommandTimeout,
-            temperatureMaxAge: configuration.temperatureMaxAge, adoption: configuration.adoption,
-            profiles: configuration.profiles)
         let events = EventBroadcaster<FleetEvent>(defaultBufferSize: configuration.eventBufferSize)
         self.events = events
         let tally = FleetTally(adapterSelection: adapters.description)
@@ -135,7 +105,9 @@ public actor Fleet {
             client: client, configuration: configuration, adapterSelection: adapters, events: events, tally: tally,
             leases: DeviceLeases(), logger: logger, randomness: randomness)
         self.devices = DeviceProxy(context: context)
-        self.sightings = Sightings(registry: registry, clock: client.clock, logger: logger)
+        let sightings = Sightings(registry: registry, clock: client.clock, logger: logger)
+        self.sightings = sightings
+        self.mirror = FleetMirror(context: context, registry: registry, sightings: sightings, logger: logger)
     }
 
     // Boards hold the context, which holds them: they go with the fleet.
@@ -164,36 +136,8 @@ public actor Fleet {
 
     /// Keeps the fleet in step with BlueZ until cancelled (its ``services`` run beside it).
     /// Throws when the bus is lost.
-    public func runMirror() async throws {
-        // Only what the fleet acts on: characteristic values (the steady notification
-        // traffic) go straight to their boards and never wake this loop, and neither do the
-        // advertisements of boards that do not wait for one (recorded on the mirror).
-        let (mirrorEvents, forward) = AsyncStream.makeStream(of: BlueZMirrorEvent.self)
-        let pathIndex = self.pathIndex
-        let observation = await client.mirror.observe(interfaces: [BlueZInterfaces.adapter, BlueZInterfaces.device]) {
-            event in
-            if let advertisement = event.advertisement, let live = pathIndex.live(at: advertisement.path),
-                live.advertised(
-                    rssi: advertisement.rssi.map(Int.init), adapter: BlueZObjectTree.parent(of: advertisement.path))
-            {
-                return
-            }
-            forward.yield(event)
-        }
-        defer { observation.cancel() }
-        for record in await registry.boards where boards[record.address] == nil {
-            boards[record.address] = Board(record: record, devices: [], adapterPowered: false, context: context)
-        }
-        logger.info(
-            "fleet starting", metadata: ["fleet.known": "\(boards.count)", "ble.adapters": "\(adapterSelection)"])
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            let client = self.client
-            group.addTask { try await client.run() }
-            for await event in mirrorEvents {
-                await handle(event)
-            }
-            try await group.next()
-        }
+    public nonisolated func runMirror() async throws {
+        try await mirror.run()
     }
 
     /// Settings that apply to the next command or advertisement without a restart.
@@ -218,43 +162,18 @@ public actor Fleet {
     /// Waits until BlueZ's objects are loaded and the fleet is in step with them (so a call
     /// made now sees BlueZ); false if that did not happen within `timeout`.
     public func waitUntilLoaded(timeout: Duration) async -> Bool {
-        if synchronised { return true }
-        nextLoadWaiter &+= 1
-        let id = nextLoadWaiter
-        let timer = Task { [weak self, clock = client.clock] in
-            guard (try? await clock.sleep(for: timeout)) != nil else { return }
-            await self?.resumeLoadWaiter(id, loaded: false)
-        }
-        defer { timer.cancel() }
-        return await withCheckedContinuation { continuation in
-            loadWaiters[id] = continuation
-        }
-    }
-
-    private func resumeLoadWaiter(_ id: UInt64, loaded: Bool) {
-        loadWaiters.removeValue(forKey: id)?.resume(returning: loaded)
-    }
-
-    /// The fleet has synchronised with a freshly loaded BlueZ: wake `waitUntilLoaded`.
-    func noteSynchronised(_ value: Bool) {
-        synchronised = value
-        guard value else { return }
-        let waiters = loadWaiters
-        loadWaiters = [:]
-        for waiter in waiters.values { waiter.resume(returning: true) }
+        await mirror.waitUntilLoaded(timeout: timeout)
     }
 
     /// Applies new tunables (e.g. after SIGHUP).
     public func reconfigure(_ tunables: Tunables) {
-        if tunables.profiles != self.tunables.profiles {
-            context.setProfiles(tunables.profiles)
-            for board in boards.values { Task { await board.profilesChanged() } }
-            let before = Set(self.tunables.profiles.advertisedServices)
-            if Set(tunables.profiles.advertisedServices) != before {
-                logger.warning("discovery looks for the advertised services of new profiles after a restart")
-            }
+        let before = context.tunables.profiles
+        context.setTunables(tunables)
+        guard tunables.profiles != before else { return }
+        for board in boards.values { Task { await board.profilesChanged() } }
+        if Set(tunables.profiles.advertisedServices) != Set(before.advertisedServices) {
+            logger.warning("discovery looks for the advertised services of new profiles after a restart")
         }
-        self.tunables = tunables
     }
 
     /// Disconnects every board (bounded) and saves the registry: the clean end of a run.
@@ -285,11 +204,8 @@ public actor Fleet {
     /// Returns once the fleet actor has run this call: a liveness check (e.g. for the watchdog).
     public func ping() {}
 
-    private func refreshPathIndex() {
-        pathIndex.replace(with: devicePaths.compactMapValues { boards[$0]?.live })
-    }
-
-    func noteAdapterState() {
-        context.noteAdapterState()
+    /// `/org/bluez/hci0` → `hci0`.
+    nonisolated static func adapterName(_ path: String) -> String {
+        String(path.split(separator: "/").last ?? Substring(path))
     }
 }

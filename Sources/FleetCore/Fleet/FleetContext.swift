@@ -4,9 +4,10 @@ import Synchronization
 
 /// What the fleet's parts share, each fact once: the boards (one ``Board`` actor each) and
 /// the adapters they connect through (one ``FleetAdapter`` each), the BlueZ client, the
-/// configuration, the event stream, the counts. The ``Fleet`` actor adds and removes boards
-/// and adapters (it alone writes them); boards, adapters and the fleet's services read them
-/// here directly, without a way back through the fleet.
+/// configuration and the settings that change while running, the event stream, the counts.
+/// ``FleetMirror`` adds and removes boards and adapters (it alone writes them); the fleet,
+/// boards, adapters and the fleet's services read them here directly, without a way back
+/// through the fleet.
 final class FleetContext: Sendable {
     let client: BlueZClient
     let configuration: FleetConfiguration
@@ -31,7 +32,8 @@ final class FleetContext: Sendable {
     private struct Roster {
         var boards: [BoardAddress: Board] = [:]
         var adapters: [String: FleetAdapter] = [:]
-        var profiles: ProfileCatalog
+        /// The settings that can change while running (SIGHUP), the kinds of board among them.
+        var tunables: Fleet.Tunables
         /// Clients that want every device reported (an advertisement watch, a connect to a
         /// device not heard yet): while any does, discovery runs without the profiles' filter.
         var discoveryWideners = 0
@@ -56,7 +58,10 @@ final class FleetContext: Sendable {
         self.tally = tally
         self.leases = leases
         self.logger = logger
-        self.roster = Mutex(Roster(profiles: configuration.profiles))
+        self.roster = Mutex(Roster(tunables: Fleet.Tunables(
+            defaultCommandTimeout: configuration.defaultCommandTimeout,
+            temperatureMaxAge: configuration.temperatureMaxAge, adoption: configuration.adoption,
+            profiles: configuration.profiles)))
     }
 
     /// Every known board, by address.
@@ -82,19 +87,22 @@ final class FleetContext: Sendable {
         healthReports.continuation.finish()
     }
 
-    /// The kinds of board known now (SIGHUP may change them).
-    var profiles: ProfileCatalog { roster.withLock { $0.profiles } }
+    /// The settings that can change while running (``Fleet/reconfigure(_:)``).
+    var tunables: Fleet.Tunables { roster.withLock { $0.tunables } }
 
-    func setProfiles(_ profiles: ProfileCatalog) {
-        roster.withLock { $0.profiles = profiles }
+    func setTunables(_ tunables: Fleet.Tunables) {
+        roster.withLock { $0.tunables = tunables }
     }
+
+    /// The kinds of board known now (SIGHUP may change them).
+    var profiles: ProfileCatalog { roster.withLock { $0.tunables.profiles } }
 
     /// The discovery filter the adapters use now: the profiles' advertised services, or
     /// none while a client wants every device reported.
     var discoveryFilter: DiscoveryFilter {
         roster.withLock { roster in
             roster.discoveryWideners > 0
-                ? DiscoveryFilter() : DiscoveryFilter(serviceUUIDs: roster.profiles.advertisedServices.map(\.bluetooth))
+                ? DiscoveryFilter() : DiscoveryFilter(serviceUUIDs: roster.tunables.profiles.advertisedServices.map(\.bluetooth))
         }
     }
 

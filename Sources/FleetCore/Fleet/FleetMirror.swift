@@ -1,8 +1,123 @@
 import BlueZ
+import Logging
 
-extension Fleet {
+/// Keeps the fleet in step with BlueZ: runs the BlueZ mirror, takes the adapters it shows
+/// that the selection names (``refreshAdapters()``), adopts the boards that advertise a
+/// profile's service, and feeds every board the changes of its devices, of the adapters and
+/// of BlueZ itself, in BlueZ's order. It alone adds boards and adapters to the fleet's
+/// ``FleetContext`` (``Fleet/forget(_:)`` removes a board through it); ``Fleet`` runs it.
+actor FleetMirror {
+    let context: FleetContext
+    let registry: Registry
+    let sightings: Sightings
+    let logger: Logger
+    var client: BlueZClient { context.client }
+    var tally: FleetTally { context.tally }
+
+    /// The boards (the context keeps them; this mirror alone adds them).
+    private(set) var boards: [BoardAddress: Board] {
+        get { context.boards }
+        set {
+            context.boards = newValue
+            refreshPathIndex()
+        }
+    }
+    /// The board of each device object BlueZ shows, by path.
+    private var devicePaths: [String: BoardAddress] = [:] {
+        didSet { refreshPathIndex() }
+    }
+    /// Boards being adopted (the mirror waits on the registry meanwhile), and whether their
+    /// device changed meanwhile: such a change starts no second adoption; the adoption
+    /// reads the device again instead of giving the board what it saw before the wait.
+    private var adopting: [BoardAddress: Bool] = [:]
+    /// `devicePaths` to the boards' live state, for advertisements recorded on the mirror.
+    private nonisolated let pathIndex = DevicePathIndex()
+    /// The adapters in use (shown by BlueZ and named by the selection), by object path
+    /// (the context keeps them; this mirror alone adds and removes them).
+    private(set) var adapters: [String: FleetAdapter] {
+        get { context.adapters }
+        set { context.adapters = newValue }
+    }
+    var anyAdapterPowered: Bool { adapters.values.contains { $0.adapter.powered } }
+    private var bluezAvailable = false {
+        didSet { tally.bluezChanged(available: bluezAvailable) }
+    }
+    /// Whether BlueZ is loaded and the boards are in step with it.
+    private var synchronised = false
+    private var loadWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+    private var nextLoadWaiter: UInt64 = 0
+
+    init(context: FleetContext, registry: Registry, sightings: Sightings, logger: Logger) {
+        self.context = context
+        self.registry = registry
+        self.sightings = sightings
+        self.logger = logger
+    }
+
+    /// Keeps the fleet in step with BlueZ until cancelled. Throws when the bus is lost.
+    func run() async throws {
+        // Only what the fleet acts on: characteristic values (the steady notification
+        // traffic) go straight to their boards and never wake this loop, and neither do the
+        // advertisements of boards that do not wait for one (recorded on the mirror).
+        let (mirrorEvents, forward) = AsyncStream.makeStream(of: BlueZMirrorEvent.self)
+        let pathIndex = self.pathIndex
+        let observation = await client.mirror.observe(interfaces: [BlueZInterfaces.adapter, BlueZInterfaces.device]) {
+            event in
+            if let advertisement = event.advertisement, let live = pathIndex.live(at: advertisement.path),
+                live.advertised(
+                    rssi: advertisement.rssi.map(Int.init), adapter: BlueZObjectTree.parent(of: advertisement.path))
+            {
+                return
+            }
+            forward.yield(event)
+        }
+        defer { observation.cancel() }
+        for record in await registry.boards where boards[record.address] == nil {
+            boards[record.address] = Board(record: record, devices: [], adapterPowered: false, context: context)
+        }
+        logger.info(
+            "fleet starting", metadata: ["fleet.known": "\(boards.count)", "ble.adapters": "\(context.adapterSelection)"])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let client = self.client
+            group.addTask { try await client.run() }
+            for await event in mirrorEvents {
+                await handle(event)
+            }
+            try await group.next()
+        }
+    }
+
+    /// Waits until BlueZ's objects are loaded and the fleet is in step with them (so a call
+    /// made now sees BlueZ); false if that did not happen within `timeout`.
+    func waitUntilLoaded(timeout: Duration) async -> Bool {
+        if synchronised { return true }
+        nextLoadWaiter &+= 1
+        let id = nextLoadWaiter
+        let timer = Task { [weak self, clock = client.clock] in
+            guard (try? await clock.sleep(for: timeout)) != nil else { return }
+            await self?.resumeLoadWaiter(id, loaded: false)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            loadWaiters[id] = continuation
+        }
+    }
+
+    private func resumeLoadWaiter(_ id: UInt64, loaded: Bool) {
+        loadWaiters.removeValue(forKey: id)?.resume(returning: loaded)
+    }
+
+    /// The fleet has synchronised with a freshly loaded BlueZ: wake `waitUntilLoaded`.
+    private func noteSynchronised(_ value: Bool) {
+        synchronised = value
+        guard value else { return }
+        let waiters = loadWaiters
+        loadWaiters = [:]
+        for waiter in waiters.values { waiter.resume(returning: true) }
+    }
+
     /// One change from the BlueZ mirror, in BlueZ's order.
-    func handle(_ event: BlueZMirrorEvent) async {
+    private func handle(_ event: BlueZMirrorEvent) async {
         switch event {
         case .serviceLoaded:
             bluezAvailable = true
@@ -61,8 +176,8 @@ extension Fleet {
     /// Takes the adapters BlueZ shows now that the selection names: new ones are used (their
     /// discovery starts), gone or powered-off ones hand their boards to the others (those
     /// boards lose their link and reconnect where they are heard).
-    func refreshAdapters() async {
-        let shown = bluezAvailable ? await client.mirror.tree.adapters.filter(adapterSelection.matches) : []
+    private func refreshAdapters() async {
+        let shown = bluezAvailable ? await client.mirror.tree.adapters.filter(context.adapterSelection.matches) : []
         let wasPowered = anyAdapterPowered
         var roomAppeared = false
         var lost: [String] = []
@@ -90,7 +205,7 @@ extension Fleet {
             } else {
                 let reports = context.healthReports.continuation
                 let adapter = FleetAdapter(
-                    adapter: current, limit: configuration.limit(for: current), client: client,
+                    adapter: current, limit: context.configuration.limit(for: current), client: client,
                     filter: context.discoveryFilter, logger: logger,
                     report: { reports.yield(($0, $1)) })
                 adapters[current.path] = adapter
@@ -104,7 +219,7 @@ extension Fleet {
                 }
             }
         }
-        noteAdapterState()
+        context.noteAdapterState()
         for path in lost {
             for board in boards.values { await board.adapterLost(path) }
         }
@@ -115,7 +230,7 @@ extension Fleet {
             }
             return
         }
-        events.publish(.adapterPowered(isPowered))
+        context.events.publish(.adapterPowered(isPowered))
         for board in boards.values { await board.adapterPowered(isPowered) }
     }
 
@@ -139,7 +254,7 @@ extension Fleet {
             return
         }
         let identity = BoardIdentity(address: address, name: device.name, alias: nil)
-        guard tunables.adoption.shouldAdopt(identity, ofKnownKind: context.profiles.recognises(device.uuids))
+        guard context.tunables.adoption.shouldAdopt(identity, ofKnownKind: context.profiles.recognises(device.uuids))
         else { return }
         await adopt(device, at: path, address: address)
     }
@@ -164,7 +279,7 @@ extension Fleet {
         boards[address] = board
         let changedMeanwhile = adopting.removeValue(forKey: address) == true
         logger.info("board adopted", metadata: ["ble.address": "\(address)", "ble.name": "\(device.name ?? "")"])
-        events.publish(.boardAdded(address, name: device.name))
+        context.events.publish(.boardAdded(address, name: device.name))
         await board.deviceUpdated(device, changed: ["RSSI", "Connected", "ServicesResolved"])
         if changedMeanwhile, let current = await client.mirror.tree.device(at: path) {
             await board.deviceUpdated(current, changed: ["RSSI", "Connected", "ServicesResolved", "Name"])
@@ -177,8 +292,13 @@ extension Fleet {
         await boards[address]?.deviceRemoved(adapter: BlueZObjectTree.parent(of: path))
     }
 
-    /// `/org/bluez/hci0` → `hci0`.
-    nonisolated static func adapterName(_ path: String) -> String {
-        String(path.split(separator: "/").last ?? Substring(path))
+    /// Takes `address` out of the fleet (``Fleet/forget(_:)``): its board, and the index of
+    /// its devices' advertisements. A device of it BlueZ shows after is adopted afresh.
+    func removeBoard(_ address: BoardAddress) -> Board? {
+        boards.removeValue(forKey: address)
+    }
+
+    private func refreshPathIndex() {
+        pathIndex.replace(with: devicePaths.compactMapValues { boards[$0]?.live })
     }
 }
