@@ -210,9 +210,7 @@ extension Board {
         apply { $0.disconnectRequested(now: $1, evicted: evicted) }
         guard let linked else { return }
         let path = linked.path
-        let down = (try? await context.client.mirror.wait(timeout: timeout, description: "disconnect of \(address)", watching: path) {
-            ($0.tree.hasLink(at: path) ?? false) ? .pending : .done(())
-        }) != nil
+        let down = await gatt.linkIsDown(path, within: timeout)
         // The board's phase follows the link at once (the disconnect's own task reports it
         // too, a moment later: then a no-op), so no count shows it linked once it is not.
         if down { disconnectReturned(from: path) }

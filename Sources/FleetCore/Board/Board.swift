@@ -150,8 +150,6 @@ actor Board {
             start(timer)
         case .disconnect(let code):
             if let code { failWaiters(code) }
-            connectTask?.cancel()
-            connectTask = nil
             let device = self.device
             dropLink()
             let context = self.context
@@ -169,8 +167,6 @@ actor Board {
             }
         case .abandonConnection(let code):
             if let code { failWaiters(code) }
-            connectTask?.cancel()
-            connectTask = nil
             dropLink()
         case .lookUpCharacteristics(let link):
             Task { await self.prepare(link: link) }
@@ -184,8 +180,6 @@ actor Board {
             if let code { failWaiters(code) }
         case .linkLostEarly(let attempts, let through):
             let adapter = through.flatMap { context.adapter($0) }
-            connectTask?.cancel()
-            connectTask = nil
             dropLink()
             // The link fell with its adapter (powered off; BlueZ told the link's end after
             // the fleet took the adapter's): no failed connect. The board moves as every
@@ -231,9 +225,11 @@ actor Board {
         apply { $0.disconnected(now: $1) }
     }
 
-    /// Forgets the handles and notification session of the current link, and what the LED
-    /// was: a board that lost its link may have rebooted (LED off) until it is written again.
+    /// Ends the connect in progress, and forgets the handles and notification sessions of
+    /// the current link.
     private func dropLink() {
+        connectTask?.cancel()
+        connectTask = nil
         defer { context.slotsChanged.notify() }
         for session in notifySessions { session.cancel() }
         notifySessions = []

@@ -214,7 +214,7 @@ extension Fleet {
 
     /// Waits `duration` with discovery on and returns the boards seen meanwhile.
     public func scan(for duration: Duration) async throws -> [BoardSnapshot] {
-        guard tally.status.bluezAvailable else { throw FleetError(.bluezUnavailable, "BlueZ (bluetoothd) is not running.") }
+        guard tally.bluezAvailable else { throw FleetError(.bluezUnavailable, "BlueZ (bluetoothd) is not running.") }
         let powered = adapters.values.filter { $0.adapter.powered }
         guard !powered.isEmpty else {
             throw FleetError(.adapterOff, "The adapter \(adapterSelection) is powered off or missing.")

@@ -39,8 +39,10 @@ actor FleetMirror {
         set { context.adapters = newValue }
     }
     var anyAdapterPowered: Bool { adapters.values.contains { $0.adapter.powered } }
-    private var bluezAvailable = false {
-        didSet { tally.bluezChanged(available: bluezAvailable) }
+    /// Whether BlueZ is on the bus: the tally's, which `status` reads.
+    private var bluezAvailable: Bool {
+        get { tally.bluezAvailable }
+        set { tally.bluezChanged(available: newValue) }
     }
     /// Whether BlueZ is loaded and the boards are in step with it.
     private var synchronised = false

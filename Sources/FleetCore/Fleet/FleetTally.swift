@@ -132,6 +132,9 @@ final class FleetTally: Sendable {
         state.withLock { $0.adapters = adapters.sorted { $0.name < $1.name } }
     }
 
+    /// Whether BlueZ is on the bus (as ``FleetMirror`` last saw it).
+    var bluezAvailable: Bool { state.withLock { $0.bluezAvailable } }
+
     func bluezChanged(available: Bool) {
         state.withLock { $0.bluezAvailable = available }
     }
