@@ -117,11 +117,19 @@ struct FleetRPCClientTests {
         }) { server in
             let client = try FleetRPCClient(socketPath: server.path)
             let started = ContinuousClock.now
+            // A plain 200 ms sleep beside the call, in the same process: a busy machine (or
+            // another test holding the pool's threads) delays both alike.
+            async let slept: Duration = {
+                try? await Task.sleep(for: .milliseconds(200))
+                return ContinuousClock.now - started
+            }()
             await #expect(throws: FleetRPCClientError.timeout(method: "silent", seconds: 0.2)) {
                 try await client.call("silent", timeout: .milliseconds(200))
             }
-            // It returned (a hang would not); generous, as the machine may be loaded.
-            #expect(ContinuousClock.now - started < .seconds(15))
+            // It returned when its own 200 ms were up, as the sleep did: not at the default 30 s.
+            let took = ContinuousClock.now - started
+            let control = await slept
+            #expect(took < control + .seconds(10), "the call took \(took); a 200 ms sleep beside it \(control)")
             #expect(try await client.call("answered") == "late but fine")
         }
     }
