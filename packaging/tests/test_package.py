@@ -799,6 +799,9 @@ def test_daemon_makes_only_the_system_calls_and_sockets_its_unit_allows(tree, te
         assert status == 0, traced.log
         text = trace.read_text()
         used = set(re.findall(r"^\d+ +(\w+)\(", text, re.MULTILINE))
+        # A stop whose system call number is negative is no call (the kernel runs none for
+        # it): strace names it `syscall_0xffff...`, as it did once on a loaded machine.
+        used = {name for name in used if not re.fullmatch(r"syscall_0x[89a-f][0-9a-f]{15}", name)}
         assert used and used - allowed - DENIED_BUT_HARMLESS == set()
         families = set(re.findall(r"^\d+ +socket\((AF_\w+)", text, re.MULTILINE))
         assert families and families <= set(" ".join(unit_settings(tree / SERVICE)["RestrictAddressFamilies"]).split())
