@@ -103,12 +103,15 @@ actor DiscoveryGovernor {
 
     /// Called with the adapter's connect permit held (no connect procedure in progress
     /// there; a board before may still be resolving its services): when
-    /// discovery has been paused for ``longestPause``, runs it until `heard` says the boards
-    /// waiting were heard again, or for ``refreshWindow`` at most, and for `atLeast` (a board
-    /// switched on again while the adapter rotates others through its slots is heard only
-    /// in such a moment: it is not in line, nothing else tells when it is back).
-    func refreshIfPausedLong(atLeast: Duration = .zero, heard: @escaping @Sendable (BlueZObjectTree) -> Bool) async {
-        guard let since = pausedSince, listenFirst || client.clock.since(since) >= Self.longestPause, let adapter,
+    /// discovery has been paused for `pausedFor` (``longestPause`` unless said), runs it until
+    /// `heard` says the boards waiting were heard again, or for ``refreshWindow`` at most, and
+    /// for `atLeast` (a board switched on again while the adapter rotates others through its
+    /// slots is heard only in such a moment: it is not in line, nothing else tells when it is
+    /// back).
+    func refreshIfPausedLong(
+        atLeast: Duration = .zero, pausedFor: Duration = longestPause, heard: @escaping @Sendable (BlueZObjectTree) -> Bool
+    ) async {
+        guard let since = pausedSince, listenFirst || client.clock.since(since) >= pausedFor, let adapter,
             !refreshing
         else { return }
         listenFirst = false

@@ -10,6 +10,12 @@ extension FleetAdapter {
     /// for boards that were not advertising: a board advertises every 100 ms or so, and a
     /// controller reports it in its first scan window.
     static let absentLookout: Duration = .seconds(1)
+    /// While a board is not heard (switched off, out of range), discovery listens for it
+    /// after this long paused for connects, not only after ``DiscoveryGovernor/longestPause``:
+    /// a board switched on again during a long burst of rotations is otherwise not heard for
+    /// 20 s, and a call in that time answers it absent (the simulation found that, seed 928).
+    /// Call deadlines count these moments (``FleetContext/timeout(for:default:)``).
+    static let absentPause: Duration = .seconds(10)
 
     /// How one connect through the adapter ended.
     enum ConnectOutcome {
@@ -41,8 +47,10 @@ extension FleetAdapter {
         // boards not advertising when discovery paused may be back.
         let path = self.path
         let waiting = Set(placedBoards.map(\.rawValue) + [address.rawValue])
-        let lookFor = context.tally.absentBoards().isEmpty ? Duration.zero : Self.absentLookout
-        await discovery.refreshIfPausedLong(atLeast: lookFor) { tree in
+        let absent = !context.tally.absentBoards().isEmpty
+        await discovery.refreshIfPausedLong(
+            atLeast: absent ? Self.absentLookout : .zero, pausedFor: absent ? Self.absentPause : DiscoveryGovernor.longestPause
+        ) { tree in
             tree.devices(onAdapter: path).allSatisfy { !waiting.contains($0.address) || $0.hasLink || $0.rssi != nil }
         }
         // The permit goes back as soon as the link is up: the next connect on the adapter

@@ -26,8 +26,13 @@ extension FleetContext {
         let needing = boards.filter { tally.mayNeedLink($0.address) }.map { board in
             (known[board.address]?.live.current.rssiByAdapter ?? [:]).filter { paths.contains($0.key) }
         }
-        let rotations = RotationPlan.rotations(of: needing, on: plan)
+        var rotations = RotationPlan.rotations(of: needing, on: plan)
         guard rotations > .zero else { return defaultTimeout }
+        // While a board is not heard, discovery listens for it between connects
+        // (``FleetAdapter/absentPause``), for as long as a refresh may take.
+        if !tally.absentBoards().isEmpty {
+            rotations += DiscoveryGovernor.refreshWindow * Int((rotations / FleetAdapter.absentPause).rounded(.down))
+        }
         logger.debug(
             "the call's deadline fits its rotations",
             metadata: ["plan.rotations": "\(rotations)", "plan.boards": "\(needing.count)",
