@@ -47,7 +47,7 @@ extension FleetAdapter {
         // boards not advertising when discovery paused may be back.
         let path = self.path
         let waiting = Set(placedBoards.map(\.rawValue) + [address.rawValue])
-        let absent = !context.tally.absentBoards().isEmpty
+        let absent = context.tally.anyAbsent
         await discovery.refreshIfPausedLong(
             atLeast: absent ? Self.absentLookout : .zero, pausedFor: absent ? Self.absentPause : DiscoveryGovernor.longestPause
         ) { tree in

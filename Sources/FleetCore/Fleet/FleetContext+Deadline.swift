@@ -30,7 +30,7 @@ extension FleetContext {
         guard rotations > .zero else { return defaultTimeout }
         // While a board is not heard, discovery listens for it between connects
         // (``FleetAdapter/absentPause``), for as long as a refresh may take.
-        if !tally.absentBoards().isEmpty {
+        if tally.anyAbsent {
             rotations += DiscoveryGovernor.refreshWindow * Int((rotations / FleetAdapter.absentPause).rounded(.down))
         }
         logger.debug(

@@ -61,9 +61,9 @@ final class FleetTally: Sendable {
         state.withLock { $0.boards[address]?.phase }
     }
 
-    /// The boards not advertising (powered off, out of range), which discovery looks for.
-    func absentBoards() -> Set<BoardAddress> {
-        state.withLock { state in Set(state.boards.compactMap { $0.value.phase == .absent ? $0.key : nil }) }
+    /// Whether any board is not advertising (powered off, out of range): discovery looks for it.
+    var anyAbsent: Bool {
+        state.withLock { state in state.boards.values.contains { $0.phase == .absent } }
     }
 
     /// How many of `addresses` hold no link now but could be given one (present, adapter

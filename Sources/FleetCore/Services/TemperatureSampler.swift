@@ -20,7 +20,7 @@ struct TemperatureSampler: Service {
 
     /// Reads the stalest due temperature; true when it read one.
     func sampleStaleTemperature() async -> Bool {
-        guard !context.callsRunning, context.tally.status.bluezAvailable else { return false }
+        guard !context.callsRunning, context.tally.bluezAvailable else { return false }
         let configuration = context.configuration
         let clock = context.client.clock
         let due = configuration.temperatureRefresh / 2
