@@ -365,7 +365,7 @@ let package = Package(
         .testTarget(
             name: "FleetCoreTests",
             dependencies: [
-                "FleetCore", "BlueZ", "TestSupport", "registry-writer", "FleetSimulation", "blefleet-sim",
+                "FleetCore", "BlueZ", "DBus", "TestSupport", "registry-writer", "FleetSimulation", "blefleet-sim",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

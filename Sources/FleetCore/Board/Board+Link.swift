@@ -1,11 +1,11 @@
 import BlueZ
 import Logging
 
-/// A board's link once BlueZ has resolved its services: the profile's characteristics found
-/// on it, the sensors followed, the switches put back as wanted.
+/// A board's link once BlueZ has resolved its services: its session (the profile's
+/// characteristics found on it, the sensors followed), the switches put back as wanted.
 extension Board {
-    /// Services are resolved on `link`: looks up the profile's characteristics there (the
-    /// profile the device offers now), and tells the machine.
+    /// Services are resolved on `link`: its session looks up the profile's characteristics
+    /// there (the profile the device offers now), and the machine is told.
     func prepare(link: UInt64) async {
         guard link == machine.link else { return }
         guard let device = await linkedDevice() else {
@@ -16,11 +16,12 @@ extension Board {
             return
         }
         let profile = context.profiles.profile(offering: device.uuids) ?? self.profile
-        let found = await context.client.mirror.characteristics(of: profile, on: device)
+        let prepared = await BoardSession.prepare(link: link, device: device, profile: profile, gatt: gatt)
         guard link == machine.link else { return }
         self.profile = profile
-        handles = found
-        let missing = profile.characteristics.map(\.name).filter { found[$0] == nil }
+        session?.end()
+        session = prepared
+        let missing = prepared.missing
         if !missing.isEmpty {
             logger.notice(
                 "board lacks characteristics of its profile",
@@ -35,9 +36,8 @@ extension Board {
         context.slotsChanged.notify()
         logger.info("board ready", metadata: ["profile": "\(profile.name)"])
         waiters.resume()
-        let link = machine.link
-        followSensors(of: profile, link: link)
-        putSwitchesBack(link: link)
+        session?.followSensors(adapter: linkAdapter, live: live, events: context.events, logger: logger)
+        putSwitchesBack(link: machine.link)
     }
 
     /// The device of the board's link: the one on ``linkAdapter`` when BlueZ shows a link
@@ -45,40 +45,9 @@ extension Board {
     /// which then becomes ``linkAdapter``.
     func linkedDevice() async -> BlueZDevice? {
         let tree = await context.client.mirror.tree
-        if let device, tree.hasLink(at: device.path) == true { return device }
-        for (adapter, known) in devices {
-            guard let current = tree.device(at: known.path), current.hasLink else { continue }
-            devices[adapter] = current
-            apply { machine, _ in machine.linkFound(through: adapter) }
-            return current
-        }
-        return nil
-    }
-
-    /// Subscribes to every sensor of `profile` that notifies.
-    func followSensors(of profile: BoardProfile, link: UInt64) {
-        for sensor in profile.sensors where sensor.access.contains(.notify) {
-            guard let handle = handles[sensor.name] else { continue }
-            Task { await self.startNotifications(of: sensor, handle, link: link) }
-        }
-    }
-
-    /// Subscribes to a sensor (``BoardGATT/follow(_:_:adapter:live:events:logger:)``).
-    func startNotifications(
-        of sensor: BoardProfile.Characteristic, _ characteristic: BlueZCharacteristic, link: UInt64
-    ) async {
-        do {
-            let session = try await gatt.follow(
-                sensor, characteristic, adapter: linkAdapter, live: live, events: context.events, logger: logger)
-            guard link == machine.link else {
-                session.cancel()
-                return
-            }
-            notifySessions.append(session)
-        } catch {
-            guard link == machine.link, !(error is CancellationError) else { return }
-            logger.debug("could not subscribe to \(sensor.name) notifications", metadata: ["error": "\(error)"])
-        }
+        guard let linked = devices.linked(in: tree, preferring: linkAdapter) else { return nil }
+        if linked.adapterPath != linkAdapter { apply { machine, _ in machine.linkFound(through: linked.adapterPath) } }
+        return linked
     }
 
     /// Records a sensor's value (from a read, or a notification); nil when the bytes do not
@@ -100,7 +69,7 @@ extension Board {
             writes.append((blinked, false))
         }
         for (item, on) in writes {
-            guard let handle = handles[item.name] else { continue }
+            guard let handle = session?.handle(named: item.name) else { continue }
             // Work on the board like a call's, from now: its link is not given away before it is done.
             apply { machine, _ in machine.workStarted() }
             Task { await self.write(on, to: handle, of: item, link: link) }

@@ -6,11 +6,8 @@ extension Board {
     /// a new object).
     func deviceUpdated(_ device: BlueZDevice, changed: Set<String>) {
         let adapter = device.adapterPath
-        let isNew = devices[adapter] == nil
-        devices[adapter] = device
+        let advertised = devices.report(device, changed: changed)
         if let newName = device.name, newName != name { live.setNames(name: newName, alias: alias) }
-        let advertised = isNew || changed.contains("RSSI") || changed.contains("ManufacturerData")
-            || changed.contains("ServiceData") || changed.contains("TxPower")
         if advertised {
             _ = live.advertised(rssi: device.rssi.map(Int.init), adapter: adapter, force: true)
             apply { $0.advertisementSeen(now: $1) }
@@ -23,28 +20,24 @@ extension Board {
             // heard, kept for placement; it is no new sighting (the adapter may be off by now).
             live.keepRSSI(Int(value), adapter: adapter)
         }
-        // The link as BlueZ reports it: up while Connected or ServicesResolved (bluetoothd
-        // may set only the latter), usable once resolved. Only the device of the board's
-        // link counts; a link someone else made through any adapter is adopted.
-        guard changed.contains("Connected") || changed.contains("ServicesResolved") else { return }
-        if linkAdapter == nil, device.hasLink { apply { $0.connectSucceeded(through: adapter, now: $1) } }
-        guard let linked = linkAdapter else { return }
-        guard adapter == linked else {
-            // A second link to the board (left by an earlier run, or made by someone else)
-            // only takes a slot: the board is used through one.
-            if device.hasLink { closeStrayLink(device) }
-            return
-        }
-        if !device.hasLink {
+        switch BoardDevices.link(of: device, changed: changed, linkAdapter: linkAdapter) {
+        case nil:
+            break
+        case .up(let resolved):
+            apply { $0.connectSucceeded(through: adapter, now: $1) }
+            if resolved, linkAdapter == adapter { apply { $0.servicesResolved(now: $1) } }
+        case .down:
             let usable = machine.isReady
             apply { $0.disconnected(now: $1) }
             // Said once; a link that fell as soon as it came up was told as a failed connect.
             if usable, machine.lastFailure == nil {
                 logger.info("link lost", metadata: ["ble.adapter": "\(Fleet.adapterName(adapter))"])
             }
-        } else {
-            apply { $0.connectSucceeded(through: adapter, now: $1) }
-            if device.servicesResolved { apply { $0.servicesResolved(now: $1) } }
+        case .stray:
+            // A second link to the board (left by an earlier run, or made by someone else)
+            // only takes a slot: the board is used through one.
+            logger.info("closing a second link to the board", metadata: ["stray.adapter": "\(Fleet.adapterName(adapter))"])
+            Task { [context] in try? await context.client.disconnect(device) }
         }
     }
 
@@ -53,24 +46,17 @@ extension Board {
     /// the board meanwhile, e.g. one just plugged in) has room: its turn, at once. The
     /// advertisement that told it was seen before standby, so it wakes nobody later.
     func wakeIfHeardWhereRoomIs() {
-        let elsewhere = devices.keys.filter { !placedAmong.contains($0) && $0 != machine.lastLinkAdapter }
+        let elsewhere = devices.reportedSincePlaced(besides: machine.lastLinkAdapter)
         guard let adapter = elsewhere.first(where: { context.tally.hasFreeSlot(onAdapter: $0) }) else { return }
         logger.debug("an adapter that heard it has room; connecting", metadata: ["ble.adapter": "\(Fleet.adapterName(adapter))"])
         apply { $0.connectionRoomAppeared(now: $1) }
-    }
-
-    private func closeStrayLink(_ device: BlueZDevice) {
-        logger.info(
-            "closing a second link to the board", metadata: ["stray.adapter": "\(Fleet.adapterName(device.adapterPath))"])
-        let client = context.client
-        Task { try? await client.disconnect(device) }
     }
 
     /// BlueZ removed the board's device object on `adapter` (it expired, was removed, the
     /// adapter went, or BlueZ did). The board is gone when no adapter knows it any more; a
     /// link through that adapter is lost.
     func deviceRemoved(adapter: String) {
-        guard devices.removeValue(forKey: adapter) != nil else { return }
+        guard devices.remove(adapter: adapter) else { return }
         live.forget(adapter: adapter)
         if devices.isEmpty {
             apply { $0.deviceVanished(now: $1) }
@@ -81,13 +67,12 @@ extension Board {
 
     /// After BlueZ's objects were loaded afresh: forgets the devices of other adapters.
     func keepDevices(onAdapters present: Set<String>) {
-        for adapter in devices.keys where !present.contains(adapter) { deviceRemoved(adapter: adapter) }
+        for adapter in devices.adapters(notIn: present) { deviceRemoved(adapter: adapter) }
     }
 
     /// BlueZ went away: every device object with it.
     func allDevicesRemoved() {
-        guard !devices.isEmpty else { return }
-        devices = [:]
+        guard devices.removeAll() else { return }
         live.forgetAllAdapters()
         apply { $0.deviceVanished(now: $1) }
     }
@@ -101,7 +86,7 @@ extension Board {
         // A young link that fell with its adapter, BlueZ reporting the link down first, was
         // no failed connect either.
         apply { machine, _ in machine.linkLossForgiven() }
-        let heardElsewhere = devices.keys.contains { $0 != path }
+        let heardElsewhere = devices.known(besides: path)
         apply { $0.linkAdapterWent(heardElsewhere: heardElsewhere, now: $1) }
     }
 
@@ -136,19 +121,18 @@ extension Board {
     /// once; any other takes it at its next connect.
     func profilesChanged() async {
         let tree = await context.client.mirror.tree
-        let offered = devices.values.flatMap { tree.device(at: $0.path)?.uuids ?? $0.uuids }
+        let offered = devices.offered(in: tree)
         let next = context.profiles.profile(offering: offered) ?? .nano
         guard next != profile else { return }
         logger.info("board profile changed", metadata: ["profile": "\(next.name)", "profile.before": "\(profile.name)"])
         profile = next
         guard machine.isReady, let device else { return }
         let link = machine.link
-        let found = await context.client.mirror.characteristics(of: next, on: device)
+        let prepared = await BoardSession.prepare(link: link, device: device, profile: next, gatt: gatt)
         guard link == machine.link, profile == next else { return }
-        handles = found
-        for session in notifySessions { session.cancel() }
-        notifySessions = []
-        followSensors(of: next, link: link)
+        session?.end()
+        session = prepared
+        prepared.followSensors(adapter: linkAdapter, live: live, events: context.events, logger: logger)
     }
 
     /// The fleet wants the board connected (to receive its temperature notifications).

@@ -14,15 +14,11 @@ actor Board {
     var name: String? { live.current.name }
     var alias: String? { live.current.alias }
     var machine: BoardStateMachine
-    /// The board's BlueZ device objects, one per adapter that knows it, by adapter path.
-    var devices: [String: BlueZDevice] = [:]
+    /// The board's BlueZ device objects, one per adapter that knows it.
+    var devices: BoardDevices
     /// The adapter (path) of the board's link, of the connect in progress, or of the link
     /// going down: the state machine's.
     var linkAdapter: String? { machine.linkAdapter }
-    /// The adapters that had reported the board when its last connect chose where to go
-    /// (every one was considered), and the one of its link: a board that enters standby is
-    /// woken at once by any other that has reported it since and has room.
-    var placedAmong: Set<String> = []
     /// The device object the link goes through.
     var device: BlueZDevice? { linkAdapter.flatMap { devices[$0] } }
     /// RSSI, last advertisement and latest temperature, recorded without this actor.
@@ -33,9 +29,9 @@ actor Board {
     /// The kind of board (which switches and sensors it has): the profile whose advertised
     /// service its device offers, looked at again at every connect.
     var profile: BoardProfile
-    /// The profile's characteristics on the current link, by name: looked up by UUID after
-    /// every connect (paths change across reconnects).
-    var handles: [String: BlueZCharacteristic] = [:]
+    /// The current link's session: the profile's characteristics found on it, its sensors'
+    /// subscriptions (a new one for every link: paths change across reconnects).
+    var session: BoardSession?
 
     var desiredLED: DesiredLED
     /// The switch an identify was blinking when it failed (its position on the board is not
@@ -45,10 +41,10 @@ actor Board {
     /// Commands waiting for the board to become ready.
     var waiters = BoardWaiters()
     var connectTask: Task<Void, Never>?
-    /// The sensors' notifications on the current link (values go straight to `live`).
-    var notifySessions: [BlueZNotificationSession] = []
     /// Its GATT calls, one at a time.
     nonisolated let gatt: BoardGATT
+    /// What a user's call does on it, through its ready link.
+    nonisolated var commands: BoardCommands { BoardCommands(board: self) }
 
     init(record: BoardRecord, devices: [BlueZDevice], adapterPowered: Bool, context: FleetContext) {
         self.address = record.address
@@ -57,7 +53,7 @@ actor Board {
         self.live = BoardLive(clock: context.client.clock)
         live.setNames(name: record.name, alias: record.alias)
         self.desiredLED = record.desiredLED
-        self.devices = Dictionary(devices.map { ($0.adapterPath, $0) }) { first, _ in first }
+        self.devices = BoardDevices(devices)
         self.profile = context.profiles.profile(offering: devices.flatMap(\.uuids)) ?? .nano
         let now = context.client.clock.now
         let machine = BoardStateMachine(
@@ -80,9 +76,7 @@ actor Board {
 
     var snapshot: BoardSnapshot {
         let live = self.live.current
-        // The adapter of its link, else the one that hears it best.
-        let heard = live.rssiByAdapter.filter { devices[$0.key] != nil }.max { $0.value < $1.value }?.key
-        let adapter = linkAdapter ?? heard ?? devices.keys.sorted().first
+        let adapter = devices.shown(link: linkAdapter, rssi: live.rssiByAdapter)
         return BoardSnapshot(
             address: address, name: name, alias: alias, phase: machine.phase,
             rssi: live.rssiByAdapter.values.max(), desiredLED: desiredLED, appliedLED: machine.currentLink?.appliedLED,
@@ -111,6 +105,11 @@ actor Board {
         let action = event(&machine, clock.now)
         let after = machine.phase
         let link = machine.linkAdapter
+        if let session, session.link != machine.link {
+            // That link went: what still works on it finds its session ended.
+            session.end()
+            self.session = nil
+        }
         if link != linkBefore {
             // What an earlier link carried says nothing of the next.
             live.linkChanged()
@@ -136,8 +135,8 @@ actor Board {
             break
         case .startConnect:
             connectTask?.cancel()
-            let command = !waiters.isEmpty
-            connectTask = Task { await self.runConnect(command: command) }
+            let connect = BoardConnect(board: self, link: linkAdapter, command: !waiters.isEmpty, logger: logger)
+            connectTask = Task { await connect.run() }
         case .startTimer(let timer):
             if case .retry = timer.kind {
                 // Said once a streak of failures (its first retry); the rest at debug.
@@ -152,17 +151,8 @@ actor Board {
             if let code { failWaiters(code) }
             let device = self.device
             dropLink()
-            let context = self.context
-            let address = self.address
-            Task { [weak self] in
-                if let device {
-                    do {
-                        try await context.client.disconnect(device)
-                    } catch BlueZError.timeout {
-                        // The link did not go down: its controller is asked whether it answers at all.
-                        await context.gotNoAnswer(to: .release, for: address, onAdapter: device.adapterPath)
-                    } catch {}
-                }
+            Task { [weak self, context, address] in
+                if let device { await context.release(device, of: address) }
                 await self?.disconnectReturned(from: device?.path)
             }
         case .abandonConnection(let code):
@@ -179,24 +169,13 @@ actor Board {
             logger.info("waiting for the board to advertise again")
             if let code { failWaiters(code) }
         case .linkLostEarly(let attempts, let through):
-            let adapter = through.flatMap { context.adapter($0) }
             dropLink()
-            // The link fell with its adapter (powered off; BlueZ told the link's end after
-            // the fleet took the adapter's): no failed connect. The board moves as every
-            // board of a lost adapter does (to another that hears it), not into a retry floor
-            // in which a call would find it absent.
-            if let adapter, !adapter.adapter.powered {
+            // A link that fell with its adapter (powered off) is no failed connect: the board
+            // moves as every board of a lost adapter does (to another that hears it), not into
+            // a retry floor in which a call would find it absent.
+            if let adapter = through.flatMap({ context.adapter($0) }), !adapter.linkFellEarly(of: address, attempts: attempts, logger: logger) {
                 adapterLost(adapter.path)
-                return
             }
-            // Said like any failed connect: the streak's first at warning, the rest at debug.
-            logger.log(
-                level: attempts <= 1 ? .warning : .debug, "connect failed",
-                metadata: ["error": "the link was lost as soon as it came up", "error.class": "\(ConnectErrorClass.transient.rawValue)",
-                           "ble.adapter": "\(adapter?.name ?? machine.lastLinkAdapter.map(Fleet.adapterName) ?? "?")"])
-            // Placement weighs it for this board; the adapter's health does not (all of an
-            // adapter's young links also fall when someone powers it off).
-            adapter?.noteFailure(of: address)
         case .linkSettled(let failures, let through):
             through.flatMap { context.adapter($0) }?.health.connected()
             if failures > 0 { logger.info("connected after \(failures) failed attempt\(failures == 1 ? "" : "s")") }
@@ -225,54 +204,45 @@ actor Board {
         apply { $0.disconnected(now: $1) }
     }
 
-    /// Ends the connect in progress, and forgets the handles and notification sessions of
-    /// the current link.
+    /// Ends the connect in progress, and the current link's session.
     private func dropLink() {
         connectTask?.cancel()
         connectTask = nil
         defer { context.slotsChanged.notify() }
-        for session in notifySessions { session.cancel() }
-        notifySessions = []
-        handles = [:]
+        session?.end()
+        session = nil
     }
 
-    private func runConnect(command: Bool) async {
-        // Through the adapter that hears the board best and has room (Placement).
-        guard let choice = await context.placement(for: address, link: linkAdapter, live: live, command: command) else {
-            if !Task.isCancelled { apply { $0.connectFailed(.absent, now: $1) } }
-            return
-        }
+    /// A connect chose where to go among the adapters that had `heard` the board.
+    func placed(among heard: Set<String>) {
         // Every adapter that had reported the board by now was looked at (placement skips
         // one it cannot use, or whose device BlueZ no longer shows): only an adapter that
-        // reports it after this wakes it from standby, else placement and the wake-up would
-        // hand it back and forth without end (the simulation found that: a busy loop).
-        placedAmong = choice.heard.union(devices.keys)
-        let adapter = choice.adapter
-        let device = choice.device
-        defer { adapter.unclaim(address) }
-        let outcome = await adapter.connect(self, device: device, full: choice.full, command: command, in: context)
+        // reports it after this wakes it from standby (``BoardDevices/reportedSincePlaced(besides:)``).
+        devices.placed(among: heard)
+    }
+
+    /// What the board's connect came to (``BoardConnect``); nothing when the board had
+    /// cancelled it meanwhile.
+    func connectEnded(_ result: BoardConnect.Result) {
         guard !Task.isCancelled else { return }
-        switch outcome {
-        case .connected:
+        switch result {
+        case .connected(let adapter):
             // Whether the connect worked is told when the link has lasted (`linkSettled`).
-            apply { $0.connectSucceeded(through: adapter.path, now: $1) }
+            apply { $0.connectSucceeded(through: adapter, now: $1) }
             apply { $0.servicesResolved(now: $1) }
-        case .cancelled:
-            return
-        case .noSlot:
-            logger.debug("every connection slot is taken; waiting in standby", metadata: ["ble.adapter": "\(adapter.name)"])
+        case .noSlot(let adapter):
+            logger.debug("every connection slot is taken; waiting in standby", metadata: ["ble.adapter": "\(adapter)"])
             apply { $0.slotUnavailable(now: $1) }
             // A command that came while this connect finished is served as a command.
             if !waiters.isEmpty { apply { $0.connectRequested(reason: .command, now: $1) } }
-        case .failed(let error):
-            let errorClass = ConnectErrorClass(error)
-            // The journal says a streak of failures once: its first at warning, the retries
-            // that fail the same way at debug, and the success that ends it (above).
-            logger.log(
-                level: machine.failedAttempts == 0 ? .warning : .debug,
-                "connect failed",
-                metadata: ["error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter.name)"])
-            await adapter.connectFailed(address, device: device, errorClass, in: context, logger: logger)
+        case .failed(let errorClass, let error, let adapter):
+            if let error, let adapter {
+                // The journal says a streak of failures once: its first at warning, the
+                // retries that fail the same way at debug, and the success that ends it.
+                logger.log(
+                    level: machine.failedAttempts == 0 ? .warning : .debug, "connect failed",
+                    metadata: ["error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter)"])
+            }
             apply { $0.connectFailed(errorClass, now: $1) }
         }
     }
@@ -280,7 +250,7 @@ actor Board {
     /// The connect through `adapter` got its slot there and calls `Device1.Connect` on
     /// `device` (which placement read from the mirror: the fleet may not have handed it here yet).
     func connectStarts(through adapter: String, device: BlueZDevice) {
-        if devices[adapter] == nil { devices[adapter] = device }
+        devices.connecting(through: device)
         apply { $0.connectAttemptStarted(through: adapter, now: $1) }
     }
 

@@ -89,6 +89,21 @@ extension FleetAdapter {
         }
     }
 
+    /// A link of `board` through this adapter fell as soon as it came up: a failed connect,
+    /// said like any (a streak's first at warning, the rest at debug) and weighed by placement
+    /// for this board, not by the adapter's health (all of an adapter's young links also fall
+    /// when someone powers it off). False, and nothing counted, when the adapter is off: the
+    /// link fell with it (BlueZ told the link's end after the fleet took the adapter's).
+    func linkFellEarly(of board: BoardAddress, attempts: Int, logger: Logger) -> Bool {
+        guard adapter.powered else { return false }
+        logger.log(
+            level: attempts <= 1 ? .warning : .debug, "connect failed",
+            metadata: ["error": "the link was lost as soon as it came up", "error.class": "\(ConnectErrorClass.transient.rawValue)",
+                       "ble.adapter": "\(name)"])
+        noteFailure(of: board)
+        return true
+    }
+
     /// With the connect permit held: take a link slot here, then connect until resolved;
     /// `linkUp` is called once the link is up (the permit may go back then).
     private func attempt(

@@ -49,7 +49,7 @@ public final class DeviceProxy: Sendable {
         if let board = context.board(address) {
             let outcome = await Self.race(deadline, clock: client.clock) { () async -> DeviceError? in
                 do {
-                    try await board.connect()
+                    try await board.commands.connect()
                     return nil
                 } catch let error as FleetError {
                     return DeviceError(error)

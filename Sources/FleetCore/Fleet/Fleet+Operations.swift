@@ -82,20 +82,20 @@ extension Fleet {
                 logger.error("could not save the desired LED state: \(error)")
             }
         }()
-        let result = await fanOut(resolved, timeout: timeout) { try await $0.setLED(on); return Done() }
+        let result = await fanOut(resolved, timeout: timeout) { try await $0.commands.setLED(on); return Done() }
         await saved
         return FleetResult(outcomes: result.outcomes.map { $0.pending(when: \.retryable) }, unmatched: result.unmatched)
     }
 
     /// Every selected board shows itself: its LED blinks for a few seconds, then is as it was
-    /// wanted (``Board/identify()``); one result per board. A board in standby takes a slot
+    /// wanted (``BoardCommands/identify()``); one result per board. A board in standby takes a slot
     /// for it and gives it back.
     public func identify(_ selection: Selection, timeout: Duration? = nil) async -> FleetResult<Done> {
         let resolved = resolve(selection)
         // The blink's own time on top of the deadline planned for the links it needs.
         let blink = BoardGATT.identifyDuration + .seconds(2)
         let deadline = timeout ?? (self.timeout(nil, for: resolved.boards) + blink)
-        return await fanOut(resolved, timeout: deadline) { try await $0.identify(); return Done() }
+        return await fanOut(resolved, timeout: deadline) { try await $0.commands.identify(); return Done() }
     }
 
     /// Every selected board's temperature: cached values younger than `maxAge` (default: the
@@ -105,7 +105,7 @@ extension Fleet {
     {
         let maxAge = maxAge ?? tunables.temperatureMaxAge
         return await fanOut(selection, timeout: timeout) {
-            try await $0.readTemperature(maxAge: maxAge)
+            try await $0.commands.readTemperature(maxAge: maxAge)
         }
     }
 
@@ -115,7 +115,7 @@ extension Fleet {
         -> FleetResult<SensorValue>
     {
         let maxAge = maxAge ?? tunables.temperatureMaxAge
-        return await fanOut(selection, timeout: timeout) { try await $0.readSensor(sensor, maxAge: maxAge) }
+        return await fanOut(selection, timeout: timeout) { try await $0.commands.readSensor(sensor, maxAge: maxAge) }
     }
 
     /// Switches `name` (a switch of each board's profile) on or off on every selected board.
@@ -124,7 +124,7 @@ extension Fleet {
         -> FleetResult<Done>
     {
         if name == BoardProfile.ledSwitch { return await setLED(selection, on: on, timeout: timeout) }
-        return await fanOut(selection, timeout: timeout) { try await $0.setSwitch(name, on: on); return Done() }
+        return await fanOut(selection, timeout: timeout) { try await $0.commands.setSwitch(name, on: on); return Done() }
     }
 
     /// The kinds of board known now.
@@ -132,7 +132,7 @@ extension Fleet {
 
     /// Connects the selected boards (they stay connected while slots allow).
     public func connect(_ selection: Selection, timeout: Duration? = nil) async -> FleetResult<Done> {
-        await fanOut(selection, timeout: timeout) { try await $0.connect(); return Done() }
+        await fanOut(selection, timeout: timeout) { try await $0.commands.connect(); return Done() }
     }
 
     /// Disconnects the selected boards; they stay disconnected until a command needs them.
@@ -145,7 +145,7 @@ extension Fleet {
         _ selection: Selection, service: GattUUID, characteristic: GattUUID, timeout: Duration? = nil
     ) async -> FleetResult<[UInt8]> {
         await fanOut(selection, timeout: timeout) {
-            try await $0.readCharacteristic(service: service.bluetooth, characteristic: characteristic.bluetooth)
+            try await $0.commands.readCharacteristic(service: service.bluetooth, characteristic: characteristic.bluetooth)
         }
     }
 
@@ -155,7 +155,7 @@ extension Fleet {
         withResponse: Bool = true, timeout: Duration? = nil
     ) async -> FleetResult<Done> {
         await fanOut(selection, timeout: timeout) {
-            try await $0.writeCharacteristic(
+            try await $0.commands.writeCharacteristic(
                 service: service.bluetooth, characteristic: characteristic.bluetooth, value: value,
                 withResponse: withResponse)
             return Done()
@@ -169,7 +169,7 @@ extension Fleet {
     ) async -> FleetResult<NotificationStream> {
         await fanOut(selection, timeout: timeout) {
             NotificationStream(
-                values: try await $0.notifications(service: service.bluetooth, characteristic: characteristic.bluetooth),
+                values: try await $0.commands.notifications(service: service.bluetooth, characteristic: characteristic.bluetooth),
                 address: $0.address)
         }
     }

@@ -238,6 +238,16 @@ extension FleetContext {
         }
         adapter.health.observe { $0.connectFailed(board, now: $1, othersConnected: othersConnected) }
     }
+
+    /// Disconnects `board`'s link through `device`; a disconnect that gets no answer asks
+    /// whether its controller answers at all (``gotNoAnswer(to:for:onAdapter:)``).
+    func release(_ device: BlueZDevice, of board: BoardAddress) async {
+        do {
+            try await client.disconnect(device)
+        } catch BlueZError.timeout {
+            await gotNoAnswer(to: .release, for: board, onAdapter: device.adapterPath)
+        } catch {}
+    }
 }
 
 extension RecoveryStep {

@@ -34,7 +34,7 @@ struct TemperatureSampler: Service {
         }
         guard let board = stale.max(by: { $0.age < $1.age })?.board else { return false }
         let result = await FanOut.run([board.identity], timeout: configuration.connectTimeout, clock: clock) { _ in
-            try await board.readTemperature(maxAge: .zero)
+            try await board.commands.readTemperature(maxAge: .zero)
         }
         if let error = result.outcomes.first?.error {
             context.logger.debug(
