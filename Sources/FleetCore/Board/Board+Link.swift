@@ -57,40 +57,30 @@ extension Board {
         live.record(bytes, of: sensor, events: context.events, address: address, logger: logger)
     }
 
-    /// Writes the LED state last asked for (the board may have rebooted, LED off) on a link
-    /// that just became ready, and puts a switch an identify left mid-blink back (as wanted,
-    /// or off).
+    /// Puts the switches back as the board wants them (``BoardSwitches``) on a link that
+    /// just became ready, each write the board's own work: its link is not given away before
+    /// it is done.
     func putSwitchesBack(link: UInt64) {
-        var writes: [(BoardProfile.Characteristic, Bool)] = []
-        if desiredLED != .unknown, let led = profile.switch(named: BoardProfile.ledSwitch) {
-            writes.append((led, desiredLED == .on))
-        }
-        if let name = leftMidBlink, !writes.contains(where: { $0.0.name == name }), let blinked = profile.switch(named: name) {
-            writes.append((blinked, false))
-        }
-        for (item, on) in writes {
-            guard let handle = session?.handle(named: item.name) else { continue }
-            // Work on the board like a call's, from now: its link is not given away before it is done.
+        guard let session, session.link == link else { return }
+        for (item, on) in switches.writes(for: profile) {
+            guard let handle = session.handle(named: item.name) else { continue }
             apply { machine, _ in machine.workStarted() }
-            Task { await self.write(on, to: handle, of: item, link: link) }
+            Task { await self.commands.putBack(item, on: on, to: handle, through: session) }
         }
     }
 
-    func write(_ on: Bool, to handle: BlueZCharacteristic, of item: BoardProfile.Characteristic, link: UInt64) async {
+    /// A switch put back through `link` stands `on` now; or its write failed (`error`).
+    func switchPutBack(_ item: BoardProfile.Characteristic, on: Bool, link: UInt64, error: (any Error)?) {
         defer { workEnded() }
-        do {
-            // Any failure is said as it is (below), none waited out as a link's loss.
-            try await gatt.queue.acquire()
-            defer { gatt.queue.release() }
-            try await context.client.writeValue(item.encode(on: on), to: handle, type: .request)
-            guard link == machine.link else { return }
-            if leftMidBlink == item.name { leftMidBlink = nil }
-            logger.info("switch put back", metadata: ["switch": "\(item.name)", "on": "\(on)"])
-            guard item.name == BoardProfile.ledSwitch else { return }
-            apply { machine, _ in machine.ledWritten(on, link: link) }
-            context.events.publish(.ledApplied(address, on: on))
-        } catch {
+        if let error {
             logger.warning("could not put the switch back", metadata: ["switch": "\(item.name)", "error": "\(error)"])
+            return
         }
+        guard link == machine.link else { return }
+        switches.putBack(item.name)
+        logger.info("switch put back", metadata: ["switch": "\(item.name)", "on": "\(on)"])
+        guard item.name == BoardProfile.ledSwitch else { return }
+        ledWritten(on, link: link)
+        context.events.publish(.ledApplied(address, on: on))
     }
 }

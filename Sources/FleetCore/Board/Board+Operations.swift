@@ -39,7 +39,7 @@ extension Board {
 
     /// The LED as a user wants it from now (applied again whenever the board comes back).
     func want(led: DesiredLED) {
-        desiredLED = led
+        switches.desiredLED = led
     }
 
     /// The ready link's session (one with no characteristics found yet when the board became
@@ -59,12 +59,12 @@ extension Board {
     /// An identify starts blinking the switch `name`: until it ends, the switch's position on
     /// the board is not known.
     func blinkStarts(_ name: String) {
-        leftMidBlink = name
+        switches.leftMidBlink = name
     }
 
     /// An identify's blink of switch `name` ended, the switch left `wanted` through `link`.
     func blinkEnded(_ name: String, wanted: Bool, link: UInt64) {
-        leftMidBlink = nil
+        switches.leftMidBlink = nil
         if name == BoardProfile.ledSwitch { ledWritten(wanted, link: link) }
         logger.info("board identified", metadata: ["switch": "\(name)"])
     }
@@ -73,7 +73,7 @@ extension Board {
     /// deadline): the switch is put back now if the link is still up, else when the board is
     /// ready again.
     func blinkCutShort() {
-        if leftMidBlink != nil, machine.isReady { putSwitchesBack(link: machine.link) }
+        if switches.leftMidBlink != nil, machine.isReady { putSwitchesBack(link: machine.link) }
     }
 
     /// Disconnects for a user (or to free a slot) and returns once the link is down. The

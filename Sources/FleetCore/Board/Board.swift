@@ -33,10 +33,8 @@ actor Board {
     /// subscriptions (a new one for every link: paths change across reconnects).
     var session: BoardSession?
 
-    var desiredLED: DesiredLED
-    /// The switch an identify was blinking when it failed (its position on the board is not
-    /// known): put back on the next ready link, as wanted or off.
-    var leftMidBlink: String?
+    /// How its switches should stand: the LED as wanted, a switch an identify left mid-blink.
+    var switches: BoardSwitches
 
     /// Commands waiting for the board to become ready.
     var waiters = BoardWaiters()
@@ -52,7 +50,7 @@ actor Board {
         self.gatt = BoardGATT(address: record.address, client: context.client)
         self.live = BoardLive(clock: context.client.clock)
         live.setNames(name: record.name, alias: record.alias)
-        self.desiredLED = record.desiredLED
+        self.switches = BoardSwitches(desiredLED: record.desiredLED)
         self.devices = BoardDevices(devices)
         self.profile = context.profiles.profile(offering: devices.flatMap(\.uuids)) ?? .nano
         let now = context.client.clock.now
@@ -79,7 +77,7 @@ actor Board {
         let adapter = devices.shown(link: linkAdapter, rssi: live.rssiByAdapter)
         return BoardSnapshot(
             address: address, name: name, alias: alias, phase: machine.phase,
-            rssi: live.rssiByAdapter.values.max(), desiredLED: desiredLED, appliedLED: machine.currentLink?.appliedLED,
+            rssi: live.rssiByAdapter.values.max(), desiredLED: switches.desiredLED, appliedLED: machine.currentLink?.appliedLED,
             temperature: live.temperature, lastFailure: machine.lastFailure, lastSeen: live.lastSeen,
             adapter: adapter.map(Fleet.adapterName), profile: profile, readings: live.readings)
     }

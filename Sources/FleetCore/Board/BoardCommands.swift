@@ -57,7 +57,7 @@ struct BoardCommands: Sendable {
                     try await board.clock.sleep(for: BoardGATT.identifyHalfBlink)
                 }
                 // As wanted now (a call may have switched the LED meanwhile).
-                let desired = await board.desiredLED
+                let desired = await board.switches.desiredLED
                 let wanted = item.name == BoardProfile.ledSwitch && desired == .on
                 try await session.call { try await client.writeValue(item.encode(on: wanted), to: handle, type: .request) }
                 await board.blinkEnded(item.name, wanted: wanted, link: session.link)
@@ -143,6 +143,18 @@ struct BoardCommands: Sendable {
         try await board.whenReady { session in
             let found = try await session.gatt.lookUp(service: service, characteristic: characteristic, on: session.device)
             return try await session.call { try await client.notifications(found) }
+        }
+    }
+
+    /// Puts a switch back as the board wants it through `session`'s link, as the board's own
+    /// work (``Board/putSwitchesBack(link:)``): a failure is said as it is, none waited out as
+    /// a link's loss.
+    func putBack(_ item: BoardProfile.Characteristic, on: Bool, to handle: BlueZCharacteristic, through session: BoardSession) async {
+        do {
+            try await session.gatt.queue.withPermit { try await client.writeValue(item.encode(on: on), to: handle, type: .request) }
+            await board.switchPutBack(item, on: on, link: session.link, error: nil)
+        } catch {
+            await board.switchPutBack(item, on: on, link: session.link, error: error)
         }
     }
 
