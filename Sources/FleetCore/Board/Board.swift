@@ -133,8 +133,8 @@ actor Board {
             break
         case .startConnect:
             connectTask?.cancel()
-            let connect = BoardConnect(board: self, link: linkAdapter, command: !waiters.isEmpty, logger: logger)
-            connectTask = Task { await connect.run() }
+            let connect = BoardConnect(link: linkAdapter, command: !waiters.isEmpty, logger: logger)
+            connectTask = Task { await connect.run(for: self) }
         case .startTimer(let timer):
             if case .retry = timer.kind {
                 // Said once a streak of failures (its first retry); the rest at debug.

@@ -1,7 +1,7 @@
 import BlueZ
 import Logging
 
-/// One connect of a board, run as the board's connect task: where it goes (placement: the
+/// One connect of a board, run as the board's connect task on the board's actor: where it goes (placement: the
 /// adapter that hears it best and has room, ``FleetContext/placement(for:link:live:command:)``),
 /// its turn in that adapter's queue (``FleetAdapter/connect(_:device:full:command:in:)``), and
 /// what a failure means for the adapter; the board is told what came of it
@@ -18,36 +18,35 @@ struct BoardConnect: Sendable {
         case failed(ConnectErrorClass, error: BlueZError?, adapter: String?)
     }
 
-    let board: Board
     /// The adapter of the board's link, if it has one (placement keeps it there).
     let link: String?
     /// Whether a call waits for the board.
     let command: Bool
     let logger: Logger
 
-    func run() async {
+    func run(for board: isolated Board) async {
         let context = board.context
         let address = board.address
         guard let choice = await context.placement(for: address, link: link, live: board.live, command: command) else {
-            await board.connectEnded(.failed(.absent, error: nil, adapter: nil))
+            board.connectEnded(.failed(.absent, error: nil, adapter: nil))
             return
         }
-        await board.placed(among: choice.heard)
+        board.placed(among: choice.heard)
         let adapter = choice.adapter
         defer { adapter.unclaim(address) }
         switch await adapter.connect(board, device: choice.device, full: choice.full, command: command, in: context) {
         case .connected:
-            await board.connectEnded(.connected(through: adapter.path))
+            board.connectEnded(.connected(through: adapter.path))
         case .cancelled:
             return
         case .noSlot:
-            await board.connectEnded(.noSlot(adapter: adapter.name))
+            board.connectEnded(.noSlot(adapter: adapter.name))
         case .failed(let error):
             let errorClass = ConnectErrorClass(error)
             if !Task.isCancelled {
                 await adapter.connectFailed(address, device: choice.device, errorClass, in: context, logger: logger)
             }
-            await board.connectEnded(.failed(errorClass, error: error, adapter: adapter.name))
+            board.connectEnded(.failed(errorClass, error: error, adapter: adapter.name))
         }
     }
 }
