@@ -81,6 +81,7 @@ extension FleetAdapter {
         _ board: BoardAddress, device: BlueZDevice, _ errorClass: ConnectErrorClass, in context: FleetContext,
         logger: Logger
     ) async {
+        guard !isRetired else { return }
         if errorClass != .outOfResources { noteFailure(of: board) }
         if errorClass == .transient || errorClass == .permanent { context.connectFailed(board, on: self) }
         if errorClass == .transient, await context.client.mirror.tree.hasLink(at: device.path) == true {
@@ -111,9 +112,12 @@ extension FleetAdapter {
         linkUp: @escaping @Sendable () -> Void
     ) async -> ConnectOutcome {
         guard !Task.isCancelled else { return .failed(.timeout("cancelled")) }
+        let gone = BlueZError.objectVanished("\(name) is gone")
+        guard !isRetired else { return .failed(gone) }
         // A command may have come while the automatic connect was queued.
         let command = command ? true : await board.isAwaited
         guard await reserveSlot(for: board.address, command: command, in: context) else {
+            guard !isRetired else { return .failed(gone) }
             // Nothing called Connect: without a command, the board waits its turn; a command
             // finds every link busy with work.
             guard command, await board.isAwaited else { return .noSlot }

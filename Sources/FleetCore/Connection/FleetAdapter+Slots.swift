@@ -8,7 +8,7 @@ extension FleetAdapter {
     /// taken; every link busy is a moment, not a failure: a command waits until one is free
     /// (its board's work done, or a link gone), until its own deadline cancels it.
     func reserveSlot(for address: BoardAddress, command: Bool, in context: FleetContext) async -> Bool {
-        while !Task.isCancelled {
+        while !Task.isCancelled, !isRetired {
             let seen = context.slotsChanged.generation
             guard let granted = await trySlot(for: address, command: command, in: context) else {
                 guard command else { return false }
@@ -43,7 +43,7 @@ extension FleetAdapter {
     /// Releases, ahead of time, the idle links that the boards queued here for calls will
     /// need, so that each connect finds its slot free (``ConnectionSlots/releaseAhead(links:limit:waiting:)``).
     func releaseAhead(in context: FleetContext) async {
-        guard adapter.powered, !placedBoards.isEmpty else { return }
+        guard adapter.powered, !isRetired, !placedBoards.isEmpty else { return }
         let (links, taken) = await links(in: context)
         var waiting = 0
         for board in placedBoards where !taken.contains(board) {

@@ -36,6 +36,8 @@ final class FleetAdapter: Sendable {
         var resolve: Duration = FleetAdapter.assumedResolve
         /// When the last link came up with more boards queued behind it.
         var lastLinkUpWithQueue: ContinuousClock.Instant?
+        /// BlueZ no longer shows the adapter (``retire()``).
+        var retired = false
     }
     private let state: Mutex<State>
 
@@ -60,6 +62,19 @@ final class FleetAdapter: Sendable {
     }
 
     var adapter: BlueZAdapter { state.withLock { $0.adapter } }
+
+    /// BlueZ no longer shows the adapter (unplugged, or bluetoothd gone): the connects still
+    /// queued here end without a slot or a `Connect`, and count against nobody. An adapter
+    /// shown again at the same path is a new one, with a queue and slots of its own: a
+    /// connect queued on this one must not take a slot there uncounted (the simulation found
+    /// that: seed 939, two connects on one adapter past its limit, and their failures taken
+    /// for the new adapter's, which was reset as stuck).
+    func retire() {
+        state.withLock { $0.retired = true }
+    }
+
+    /// Whether BlueZ no longer shows the adapter.
+    var isRetired: Bool { state.withLock { $0.retired } }
 
     /// Adapters report a board one after another; one that started scanning only lately
     /// may still be about to. Placement waits for those (briefly) before it settles.

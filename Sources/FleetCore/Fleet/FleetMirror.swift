@@ -185,6 +185,7 @@ actor FleetMirror {
         var lost: [String] = []
         for (path, adapter) in adapters where !shown.contains(where: { $0.path == path }) {
             adapters[path] = nil
+            adapter.retire()
             lost.append(path)
             await adapter.discovery.setAdapter(nil)
             logger.info("adapter gone", metadata: ["ble.adapter": "\(adapter.name)"])
@@ -222,6 +223,8 @@ actor FleetMirror {
             }
         }
         context.noteAdapterState()
+        // Connects waiting for a slot on an adapter that went end now.
+        if !lost.isEmpty { context.slotsChanged.notify() }
         for path in lost {
             for board in boards.values { await board.adapterLost(path) }
         }
