@@ -346,6 +346,10 @@ struct FleetTests {
             }
             let result = await fleet.identify(Selection([.address(waiting.address)]))
             #expect(result.allSucceeded, "\(result.outcomes)")
+            // It gave its slot back before the call answered (not later, when a reading or a
+            // call of the other board takes it): no longer ready.
+            let after = await fleet.snapshot(of: waiting.address)?.phase
+            #expect(after != .ready, "the blinked board released its link when the blink was done (\(String(describing: after)))")
             let board = try #require(try await fixture.testbed.state().first { $0.address == waiting.address.rawValue })
             #expect(board.ledWrites - writes == 13, "six blinks and the LED put back")
             #expect(board.led != 1, "off, as nothing was asked")

@@ -2,10 +2,10 @@ import BlueZ
 
 /// What the calls (``BoardCommands``) ask of the board: its ready link, and what they changed.
 extension Board {
-    /// Runs `operation` on the board's ready link (its session). When the link drops during the operation,
-    /// it waits for the board to be ready again and retries, until the caller's deadline
-    /// cancels it (a board that vanished mid-command ends as `absent` or `timeout`, not as a
-    /// stray error). The link is not given away while the operation runs.
+    /// Runs `operation` on the board's ready link (its session). When the link drops during
+    /// the operation, it waits for the board to be ready again and retries, until the
+    /// caller's deadline cancels it (a board that vanished mid-command ends as `absent` or
+    /// `timeout`, not as a stray error). The link is not given away while the operation runs.
     func whenReady<T: Sendable>(_ operation: @Sendable (BoardSession) async throws -> T) async throws -> T {
         apply { machine, _ in machine.workStarted() }
         defer {
@@ -14,22 +14,22 @@ extension Board {
         }
         while true {
             try await ensureReady()
-            let link = currentSession()
+            let session = currentSession()
             do {
-                return try await operation(link)
+                return try await operation(session)
             } catch let error as FleetError where error.code == .notConnected {
                 logger.debug("link lost during an operation; retrying once the board is back", metadata: ["error": "\(error)"])
-                await linkWentDown(link)
+                await linkWentDown(session)
             }
         }
     }
 
-    /// An operation failed because `link` went: waits (bounded) until BlueZ reports it down,
-    /// and makes sure the state machine has it too (the fleet hands the same change to this
-    /// actor a moment later; it is then a no-op), so that the next `ensureReady` connects
-    /// again instead of retrying on a link that is gone.
-    private func linkWentDown(_ link: BoardSession) async {
-        if await gatt.linkIsDown(link.device?.path, within: .seconds(2)), machine.isReady, machine.link == link.link {
+    /// An operation failed because the link of `session` went: waits (bounded) until BlueZ
+    /// reports it down, and makes sure the state machine has it too (the fleet hands the same
+    /// change to this actor a moment later; it is then a no-op), so that the next
+    /// `ensureReady` connects again instead of retrying on a link that is gone.
+    private func linkWentDown(_ session: BoardSession) async {
+        if await gatt.linkIsDown(session.device?.path, within: .seconds(2)), machine.isReady, machine.link == session.link {
             apply { $0.disconnected(now: $1) }
         }
     }

@@ -45,7 +45,7 @@ struct BoardCommands: Sendable {
     /// board's, like a switch's. A blink cut short is put back all the same, on this link or
     /// the next (``Board/blinkCutShort()``).
     func identify() async throws {
-        let (hadNoLink, profile) = await board.linkAndProfile
+        let (ready, profile) = await board.linkAndProfile
         let item = try profile.identifySwitch(of: address)
         do {
             try await board.whenReady { session in
@@ -66,7 +66,7 @@ struct BoardCommands: Sendable {
             await board.blinkCutShort()
             throw error
         }
-        if hadNoLink { _ = await board.release() }
+        if !ready { _ = await board.release() }
     }
 
     /// A sensor's value: the latest one when younger than `maxAge`, else read from the board
