@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -23,13 +24,22 @@ struct ManPage: Sendable {
     /// Rendered by `mandoc -Tascii` without overstriking, one paragraph per line.
     let rendered: String
 
+    /// Pages rendered so far: each is rendered once per test run, not by every test that
+    /// reads it (every `mandoc` holds a thread of the test process until it is done).
+    private static let cache = Mutex<[String: ManPage]>([:])
+
     init(_ file: String) throws {
+        if let page = Self.cache.withLock({ $0[file] }) {
+            self = page
+            return
+        }
         self.file = file
         path = repositoryRoot.appendingPathComponent("man/\(file)").path
         source = try String(contentsOfFile: path, encoding: .utf8)
         let raw = try runCommand("/usr/bin/mandoc", ["-Tascii", "-Owidth=1000", path])
         // Bold is "X\bX", underline "_\bX": drop each character followed by a backspace.
         rendered = raw.replacingOccurrences(of: "[^\u{8}]\u{8}", with: "", options: .regularExpression)
+        Self.cache.withLock { [self] in $0[file] = self }
     }
 
     /// The long options an executable's own parser declares, from its

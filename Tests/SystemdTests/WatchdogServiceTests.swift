@@ -97,29 +97,21 @@ import Testing
 
 /// `WatchdogService` inside a `ServiceGroup`: it must leave on graceful shutdown, or the
 /// daemon would never finish stopping.
-@Suite struct WatchdogServiceLifecycleTests {
+/// A service that never ends on graceful shutdown hangs its group: the suite's time limit
+/// fails it (no race against a timer, which a loaded machine can lose).
+@Suite(.timeLimit(.minutes(1))) struct WatchdogServiceLifecycleTests {
     /// Runs `service` in a group, triggers graceful shutdown once `ready` returns, and
-    /// reports whether the group finished within 10 s.
+    /// returns whether the group ended without an error.
     func groupFinishes(
         _ service: WatchdogService<ContinuousClock>, after ready: @escaping @Sendable () async -> Void
     ) async throws -> Bool {
         let group = ServiceGroup(
             configuration: .init(services: [.init(service: service)], logger: Logger(label: "test")))
-        return try await withThrowingTaskGroup(of: Bool.self) { tasks in
-            tasks.addTask {
-                try await group.run()
-                return true
-            }
-            tasks.addTask {
-                await ready()
-                await group.triggerGracefulShutdown()
-                try await Task.sleep(for: .seconds(10))
-                return false
-            }
-            let finished = try await tasks.next()!
-            tasks.cancelAll()
-            return finished
-        }
+        async let ran: Void = group.run()
+        await ready()
+        await group.triggerGracefulShutdown()
+        try await ran
+        return true
     }
 
     @Test func runningWatchdogEndsOnGracefulShutdown() async throws {
