@@ -9,9 +9,6 @@ struct BoardDevices {
     /// (every one was considered), and the one of its link.
     private var considered: Set<String> = []
 
-    /// The properties whose change is an advertisement heard (a new object is one too).
-    static let advertisementProperties: Set<String> = ["RSSI", "ManufacturerData", "ServiceData", "TxPower"]
-
     init(_ devices: [BlueZDevice]) {
         byAdapter = Dictionary(devices.map { ($0.adapterPath, $0) }) { first, _ in first }
     }
@@ -25,7 +22,7 @@ struct BoardDevices {
     /// advertisement's properties.
     mutating func report(_ device: BlueZDevice, changed: Set<String>) -> Bool {
         let isNew = byAdapter.updateValue(device, forKey: device.adapterPath) == nil
-        return isNew || !changed.isDisjoint(with: Self.advertisementProperties)
+        return isNew || !changed.isDisjoint(with: BlueZMirrorEvent.advertisementProperties)
     }
 
     /// A connect uses `device`, read from BlueZ's objects (its report may not have come yet).
