@@ -29,29 +29,6 @@ struct BoardGATT: Sendable {
         }) != nil
     }
 
-    /// Runs one GATT call through `link`, one at a time (``queue``). A failure is told by
-    /// what it means for the user: when the link went during the call (BlueZ answers that with
-    /// ATT error 0x0e, not with "Not connected"), it is `notConnected`, which
-    /// ``Board/whenReady(_:)`` answers by waiting for the board again; else it is the board's
-    /// or BlueZ's answer.
-    nonisolated(nonsending) func call<T: Sendable>(on link: BoardSession, _ body: () async throws -> T) async throws -> T {
-        try await queue.acquire()
-        defer { queue.release() }
-        do {
-            return try await body()
-        } catch let error as CancellationError {
-            throw error
-        } catch let error as FleetError {
-            throw error
-        } catch {
-            let failure = BlueZError(error)
-            if failure.mayMeanLinkLoss, await linkIsDown(link.device?.path, within: Self.linkLossGrace) {
-                throw FleetError(.notConnected, "\(address) lost its link during the operation (\(failure)).")
-            }
-            throw FleetError(gatt: failure, board: address)
-        }
-    }
-
     /// The characteristic of the profile's `item` on `device`, looked up on BlueZ's objects.
     nonisolated(nonsending) func find(_ item: BoardProfile.Characteristic, of profile: BoardProfile, on device: BlueZDevice?) async throws
         -> BlueZCharacteristic

@@ -57,9 +57,27 @@ final class BoardSession: Sendable {
         return found
     }
 
-    /// Runs one GATT call through the link (``BoardGATT/call(on:_:)``).
+    /// Runs one GATT call through the link, one at a time on the board (``BoardGATT/queue``).
+    /// A failure is told by what it means for the user: when the link went during the call
+    /// (BlueZ answers that with ATT error 0x0e, not with "Not connected"), it is
+    /// `notConnected`, which ``Board/whenReady(_:)`` answers by waiting for the board again;
+    /// else it is the board's or BlueZ's answer.
     nonisolated(nonsending) func call<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        try await gatt.call(on: self, body)
+        try await gatt.queue.acquire()
+        defer { gatt.queue.release() }
+        do {
+            return try await body()
+        } catch let error as CancellationError {
+            throw error
+        } catch let error as FleetError {
+            throw error
+        } catch {
+            let failure = BlueZError(error)
+            if failure.mayMeanLinkLoss, await gatt.linkIsDown(device?.path, within: BoardGATT.linkLossGrace) {
+                throw FleetError(.notConnected, "\(gatt.address) lost its link during the operation (\(failure)).")
+            }
+            throw FleetError(gatt: failure, board: gatt.address)
+        }
     }
 
     /// Subscribes to every sensor of the profile that notifies (``BoardGATT/follow(_:_:adapter:live:events:logger:)``);
