@@ -233,14 +233,14 @@ actor Board {
             apply { $0.slotUnavailable(now: $1) }
             // A command that came while this connect finished is served as a command.
             if !waiters.isEmpty { apply { $0.connectRequested(reason: .command, now: $1) } }
+        case .absent:
+            apply { $0.connectFailed(.absent, now: $1) }
         case .failed(let errorClass, let error, let adapter):
-            if let error, let adapter {
-                // The journal says a streak of failures once: its first at warning, the
-                // retries that fail the same way at debug, and the success that ends it.
-                logger.log(
-                    level: machine.failedAttempts == 0 ? .warning : .debug, "connect failed",
-                    metadata: ["error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter)"])
-            }
+            // The journal says a streak of failures once: its first at warning, the retries
+            // that fail the same way at debug, and the success that ends it.
+            logger.log(
+                level: machine.failedAttempts == 0 ? .warning : .debug, "connect failed",
+                metadata: ["error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter)"])
             apply { $0.connectFailed(errorClass, now: $1) }
         }
     }

@@ -14,8 +14,9 @@ struct BoardConnect: Sendable {
         /// Every slot it could use was taken, and nobody waited for the board: no `Connect`
         /// was called.
         case noSlot(adapter: String)
-        /// No adapter hears the board (`absent`, no error), or the connect failed.
-        case failed(ConnectErrorClass, error: BlueZError?, adapter: String?)
+        /// No adapter hears the board.
+        case absent
+        case failed(ConnectErrorClass, error: BlueZError, adapter: String)
     }
 
     /// The adapter of the board's link, if it has one (placement keeps it there).
@@ -28,7 +29,7 @@ struct BoardConnect: Sendable {
         let context = board.context
         let address = board.address
         guard let choice = await context.placement(for: address, link: link, live: board.live, command: command) else {
-            board.connectEnded(.failed(.absent, error: nil, adapter: nil))
+            board.connectEnded(.absent)
             return
         }
         board.placed(among: choice.heard)
