@@ -153,9 +153,11 @@ struct BlueZClientTests {
             // Counted from the testbed's answer (the drop is done by then): the testbed's own
             // start-up, a process of its own, is no part of what BlueZ takes to tell it.
             try await fixture.testbed.run(["board", "drop", "nano-01"])
+            let answered = ContinuousClock.now
             try await client.mirror.wait(timeout: lane.allowing(.seconds(2)), description: "the drop seen within 2 s") {
                 ($0.tree.device(at: path)?.hasLink ?? false) ? .pending : .done(())
             }
+            #expect(ContinuousClock.now - answered < lane.allowing(.seconds(2)))
             // The other board stays connected and usable.
             let other = try #require(devices.first { $0.path != path })
             #expect(await client.device(at: other.path)?.connected == true)
