@@ -18,7 +18,7 @@ extension Board {
         let profile = context.profiles.profile(offering: device.uuids) ?? self.profile
         let prepared = await BoardSession.prepare(link: link, device: device, profile: profile, gatt: gatt)
         guard link == machine.link else { return }
-        self.profile = profile
+        core.profile = profile
         session?.end()
         session = prepared
         let missing = prepared.missing
@@ -36,18 +36,14 @@ extension Board {
         context.slotsChanged.notify()
         logger.info("board ready", metadata: ["profile": "\(profile.name)"])
         waiters.resume()
-        session?.followSensors(adapter: linkAdapter, live: live, events: context.events, logger: logger)
+        session?.followSensors(adapter: core.linkAdapter, live: live, events: context.events, logger: logger)
         putSwitchesBack(link: machine.link)
     }
 
-    /// The device of the board's link: the one on ``linkAdapter`` when BlueZ shows a link
-    /// there, else (the link was adopted or moved) any of the board's devices with a link,
-    /// which then becomes ``linkAdapter``.
+    /// The device of the board's link (``BoardCore/linkedDevice(in:now:)``).
     func linkedDevice() async -> BlueZDevice? {
         let tree = await context.client.mirror.tree
-        guard let linked = devices.linked(in: tree, preferring: linkAdapter) else { return nil }
-        if linked.adapterPath != linkAdapter { apply { machine, _ in machine.linkFound(through: linked.adapterPath) } }
-        return linked
+        return update { $0.linkedDevice(in: tree, now: $1) }
     }
 
     /// Records a sensor's value (from a read, or a notification); nil when the bytes do not
@@ -74,13 +70,8 @@ extension Board {
         defer { workEnded() }
         if let error {
             logger.warning("could not put the switch back", metadata: ["switch": "\(item.name)", "error": "\(error)"])
-            return
+        } else if update({ $0.switchPutBack(item.name, on: on, link: link, now: $1) }), item.name == BoardProfile.ledSwitch {
+            context.events.publish(.ledApplied(address, on: on))
         }
-        guard link == machine.link else { return }
-        switches.putBack(item.name)
-        logger.info("switch put back", metadata: ["switch": "\(item.name)", "on": "\(on)"])
-        guard item.name == BoardProfile.ledSwitch else { return }
-        ledWritten(on, link: link)
-        context.events.publish(.ledApplied(address, on: on))
     }
 }

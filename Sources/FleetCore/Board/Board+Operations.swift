@@ -37,36 +37,13 @@ extension Board {
     /// Whether the board has a ready link now, and its profile.
     var linkAndProfile: (ready: Bool, profile: BoardProfile) { (machine.isReady, profile) }
 
-    /// The LED as a user wants it from now (applied again whenever the board comes back).
-    func want(led: DesiredLED) {
-        switches.desiredLED = led
-    }
-
     /// The ready link's session (one with no characteristics found yet when the board became
     /// ready without one: each is looked up at its first use).
     private func currentSession() -> BoardSession {
         if let session, session.link == machine.link { return session }
-        let fresh = BoardSession(link: machine.link, device: device, profile: profile, gatt: gatt)
+        let fresh = BoardSession(link: machine.link, device: core.device, profile: profile, gatt: gatt)
         session = fresh
         return fresh
-    }
-
-    /// The LED was written `on` through `link`.
-    func ledWritten(_ on: Bool, link: UInt64) {
-        apply { machine, _ in machine.ledWritten(on, link: link) }
-    }
-
-    /// An identify starts blinking the switch `name`: until it ends, the switch's position on
-    /// the board is not known.
-    func blinkStarts(_ name: String) {
-        switches.leftMidBlink = name
-    }
-
-    /// An identify's blink of switch `name` ended, the switch left `wanted` through `link`.
-    func blinkEnded(_ name: String, wanted: Bool, link: UInt64) {
-        switches.leftMidBlink = nil
-        if name == BoardProfile.ledSwitch { ledWritten(wanted, link: link) }
-        logger.info("board identified", metadata: ["switch": "\(name)"])
     }
 
     /// An identify's blink was cut short (the link fell, a write failed, the caller's
@@ -80,14 +57,14 @@ extension Board {
     /// board stays disconnected until the next command needs it.
     func disconnect(timeout: Duration = .seconds(10), evicted: Bool = false) async {
         // The device of the link, taken before the request drops the link's bookkeeping.
-        let linked = device
+        let linked = core.device
         apply { $0.disconnectRequested(now: $1, evicted: evicted) }
         guard let linked else { return }
         let path = linked.path
         let down = await gatt.linkIsDown(path, within: timeout)
         // The board's phase follows the link at once (the disconnect's own task reports it
         // too, a moment later: then a no-op), so no count shows it linked once it is not.
-        if down { disconnectReturned(from: path) }
+        if down { update { $0.disconnectReturned(from: path, now: $1) } }
     }
 
     /// Gives an idle link away to free its slot for another board (the board waits in
@@ -99,14 +76,10 @@ extension Board {
         return true
     }
 
-    func setAlias(_ alias: String?) {
-        live.setNames(name: name, alias: alias)
-    }
-
     /// Removes the board from the fleet: disconnects it and fails anyone waiting for it.
     /// Returns its device objects (one per adapter that knows it), for BlueZ to forget.
     func forget() -> [BlueZDevice] {
-        let known = devices.all
+        let known = core.devices.all
         apply { $0.forget(now: $1) }
         return known
     }

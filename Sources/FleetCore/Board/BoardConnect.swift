@@ -32,7 +32,7 @@ struct BoardConnect: Sendable {
             board.connectEnded(.absent)
             return
         }
-        board.placed(among: choice.heard)
+        board.core.placed(among: choice.heard)
         let adapter = choice.adapter
         defer { adapter.unclaim(address) }
         switch await adapter.connect(board, device: choice.device, full: choice.full, command: command, in: context) {

@@ -63,6 +63,10 @@ final class BoardLive: Sendable {
         }
     }
 
+    func setAlias(_ alias: String?) {
+        state.withLock { $0.alias = alias }
+    }
+
     /// A sensor value arrived (for a call waiting for a sensor the board only notifies).
     let readingArrived = ChangeSignal()
 

@@ -126,7 +126,7 @@ extension FleetAdapter {
         }
         // Its slot is held from here until its connect is done (``unclaim(_:)``).
         linking(board.address)
-        await board.connectStarts(through: path, device: device)
+        await board.update { [path] in $0.connectStarts(through: path, device: device, now: $1) }
         do {
             try await context.client.connect(device, timeout: context.configuration.connectTimeout, linkUp: linkUp)
             return .connected

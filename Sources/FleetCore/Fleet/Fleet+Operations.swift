@@ -184,7 +184,7 @@ extension Fleet {
         } catch {
             throw FleetError(.invalidArgument, "\(error)")
         }
-        await board.setAlias(alias)
+        board.live.setAlias(alias)
         events.publish(.boardAliased(address, alias: alias))
     }
 

@@ -226,17 +226,17 @@ actor FleetMirror {
         // Connects waiting for a slot on an adapter that went end now.
         if !lost.isEmpty { context.slotsChanged.notify() }
         for path in lost {
-            for board in boards.values { await board.adapterLost(path) }
+            for board in boards.values { await board.update { $0.adapterLost(path, now: $1) } }
         }
         let isPowered = anyAdapterPowered
         guard wasPowered != isPowered else {
             if roomAppeared {
-                for board in boards.values { await board.connectionRoomAppeared() }
+                for board in boards.values { await board.apply { $0.connectionRoomAppeared(now: $1) } }
             }
             return
         }
         context.events.publish(.adapterPowered(isPowered))
-        for board in boards.values { await board.adapterPowered(isPowered) }
+        for board in boards.values { await board.apply { isPowered ? $0.adapterPoweredOn(now: $1) : $0.adapterPoweredOff(now: $1) } }
     }
 
     /// A device appeared (`changed == nil`) or some of its properties changed.

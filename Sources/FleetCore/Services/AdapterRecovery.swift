@@ -145,13 +145,13 @@ struct AdapterRecovery: Service {
             // of seconds). Only one whose connects fail keeps its links through the restart
             // of its discovery.
             if symptom != .connectsFail || step >= .powerCycle {
-                for board in context.boards.values { Task { await board.adapterStuck(path) } }
+                for board in context.boards.values { Task { await board.update { $0.adapterStuck(path, now: $1) } } }
             }
             Task { await perform(step, on: adapter) }
         case .recovered(let recovery):
             context.logger.notice(
                 "adapter works again after \(recovery.step.words)", metadata: metadata.merging(["symptom": "\(recovery.symptom.rawValue)"]) { $1 })
-            for board in context.boards.values { Task { await board.connectionRoomAppeared() } }
+            for board in context.boards.values { Task { await board.apply { $0.connectionRoomAppeared(now: $1) } } }
         case .gaveUp(let symptom):
             context.logger.error(
                 "adapter did not recover (\(symptom.rawValue)); its boards are served by the other adapters, and a reset is tried again every minute",

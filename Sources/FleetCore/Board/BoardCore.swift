@@ -1,0 +1,277 @@
+import BlueZ
+import Logging
+
+/// What a board knows and decides, as a value: its link's lifecycle (``BoardStateMachine``),
+/// its BlueZ device objects (``BoardDevices``), how its switches should stand
+/// (``BoardSwitches``) and its profile. Its inputs are what BlueZ, the adapters, its connect,
+/// the calls and its timers tell it, each at a time `now`; each records what the board must
+/// do (``Effect``), in order, which the ``Board`` actor takes and performs. No I/O and no
+/// clock of its own: tested without BlueZ.
+struct BoardCore {
+    private(set) var machine: BoardStateMachine
+    private(set) var devices: BoardDevices
+    var switches: BoardSwitches
+    /// The kind of board: the profile whose advertised service its device offers.
+    var profile: BoardProfile
+    /// Whether an adapter (path) has a free connection slot now (the fleet's count, asked).
+    private let hasRoom: @Sendable (String) -> Bool
+    private var effects: [Effect] = []
+
+    /// What the board must do for an input, in the order it was decided.
+    enum Effect: Sendable {
+        /// The machine's phase or the adapter of its link moved: the tally, the journal and
+        /// the fleet's events hear it.
+        case changed(from: BoardPhase, to: BoardPhase, link: String?, linkMoved: Bool)
+        /// The machine's action, with the device and adapter of the link when it was decided.
+        case act(BoardStateMachine.Action, device: BlueZDevice?, link: String?)
+        /// A link the board does not use (a second one, or one through a stuck adapter) is closed.
+        case close(BlueZDevice)
+        case log(Logger.Level, Logger.Message, Logger.Metadata)
+    }
+
+    init(machine: BoardStateMachine, devices: BoardDevices, switches: BoardSwitches, profile: BoardProfile, hasRoom: @escaping @Sendable (String) -> Bool) {
+        self.machine = machine
+        self.devices = devices
+        self.switches = switches
+        self.profile = profile
+        self.hasRoom = hasRoom
+    }
+
+    /// What was decided since the last call, to perform in order.
+    mutating func takeEffects() -> [Effect] {
+        defer { effects = [] }
+        return effects
+    }
+
+    /// The adapter (path) of the board's link, of the connect in progress, or of the link going down.
+    var linkAdapter: String? { machine.linkAdapter }
+    /// The device object the link goes through.
+    var device: BlueZDevice? { linkAdapter.flatMap { devices[$0] } }
+
+    // MARK: The machine
+
+    /// Applies one event to the state machine and records what it changed and asks for.
+    mutating func step(_ event: (inout BoardStateMachine, ContinuousClock.Instant) -> BoardStateMachine.Action, now: ContinuousClock.Instant) {
+        let before = machine.phase
+        let linkBefore = machine.linkAdapter
+        let action = event(&machine, now)
+        let linkMoved = machine.linkAdapter != linkBefore
+        if before != machine.phase || linkMoved {
+            effects.append(.changed(from: before, to: machine.phase, link: machine.linkAdapter, linkMoved: linkMoved))
+        }
+        switch action {
+        case .none:
+            return
+        case .startTimer(let timer):
+            if case .retry = timer.kind {
+                // Said once a streak of failures (its first retry); the rest at debug.
+                log(machine.failedAttempts <= 1 ? .info : .debug, "retrying connect later", [
+                    "retry.delay": "\(timer.after)", "retry.attempts": "\(machine.failedAttempts)",
+                    "retry.reason": "\(machine.lastFailure?.rawValue ?? "link lost")",
+                ])
+            }
+        case .waitForAdvertisement:
+            log(.info, "waiting for the board to advertise again")
+        case .linkSettled(let failures, _) where failures > 0:
+            log(.info, "connected after \(failures) failed attempt\(failures == 1 ? "" : "s")")
+        default:
+            break
+        }
+        effects.append(.act(action, device: device, link: linkAdapter))
+        if before != .standby, machine.phase == .standby { wakeIfHeardWhereRoomIs(now: now) }
+    }
+
+    private mutating func log(_ level: Logger.Level, _ message: Logger.Message, _ metadata: Logger.Metadata = [:]) {
+        effects.append(.log(level, message, metadata))
+    }
+
+    // MARK: What BlueZ reports
+
+    /// BlueZ added one of the board's device objects (one per adapter that knows it) or
+    /// changed its properties (`changed`; all of them for a new object). Returns whether it
+    /// tells the board was heard (a new object, or an advertisement's properties).
+    mutating func deviceUpdated(_ device: BlueZDevice, changed: Set<String>, now: ContinuousClock.Instant) -> Bool {
+        let adapter = device.adapterPath
+        let heard = devices.report(device, changed: changed)
+        if heard {
+            step({ $0.advertisementSeen(now: $1) }, now: now)
+            // A board waiting for a slot, newly heard by an adapter with room: its turn.
+            if machine.phase == .standby, hasRoom(adapter) { step({ $0.connectionRoomAppeared(now: $1) }, now: now) }
+        }
+        switch BoardDevices.link(of: device, changed: changed, linkAdapter: linkAdapter) {
+        case nil:
+            break
+        case .up(let resolved):
+            step({ $0.connectSucceeded(through: adapter, now: $1) }, now: now)
+            if resolved, linkAdapter == adapter { step({ $0.servicesResolved(now: $1) }, now: now) }
+        case .down:
+            let usable = machine.isReady
+            step({ $0.disconnected(now: $1) }, now: now)
+            // Said once; a link that fell as soon as it came up was told as a failed connect.
+            if usable, machine.lastFailure == nil { log(.info, "link lost", ["ble.adapter": "\(Fleet.adapterName(adapter))"]) }
+        case .stray:
+            // A second link to the board (left by an earlier run, or made by someone else)
+            // only takes a slot: the board is used through one.
+            log(.info, "closing a second link to the board", ["stray.adapter": "\(Fleet.adapterName(adapter))"])
+            effects.append(.close(device))
+        }
+        return heard
+    }
+
+    /// A board that enters standby (its connect found every slot it could use taken, or it
+    /// gave its slot to another) while an adapter that was not considered then (it reported
+    /// the board meanwhile, e.g. one just plugged in) has room: its turn, at once. The
+    /// advertisement that told it was seen before standby, so it wakes nobody later.
+    private mutating func wakeIfHeardWhereRoomIs(now: ContinuousClock.Instant) {
+        let elsewhere = devices.reportedSincePlaced(besides: machine.lastLinkAdapter)
+        guard let adapter = elsewhere.first(where: hasRoom) else { return }
+        log(.debug, "an adapter that heard it has room; connecting", ["ble.adapter": "\(Fleet.adapterName(adapter))"])
+        step({ $0.connectionRoomAppeared(now: $1) }, now: now)
+    }
+
+    /// BlueZ removed the board's device object on `adapter` (it expired, was removed, the
+    /// adapter went, or BlueZ did); whether the board knew it. The board is gone when no
+    /// adapter knows it any more; a link through that adapter is lost.
+    mutating func deviceRemoved(adapter: String, now: ContinuousClock.Instant) -> Bool {
+        guard devices.remove(adapter: adapter) else { return false }
+        if devices.isEmpty {
+            step({ $0.deviceVanished(now: $1) }, now: now)
+        } else if adapter == linkAdapter {
+            step({ $0.disconnected(now: $1, withAdapter: true) }, now: now)
+        }
+        return true
+    }
+
+    /// BlueZ went away, every device object with it; whether the board knew any.
+    mutating func allDevicesRemoved(now: ContinuousClock.Instant) -> Bool {
+        guard devices.removeAll() else { return false }
+        step({ $0.deviceVanished(now: $1) }, now: now)
+        return true
+    }
+
+    /// The device that holds the board's link in `tree`: the one on ``linkAdapter`` when
+    /// BlueZ shows a link there, else (the link was adopted or moved) any of the board's
+    /// devices with a link, whose adapter is the link's from now on.
+    mutating func linkedDevice(in tree: BlueZObjectTree, now: ContinuousClock.Instant) -> BlueZDevice? {
+        guard let linked = devices.linked(in: tree, preferring: linkAdapter) else { return nil }
+        if linked.adapterPath != linkAdapter { step({ machine, _ in machine.linkFound(through: linked.adapterPath) }, now: now) }
+        return linked
+    }
+
+    // MARK: What the adapters tell
+
+    /// An adapter the fleet used went (powered off, unplugged). A board whose link went
+    /// with it is not gone: it reconnects through another adapter, at once where one knows
+    /// it, else when one hears it.
+    mutating func adapterLost(_ path: String, now: ContinuousClock.Instant) {
+        guard machine.lastLinkAdapter == path else { return }
+        if linkAdapter == path { step({ $0.disconnected(now: $1, withAdapter: true) }, now: now) }
+        // A young link that fell with its adapter, BlueZ reporting the link down first, was
+        // no failed connect either.
+        step({ machine, _ in machine.linkLossForgiven() }, now: now)
+        let heardElsewhere = devices.known(besides: path)
+        step({ $0.linkAdapterWent(heardElsewhere: heardElsewhere, now: $1) }, now: now)
+    }
+
+    /// The adapter of the board's link stopped answering: nothing goes through the link any
+    /// more. The board moves to another adapter that hears it, as if its adapter went, and
+    /// the link is released: a recovery that resets the controller ends it anyway, but one
+    /// that only restarts discovery (an adapter that hears nothing) does not, and a board
+    /// with a link does not advertise: it would stay linked where the fleet no longer looks,
+    /// called absent, for good (the simulation found that).
+    mutating func adapterStuck(_ path: String, now: ContinuousClock.Instant) {
+        guard linkAdapter == path else { return }
+        log(.info, "moving off a stuck adapter", ["ble.adapter": "\(Fleet.adapterName(path))"])
+        if let device { effects.append(.close(device)) }
+        adapterLost(path, now: now)
+    }
+
+    // MARK: Its connect
+
+    /// A connect chose where to go among the adapters that had `heard` the board: every
+    /// adapter that had reported it by then was looked at (placement skips one it cannot use,
+    /// or whose device BlueZ no longer shows): only an adapter that reports it after this
+    /// wakes it from standby (``BoardDevices/reportedSincePlaced(besides:)``).
+    mutating func placed(among heard: Set<String>) {
+        devices.placed(among: heard)
+    }
+
+    /// The connect through `adapter` got its slot there and calls `Device1.Connect` on
+    /// `device` (which placement read from the mirror: the fleet may not have reported it yet).
+    mutating func connectStarts(through adapter: String, device: BlueZDevice, now: ContinuousClock.Instant) {
+        devices.connecting(through: device)
+        step({ $0.connectAttemptStarted(through: adapter, now: $1) }, now: now)
+    }
+
+    /// What the board's connect came to; `awaited`: a call waits for the board.
+    mutating func connectEnded(_ result: BoardConnect.Result, awaited: Bool, now: ContinuousClock.Instant) {
+        switch result {
+        case .connected(let adapter):
+            // Whether the connect worked is told when the link has lasted (`linkSettled`).
+            step({ $0.connectSucceeded(through: adapter, now: $1) }, now: now)
+            step({ $0.servicesResolved(now: $1) }, now: now)
+        case .noSlot(let adapter):
+            log(.debug, "every connection slot is taken; waiting in standby", ["ble.adapter": "\(adapter)"])
+            step({ $0.slotUnavailable(now: $1) }, now: now)
+            // A command that came while this connect finished is served as a command.
+            if awaited { step({ $0.connectRequested(reason: .command, now: $1) }, now: now) }
+        case .absent:
+            step({ $0.connectFailed(.absent, now: $1) }, now: now)
+        case .failed(let errorClass, let error, let adapter):
+            // The journal says a streak of failures once: its first at warning, the retries
+            // that fail the same way at debug, and the success that ends it.
+            log(machine.failedAttempts == 0 ? .warning : .debug, "connect failed", [
+                "error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter)",
+            ])
+            step({ $0.connectFailed(errorClass, now: $1) }, now: now)
+        }
+    }
+
+    /// The disconnect of the link through `path` returned (done, or given up): the board
+    /// leaves `disconnecting` if it is still there for that link. Late, it changes nothing:
+    /// the link's end was reported already, and the board may be linked again since (through
+    /// another adapter, once the stuck one was reset), which it must not take for lost.
+    mutating func disconnectReturned(from path: String?, now: ContinuousClock.Instant) {
+        guard machine.phase == .disconnecting, device == nil || device?.path == path else { return }
+        step({ $0.disconnected(now: $1) }, now: now)
+    }
+
+    // MARK: Its switches
+
+    /// An identify's blink of switch `name` ended, the switch left `wanted` through `link`.
+    mutating func blinkEnded(_ name: String, wanted: Bool, link: UInt64, now: ContinuousClock.Instant) {
+        switches.leftMidBlink = nil
+        if name == BoardProfile.ledSwitch { step({ machine, _ in machine.ledWritten(wanted, link: link) }, now: now) }
+        log(.info, "board identified", ["switch": "\(name)"])
+    }
+
+    /// A switch was put back `on` through `link` (``BoardSwitches``); whether that link is
+    /// still the board's.
+    mutating func switchPutBack(_ name: String, on: Bool, link: UInt64, now: ContinuousClock.Instant) -> Bool {
+        guard link == machine.link else { return false }
+        switches.putBack(name)
+        log(.info, "switch put back", ["switch": "\(name)", "on": "\(on)"])
+        if name == BoardProfile.ledSwitch { step({ machine, _ in machine.ledWritten(on, link: link) }, now: now) }
+        return true
+    }
+
+    // MARK: What the fleet shows of it
+
+    func snapshot(of address: BoardAddress, live: BoardLive.State) -> BoardSnapshot {
+        BoardSnapshot(
+            address: address, name: live.name, alias: live.alias, phase: machine.phase,
+            rssi: live.rssiByAdapter.values.max(), desiredLED: switches.desiredLED, appliedLED: machine.currentLink?.appliedLED,
+            temperature: live.temperature, lastFailure: machine.lastFailure, lastSeen: live.lastSeen,
+            adapter: devices.shown(link: linkAdapter, rssi: live.rssiByAdapter).map(Fleet.adapterName), profile: profile,
+            readings: live.readings)
+    }
+
+    /// The board's link as an eviction candidate: a link still coming up (connecting,
+    /// resolving: the next connect on its adapter may run meanwhile) counts as busy, as does
+    /// work on a ready one or a call waiting for it (`awaited`).
+    func linkUsage(of address: BoardAddress, awaited: Bool, now: ContinuousClock.Instant) -> ConnectionSlots.Link {
+        ConnectionSlots.Link(
+            address: address, lastUsed: machine.currentLink?.lastUsed ?? now, isBusy: machine.isBusy || awaited || !machine.isReady,
+            isLeaving: machine.phase == .disconnecting)
+    }
+}

@@ -1,0 +1,174 @@
+import BlueZ
+import DBus
+import Logging
+import Testing
+
+@testable import FleetCore
+
+/// What a board decides from what BlueZ, the adapters and its connect tell it, and what it
+/// asks its actor to do: checked as a value, without BlueZ or a clock.
+@Suite struct BoardCoreTests {
+    static let hci0 = BoardDevicesTests.hci0
+    static let hci1 = BoardDevicesTests.hci1
+    let t0 = ContinuousClock.now
+
+    func at(_ seconds: Double) -> ContinuousClock.Instant { t0 + .milliseconds(Int((seconds * 1000).rounded())) }
+
+    func device(_ adapter: String, connected: Bool = false, resolved: Bool = false) -> BlueZDevice {
+        BoardDevicesTests.device(adapter, connected: connected, resolved: resolved)
+    }
+
+    /// A board known to `adapters`, wanted connected; `room`: the adapters with a free slot.
+    func core(knownTo adapters: [String], room: Set<String> = []) -> BoardCore {
+        var core = BoardCore(
+            machine: BoardStateMachine(random: SeededRandomNumberGenerator(seed: 1), present: !adapters.isEmpty, now: t0),
+            devices: BoardDevices(adapters.map { device($0) }), switches: BoardSwitches(desiredLED: .on), profile: .nano,
+            hasRoom: { room.contains($0) })
+        core.step({ $0.connectRequested(reason: .automatic, now: $1) }, now: t0)
+        _ = core.takeEffects()
+        return core
+    }
+
+    /// `core` connected through `adapter` and prepared: ready.
+    func ready(_ core: inout BoardCore, through adapter: String) {
+        core.connectStarts(through: adapter, device: device(adapter), now: at(0.1))
+        core.connectEnded(.connected(through: adapter), awaited: false, now: at(0.2))
+        let link = core.machine.link
+        core.step({ $0.characteristicsFound(link: link, now: $1) }, now: at(0.3))
+        _ = core.takeEffects()
+    }
+
+    func actions(_ effects: [BoardCore.Effect]) -> [BoardStateMachine.Action] {
+        effects.compactMap { if case .act(let action, _, _) = $0 { action } else { nil } }
+    }
+
+    func closed(_ effects: [BoardCore.Effect]) -> [String] {
+        effects.compactMap { if case .close(let device) = $0 { device.adapterPath } else { nil } }
+    }
+
+    func said(_ effects: [BoardCore.Effect]) -> [String] {
+        effects.compactMap { if case .log(_, let message, _) = $0 { message.description } else { nil } }
+    }
+
+    @Test func aConnectThatFindsNoSlotWaitsInStandbyUnlessACallWaits() {
+        var alone = core(knownTo: [Self.hci0])
+        #expect(actions(alone.takeEffects()).isEmpty)
+        alone.connectEnded(.noSlot(adapter: "hci0"), awaited: false, now: at(1))
+        #expect(alone.machine.phase == .standby)
+        #expect(!actions(alone.takeEffects()).contains(.startConnect))
+
+        var awaited = core(knownTo: [Self.hci0])
+        awaited.step({ $0.connectRequested(reason: .command, now: $1) }, now: at(0.5))
+        _ = awaited.takeEffects()
+        awaited.connectEnded(.noSlot(adapter: "hci0"), awaited: true, now: at(1))
+        // A call that came meanwhile is served: the board connects again at once.
+        #expect(actions(awaited.takeEffects()).contains(.startConnect))
+    }
+
+    @Test func aBoardInStandbyNewlyHeardWhereThereIsRoomConnectsAndOnlyThere() {
+        var board = core(knownTo: [Self.hci0], room: [Self.hci1])
+        board.connectEnded(.noSlot(adapter: "hci0"), awaited: false, now: at(1))
+        _ = board.takeEffects()
+        // hci0 hears it again: no room there, it keeps waiting.
+        let stillHeard = board.deviceUpdated(device(Self.hci0), changed: ["RSSI"], now: at(2))
+        #expect(stillHeard)
+        #expect(!actions(board.takeEffects()).contains(.startConnect))
+        // hci1, which has room, hears it for the first time: its turn.
+        let heardThere = board.deviceUpdated(device(Self.hci1), changed: ["RSSI"], now: at(3))
+        #expect(heardThere)
+        let effects = board.takeEffects()
+        #expect(actions(effects).contains(.startConnect))
+        #expect(effects.contains { if case .changed(.standby, .connecting, _, _) = $0 { true } else { false } })
+    }
+
+    @Test func aReadyLinkReportedDownIsSaidLostOnceAndASecondLinkIsClosed() {
+        var board = core(knownTo: [Self.hci0, Self.hci1])
+        ready(&board, through: Self.hci0)
+        #expect(board.machine.isReady)
+        // Someone links it through hci1 too: that link only takes a slot.
+        _ = board.deviceUpdated(device(Self.hci1, connected: true), changed: ["Connected"], now: at(5))
+        let stray = board.takeEffects()
+        #expect(closed(stray) == [Self.hci1])
+        #expect(board.machine.isReady)
+        // Its own link falls after the settle time.
+        board.step({ $0.timerFired(.init(kind: .settle(link: $0.link), after: .seconds(3)), awaited: false, now: $1) }, now: at(4))
+        _ = board.takeEffects()
+        _ = board.deviceUpdated(device(Self.hci0), changed: ["Connected"], now: at(6))
+        let down = board.takeEffects()
+        #expect(!board.machine.isReady)
+        #expect(said(down) == ["link lost"])
+        #expect(down.contains { if case .changed(.ready, _, nil, true) = $0 { true } else { false } })
+    }
+
+    @Test func aBoardOffAStuckAdapterClosesThatLinkAndTriesWhereItIsHeard() {
+        var board = core(knownTo: [Self.hci0, Self.hci1])
+        ready(&board, through: Self.hci0)
+        // Another adapter's trouble is none of its business.
+        board.adapterStuck(Self.hci1, now: at(4))
+        #expect(board.takeEffects().isEmpty)
+        board.adapterStuck(Self.hci0, now: at(5))
+        let effects = board.takeEffects()
+        #expect(closed(effects) == [Self.hci0])
+        #expect(said(effects) == ["moving off a stuck adapter", "retrying connect later"])
+        // hci1 knows it: it tries there after the shortest pause, no failure counted.
+        #expect(actions(effects).contains(.startTimer(.init(kind: .retry(token: 1), after: .milliseconds(200)))))
+        #expect(board.machine.lastFailure == nil)
+        #expect(board.machine.failedAttempts == 0)
+    }
+
+    @Test func aLateDisconnectOfAnOldLinkLeavesTheNewOneAlone() {
+        var board = core(knownTo: [Self.hci0, Self.hci1])
+        ready(&board, through: Self.hci0)
+        board.step({ $0.disconnectRequested(now: $1) }, now: at(4))
+        let release = board.takeEffects()
+        // The release is told the device of the link it ends.
+        #expect(release.contains { if case .act(.disconnect, let device?, Self.hci0) = $0 { device.adapterPath == Self.hci0 } else { false } })
+        board.disconnectReturned(from: device(Self.hci0).path, now: at(4.5))
+        #expect(board.machine.phase == .discovered)
+        board.step({ $0.connectRequested(reason: .command, now: $1) }, now: at(5))
+        ready(&board, through: Self.hci1)
+        // hci0's disconnect, answered twice (its own task, and the call's wait): no-op now.
+        board.disconnectReturned(from: device(Self.hci0).path, now: at(6))
+        #expect(board.machine.isReady)
+        #expect(board.takeEffects().isEmpty)
+    }
+
+    @Test func aSwitchPutBackCountsOnlyOnTheLinkItWasWrittenThrough() {
+        var board = core(knownTo: [Self.hci0])
+        ready(&board, through: Self.hci0)
+        let first = board.machine.link
+        board.switches.leftMidBlink = BoardProfile.ledSwitch
+        let counted = board.switchPutBack(BoardProfile.ledSwitch, on: true, link: first, now: at(1))
+        #expect(counted)
+        #expect(board.machine.currentLink?.appliedLED == true)
+        #expect(board.switches.leftMidBlink == nil)
+        // A write through a link that has since gone says nothing of the board's LED now.
+        board.step({ $0.disconnectRequested(now: $1) }, now: at(2))
+        board.disconnectReturned(from: device(Self.hci0).path, now: at(2.1))
+        board.step({ $0.connectRequested(reason: .command, now: $1) }, now: at(3))
+        ready(&board, through: Self.hci0)
+        #expect(board.machine.link != first)
+        let countedOnOldLink = board.switchPutBack(BoardProfile.ledSwitch, on: false, link: first, now: at(4))
+        #expect(!countedOnOldLink)
+        #expect(board.machine.currentLink?.appliedLED == nil)
+    }
+
+    @Test func aLinkWhoseDeviceWentIsNoFailedConnectAndABoardNoAdapterKnowsIsAbsent() {
+        var board = core(knownTo: [Self.hci0, Self.hci1])
+        ready(&board, through: Self.hci0)
+        let removed = board.deviceRemoved(adapter: Self.hci0, now: at(1))
+        let removedAgain = board.deviceRemoved(adapter: Self.hci0, now: at(1))
+        #expect(removed && !removedAgain)
+        #expect(!board.machine.isReady)
+        #expect(board.machine.lastFailure == nil)
+        _ = board.takeEffects()
+        // hci1 hears it: it connects there at once, with no backoff.
+        _ = board.deviceUpdated(device(Self.hci1), changed: ["RSSI"], now: at(1.5))
+        #expect(actions(board.takeEffects()) == [.startConnect])
+        let gone = board.allDevicesRemoved(now: at(2))
+        let goneAgain = board.allDevicesRemoved(now: at(3))
+        #expect(gone && !goneAgain)
+        #expect(board.machine.phase == .absent)
+        #expect(actions(board.takeEffects()) == [.abandonConnection(failWaiters: .absent)])
+    }
+}
