@@ -15,7 +15,8 @@ extension Board {
             // heard, kept for placement; it is no new sighting (the adapter may be off by now).
             live.keepRSSI(Int(value), adapter: adapter)
         }
-        update { _, _ in }
+        // Performed once the sighting is recorded: a call failed now is told when it was last heard.
+        performEffects()
     }
 
     /// BlueZ removed the board's device object on `adapter`.

@@ -83,7 +83,8 @@ actor Board {
         update { $0.step(event, now: $1) }
     }
 
-    private func performEffects() {
+    /// Performs what the core decided since it was last asked, in order.
+    func performEffects() {
         if let session, session.link != machine.link {
             // That link went: what still works on it finds its session ended.
             session.end()
