@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
+from blefleet_testbed.cli import request as control_request
+from blefleet_testbed.rundir import RunDir
 from dbus_fast import Message, MessageType, Variant
 from dbus_fast.aio import MessageBus
 
@@ -69,6 +71,11 @@ class Testbed:
 
     def state(self) -> dict:
         return json.loads(self.cli("state").stdout)
+
+    def control(self, message: dict):
+        """One request to the running testbed's controller, in this process: what `cli` does
+        without starting an interpreter (a check whose timing matters uses it)."""
+        return control_request(RunDir(self.run_dir), message)
 
     def board(self, name: str) -> dict:
         return next(b for b in self.state()["boards"] if b["name"] == name)
