@@ -12,8 +12,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from blefleet_testbed.cli import request as control_request
-from blefleet_testbed.rundir import RunDir
 from dbus_fast import Message, MessageType, Variant
 from dbus_fast.aio import MessageBus
 
@@ -75,7 +73,10 @@ class Testbed:
     def control(self, message: dict):
         """One request to the running testbed's controller, in this process: what `cli` does
         without starting an interpreter (a check whose timing matters uses it)."""
-        return control_request(RunDir(self.run_dir), message)
+        # Imported here: other suites use this module without the testbed's package on the path.
+        from blefleet_testbed.cli import request
+        from blefleet_testbed.rundir import RunDir
+        return request(RunDir(self.run_dir), message)
 
     def board(self, name: str) -> dict:
         return next(b for b in self.state()["boards"] if b["name"] == name)
