@@ -15,7 +15,7 @@ struct BoardCommands: Sendable {
     /// Switches the LED (write with response) and remembers it as the desired state, which
     /// is applied again by itself whenever the board comes back.
     func setLED(_ on: Bool) async throws {
-        await board.update { core, _ in core.switches.desiredLED = on ? .on : .off }
+        await board.update { core, _ in core.want(led: on ? .on : .off) }
         try await setSwitch(BoardProfile.ledSwitch, on: on)
     }
 
@@ -31,7 +31,7 @@ struct BoardCommands: Sendable {
             }
             let handle = try await session.handle(of: item)
             try await session.call { try await client.writeValue(item.encode(on: on), to: handle, type: .request) }
-            if name == BoardProfile.ledSwitch { await board.apply { machine, _ in machine.ledWritten(on, link: session.link) } }
+            if name == BoardProfile.ledSwitch { await board.update { $0.switchWritten(name, on: on, link: session.link, now: $1) } }
         }
         guard name == BoardProfile.ledSwitch else { return }
         board.context.events.publish(.ledApplied(address, on: on))
@@ -50,7 +50,7 @@ struct BoardCommands: Sendable {
         do {
             try await board.whenReady { session in
                 let handle = try await session.handle(of: item)
-                await board.update { core, _ in core.switches.leftMidBlink = item.name }
+                await board.update { core, _ in core.blinkStarts(item.name) }
                 for half in 0..<(2 * BoardGATT.identifyBlinks) {
                     let on = half % 2 == 0
                     try await session.call { try await client.writeValue(item.encode(on: on), to: handle, type: .request) }

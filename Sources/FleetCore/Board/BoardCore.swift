@@ -238,10 +238,27 @@ struct BoardCore {
 
     // MARK: Its switches
 
+    /// The LED as a user wants it from now (put back whenever the board comes back).
+    mutating func want(led: DesiredLED) {
+        switches.desiredLED = led
+    }
+
+    /// Switch `name` was written `on` through `link`: for the LED, what the link carries now.
+    mutating func switchWritten(_ name: String, on: Bool, link: UInt64, now: ContinuousClock.Instant) {
+        guard name == BoardProfile.ledSwitch else { return }
+        step({ machine, _ in machine.ledWritten(on, link: link) }, now: now)
+    }
+
+    /// An identify starts blinking switch `name`: until it ends, where the switch stands on
+    /// the board is not known.
+    mutating func blinkStarts(_ name: String) {
+        switches.leftMidBlink = name
+    }
+
     /// An identify's blink of switch `name` ended, the switch left `wanted` through `link`.
     mutating func blinkEnded(_ name: String, wanted: Bool, link: UInt64, now: ContinuousClock.Instant) {
         switches.leftMidBlink = nil
-        if name == BoardProfile.ledSwitch { step({ machine, _ in machine.ledWritten(wanted, link: link) }, now: now) }
+        switchWritten(name, on: wanted, link: link, now: now)
         log(.info, "board identified", ["switch": "\(name)"])
     }
 
@@ -251,7 +268,7 @@ struct BoardCore {
         guard link == machine.link else { return false }
         switches.putBack(name)
         log(.info, "switch put back", ["switch": "\(name)", "on": "\(on)"])
-        if name == BoardProfile.ledSwitch { step({ machine, _ in machine.ledWritten(on, link: link) }, now: now) }
+        switchWritten(name, on: on, link: link, now: now)
         return true
     }
 
