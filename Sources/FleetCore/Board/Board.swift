@@ -92,21 +92,21 @@ actor Board {
         }
         for effect in core.takeEffects() {
             switch effect {
-            case .changed(let before, let after, let link, let linkMoved):
+            case .changed(let before, let after, let linkAdapter, let linkMoved):
                 if linkMoved {
                     // What an earlier link carried says nothing of the next.
                     live.linkChanged()
-                    logger[metadataKey: "ble.adapter"] = link.map { "\(Fleet.adapterName($0))" }
+                    logger[metadataKey: "ble.adapter"] = linkAdapter.map { "\(Fleet.adapterName($0))" }
                 }
-                context.tally.boardChanged(address, board: ObjectIdentifier(self), phase: after, adapter: link)
+                context.tally.boardChanged(address, board: ObjectIdentifier(self), phase: after, adapter: linkAdapter)
                 guard before != after else { continue }
                 logger.debug("board \(before) → \(after)")
                 // A slot freed (the link is down): a connect waiting for one looks again.
                 if before.holdsSlot && !after.holdsSlot { context.slotsChanged.notify() }
                 if (before == .absent) != (after == .absent) { live.setAwaitsAdvertisement(after == .absent) }
                 context.events.publish(.boardPhaseChanged(address, from: before, to: after))
-            case .act(let action, let device, let link):
-                perform(action, device: device, link: link)
+            case .act(let action, let device, let linkAdapter):
+                perform(action, device: device, linkAdapter: linkAdapter)
             case .close(let device):
                 Task { [client = context.client] in try? await client.disconnect(device) }
             case .log(let level, let message, let metadata):
@@ -115,13 +115,13 @@ actor Board {
         }
     }
 
-    private func perform(_ action: BoardStateMachine.Action, device: BlueZDevice?, link: String?) {
+    private func perform(_ action: BoardStateMachine.Action, device: BlueZDevice?, linkAdapter: String?) {
         switch action {
         case .none, .linkSettled(_, nil):
             break
         case .startConnect:
             connectTask?.cancel()
-            let connect = BoardConnect(link: link, command: !waiters.isEmpty, logger: logger)
+            let connect = BoardConnect(link: linkAdapter, command: !waiters.isEmpty, logger: logger)
             connectTask = Task { await connect.run(for: self) }
         case .startTimer(let timer):
             Task { [weak self, clock] in
@@ -144,7 +144,7 @@ actor Board {
             Task { await self.prepare(link: link) }
         case .becomeReady(let settle):
             becameReady()
-            perform(.startTimer(settle), device: device, link: link)
+            perform(.startTimer(settle), device: device, linkAdapter: linkAdapter)
         case .failWaiters(let code):
             failWaiters(code)
         case .linkLostEarly(let attempts, let through):

@@ -21,9 +21,9 @@ struct BoardCore {
     enum Effect: Sendable {
         /// The machine's phase or the adapter of its link moved: the tally, the journal and
         /// the fleet's events hear it.
-        case changed(from: BoardPhase, to: BoardPhase, link: String?, linkMoved: Bool)
+        case changed(from: BoardPhase, to: BoardPhase, linkAdapter: String?, linkMoved: Bool)
         /// The machine's action, with the device and adapter of the link when it was decided.
-        case act(BoardStateMachine.Action, device: BlueZDevice?, link: String?)
+        case act(BoardStateMachine.Action, device: BlueZDevice?, linkAdapter: String?)
         /// A link the board does not use (a second one, or one through a stuck adapter) is closed.
         case close(BlueZDevice)
         case log(Logger.Level, Logger.Message, Logger.Metadata)
@@ -57,7 +57,7 @@ struct BoardCore {
         let action = event(&machine, now)
         let linkMoved = machine.linkAdapter != linkBefore
         if before != machine.phase || linkMoved {
-            effects.append(.changed(from: before, to: machine.phase, link: machine.linkAdapter, linkMoved: linkMoved))
+            effects.append(.changed(from: before, to: machine.phase, linkAdapter: machine.linkAdapter, linkMoved: linkMoved))
         }
         switch action {
         case .none:
@@ -77,7 +77,7 @@ struct BoardCore {
         default:
             break
         }
-        effects.append(.act(action, device: device, link: linkAdapter))
+        effects.append(.act(action, device: device, linkAdapter: linkAdapter))
         if before != .standby, machine.phase == .standby { wakeIfHeardWhereRoomIs(now: now) }
     }
 
