@@ -97,6 +97,7 @@ import Testing
 
 /// `WatchdogService` inside a `ServiceGroup`: it must leave on graceful shutdown, or the
 /// daemon would never finish stopping.
+///
 /// A service that never ends on graceful shutdown hangs its group: the suite's time limit
 /// fails it (no race against a timer, which a loaded machine can lose).
 @Suite(.timeLimit(.minutes(1))) struct WatchdogServiceLifecycleTests {
