@@ -8,8 +8,10 @@ import Synchronization
 /// While installed, every job the runtime would give its global executor (every task, every
 /// default actor's turn) goes to this runtime's queue instead (the runtime's
 /// `swift_task_enqueueGlobal_hook`), and ``run(until:_:)`` runs them one at a time, first in
-/// first out, on the calling thread. When the queue is empty the clock jumps to the earliest
-/// sleeper's deadline and wakes it. Nothing else decides the order, so a schedule run twice
+/// first out, on the calling thread, as the global executor runs them: on no actor (the
+/// generic executor), so nonisolated async code goes on in the job it is in, as in the
+/// daemon. When the queue is empty the clock jumps to the earliest sleeper's deadline and
+/// wakes it. Nothing else decides the order, so a schedule run twice
 /// from the same seed takes the same steps. A job that arrives from another thread (a real
 /// sleep or some I/O that escaped the simulated clock) is counted: the run is then not
 /// replayable, and says so.
@@ -23,8 +25,14 @@ public final class SimulationRuntime: Sendable {
         let sequence: UInt64
         let sleeper: Sleeper
     }
+    /// A job and whether it is isolated to ``serialExecutor`` (else it came for the global
+    /// executor).
+    private struct Queued {
+        let job: UnownedJob
+        let onSerialExecutor: Bool
+    }
     private struct State {
-        var jobs: [UnownedJob] = []
+        var jobs: [Queued] = []
         var head = 0
         /// Sleepers by deadline, then by the order they went to sleep (``earlier``).
         var timers: [Timer] = []
@@ -58,19 +66,19 @@ public final class SimulationRuntime: Sendable {
         thread.withLock { $0 = pthread_self() }
         typealias Original = @convention(thin) (UnownedJob) -> Void
         typealias Hook = @convention(thin) (UnownedJob, Original) -> Void
-        let hook: Hook = { job, _ in SimulationRuntime.shared.enqueue(job) }
+        let hook: Hook = { job, _ in SimulationRuntime.shared.enqueue(job, onSerialExecutor: false) }
         guard let symbol = dlsym(nil, "swift_task_enqueueGlobal_hook") else {
             fatalError("this Swift runtime has no swift_task_enqueueGlobal_hook: the simulation cannot run")
         }
         symbol.assumingMemoryBound(to: Hook?.self).pointee = hook
     }
 
-    func enqueue(_ job: UnownedJob) {
+    func enqueue(_ job: UnownedJob, onSerialExecutor: Bool) {
         let here = pthread_self()
         if let owner = thread.withLock({ $0 }), pthread_equal(owner, here) == 0 {
             foreign.add(1, ordering: .relaxed)
         }
-        state.withLock { $0.jobs.append(job) }
+        state.withLock { $0.jobs.append(Queued(job: job, onSerialExecutor: onSerialExecutor)) }
     }
 
     /// How a run ended.
@@ -135,13 +143,24 @@ public final class SimulationRuntime: Sendable {
         (a.deadline, a.sequence) < (b.deadline, b.sequence)
     }
 
+    /// The executor the global executor runs its jobs on: none (the runtime's "generic"
+    /// executor, all zeros), which no public initializer makes. Run on an executor of
+    /// their own instead, every await in nonisolated code that ends would be a hop through
+    /// the queue (five times the steps the daemon takes).
+    private static let generic: UnownedSerialExecutor = {
+        precondition(
+            MemoryLayout<UnownedSerialExecutor>.size == 2 * MemoryLayout<UInt>.size,
+            "this Swift runtime's executor references are not two words: the simulation cannot run")
+        return unsafeBitCast((UInt(0), UInt(0)), to: UnownedSerialExecutor.self)
+    }()
+
     /// Jobs at one instant of simulated time past which a run is judged a livelock.
     public static let livelockSteps = 200_000
 
     /// Runs queued jobs until none is left (or `limit` ran).
     private func drain(atMost limit: Int) -> Int {
         var count = 0
-        while count < limit, let job = state.withLock({ state -> UnownedJob? in
+        while count < limit, let queued = state.withLock({ state -> Queued? in
             guard state.head < state.jobs.count else {
                 state.jobs.removeAll(keepingCapacity: true)
                 state.head = 0
@@ -150,7 +169,7 @@ public final class SimulationRuntime: Sendable {
             defer { state.head += 1 }
             return state.jobs[state.head]
         }) {
-            job.runSynchronously(on: executor.asUnownedSerialExecutor())
+            queued.job.runSynchronously(on: queued.onSerialExecutor ? executor.asUnownedSerialExecutor() : Self.generic)
             count += 1
         }
         return count
@@ -236,10 +255,11 @@ final class Sleeper: Sendable {
     }
 }
 
-/// The executor jobs are run on: only the runtime's loop ever runs one.
+/// The executor of actors that would have a queue of their own (``SimulationRuntime/serialExecutor``):
+/// their jobs go to the runtime's queue, and only its loop ever runs one.
 final class StepExecutor: SerialExecutor {
     func enqueue(_ job: UnownedJob) {
-        SimulationRuntime.shared.enqueue(job)
+        SimulationRuntime.shared.enqueue(job, onSerialExecutor: true)
     }
 
     func asUnownedSerialExecutor() -> UnownedSerialExecutor {
