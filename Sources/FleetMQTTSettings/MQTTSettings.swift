@@ -20,6 +20,9 @@ public struct MQTTSettings: Sendable, Equatable {
     public var discoveryPrefix: String = "homeassistant"
     /// Carry out commands from the broker (`commands`); publish only by default.
     public var commands: Bool = false
+    /// Carry out commands even from a broker reached anonymously or in plain text across the
+    /// network (`insecure-commands`): said on purpose, never by default.
+    public var insecureCommands: Bool = false
 
     public init(url: String) {
         self.url = url
@@ -35,6 +38,7 @@ public struct MQTTSettings: Sendable, Equatable {
         ("topic-prefix", "topic levels like blefleet or site/blefleet, no + or #"),
         ("discovery-prefix", "a topic prefix like homeassistant, or empty for no discovery"),
         ("commands", "true or false"),
+        ("insecure-commands", "true or false"),
     ]
 
     /// The gateway name: ``gateway``, else the host name up to its first dot.
@@ -168,14 +172,50 @@ extension MQTTSettings {
             }
             settings.discoveryPrefix = prefix
         }
-        if let value = try text("commands") {
+        func flag(_ key: String) throws -> Bool? {
+            guard let value = try text(key) else { return nil }
             switch value.lowercased() {
-            case "true", "yes", "on": settings.commands = true
-            case "false", "no", "off": settings.commands = false
-            default: throw MQTTSettingsProblem(text: "commands: got \"\(value)\"")
+            case "true", "yes", "on": return true
+            case "false", "no", "off": return false
+            default: throw MQTTSettingsProblem(text: "\(key): got \"\(value)\", not true or false")
             }
         }
+        settings.commands = try flag("commands") ?? false
+        settings.insecureCommands = try flag("insecure-commands") ?? false
+        if settings.commands && !settings.insecureCommands, let reason = settings.unknownCommanders {
+            throw MQTTSettingsProblem(
+                text: "commands: true would switch this gateway's boards for \(reason); give the bridge a broker user "
+                    + "(username, password-file) on an mqtts:// url (or mqtt:// to this machine), and let only named users "
+                    + "publish to its command topics in the broker's ACL; insecure-commands: true says it is wanted anyway")
+        }
         return settings
+    }
+
+    /// Why the broker's clients may be anyone, if they may: the bridge logs in anonymously (a
+    /// broker that takes anonymous clients takes anyone's commands), or in plain text across
+    /// the network (its password and every command readable and forgeable on the way).
+    var unknownCommanders: String? {
+        if username == nil { return "anyone who can publish on a broker it reaches anonymously (no username)" }
+        if url.hasPrefix("mqtt://") && !Self.isLoopback(url: url) {
+            return "anyone on the network path to a broker it reaches in plain text (mqtt:// to another machine)"
+        }
+        return nil
+    }
+
+    /// Whether an `mqtt://` url's host is this machine (localhost, 127.0.0.0/8, ::1).
+    static func isLoopback(url: String) -> Bool {
+        var rest = url.drop { $0 != "/" }.dropFirst(2)
+        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+        let host: Substring
+        if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
+            host = rest[rest.index(after: rest.startIndex)..<close]
+        } else {
+            host = rest.prefix { $0 != ":" && $0 != "/" }
+        }
+        let name = host.lowercased()
+        if name == "localhost" || name == "::1" { return true }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 }
 

@@ -12,7 +12,9 @@ import Testing
     }
 
     @Test func readsTheSectionWithItsDefaults() throws {
-        let config = try parse("mqtt:\n  url: mqtts://broker.lan:8884\n  gateway: room-101\n  commands: true\n")
+        let config = try parse(
+            "mqtt:\n  url: mqtts://broker.lan:8884\n  gateway: room-101\n  username: room-101\n"
+                + "  password-file: /etc/blefleet/mqtt-password\n  commands: true\n")
         let mqtt = try #require(config.mqtt)
         #expect(mqtt.url == "mqtts://broker.lan:8884" && mqtt.gatewayName == "room-101" && mqtt.commands)
         #expect(mqtt.topicPrefix == "blefleet" && mqtt.discoveryPrefix == "homeassistant")
@@ -34,6 +36,10 @@ import Testing
         ("mqtt: {url: \"mqtt://b\", ca-file: /etc/ca.pem}\n", "ca-file is only used with an mqtts:// url"),
         ("mqtt: {url: \"mqtt://b\", topic-prefix: \"a/#\"}\n", "topic-prefix: got \"a/#\""),
         ("mqtt: {url: \"mqtt://b\", commands: maybe}\n", "got \"maybe\""),
+        ("mqtt: {url: \"mqtts://b\", commands: true}\n", "for anyone who can publish on a broker it reaches anonymously"),
+        ("mqtt: {url: \"mqtt://127.0.0.1\", commands: true}\n", "insecure-commands: true says it is wanted anyway"),
+        ("mqtt: {url: \"mqtt://broker.lan\", username: u, password-file: /p, commands: true}\n", "in plain text (mqtt:// to another machine)"),
+        ("mqtt: {url: \"mqtt://b\", insecure-commands: sure}\n", "insecure-commands: got \"sure\", not true or false"),
     ])
     func refusesWhatCannotWork(text: String, problem: String) {
         #expect {
@@ -66,5 +72,19 @@ import Testing
         #expect { try mqtt.readPassword() } throws: { "\($0)".contains("is empty") }
         try FileManager.default.removeItem(at: file)
         #expect { try mqtt.readPassword() } throws: { "\($0)".contains("No such file") }
+    }
+
+    @Test("Commands come from a known broker client, or because a key says so")
+    func commandsFromAKnownClient() throws {
+        let secure = try parse("mqtt: {url: \"mqtts://broker.lan\", username: gw, password-file: /p, commands: true}\n").mqtt
+        #expect(secure?.commands == true)
+        let local = try parse("mqtt: {url: \"mqtt://[::1]:1883\", username: gw, password-file: /p, commands: true}\n").mqtt
+        #expect(local?.commands == true)
+        let localhost = try parse("mqtt: {url: \"mqtt://localhost\", username: gw, password-file: /p, commands: true}\n").mqtt
+        #expect(localhost?.commands == true)
+        let wanted = try parse("mqtt: {url: \"mqtt://broker.lan\", commands: true, insecure-commands: true}\n").mqtt
+        #expect(wanted?.commands == true && wanted?.insecureCommands == true)
+        // Publishing alone needs nothing of the kind.
+        #expect(try parse("mqtt: {url: \"mqtt://broker.lan\"}\n").mqtt?.commands == false)
     }
 }

@@ -17,6 +17,8 @@ struct MQTTBridgeTests {
           url: \(broker.url)
           gateway: \(gateway)
           commands: \(commands)
+          # The test's broker takes anonymous clients on this machine: said on purpose.
+          insecure-commands: \(commands)
 
         """
     }
