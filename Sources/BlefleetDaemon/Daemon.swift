@@ -153,7 +153,8 @@ public struct Daemon: Sendable {
                             throw RPCError(.historyUnavailable, "\(error)")
                         }
                     }),
-                limits: .init(maxFrameBytes: config.maxFrameBytes, maxCallsPerConnection: config.maxCallsPerClient)))
+                limits: .init(maxFrameBytes: config.maxFrameBytes, maxCallsPerConnection: config.maxCallsPerClient),
+                access: .init(controlGroup: config.controlGroup, readOnlyGroup: config.readOnlyGroup)))
         let server = RPCServer(
             configuration: RPCServerConfiguration(
                 // 0660 for the control group; with a read-only group the socket must be

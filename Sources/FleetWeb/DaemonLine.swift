@@ -15,6 +15,9 @@ actor DaemonLine {
     private var client: FleetRPCClient?
     /// The daemon's `max-frame-bytes`, as it said when this line connected.
     private var maxFrameBytes: Int?
+    /// The daemon's groups, as it said when this line connected (kept while it is away: they
+    /// change only with its configuration, and a call then fails anyway).
+    private var access: DaemonStatus.Access?
 
     init(socketPath: String) {
         self.socketPath = socketPath
@@ -54,6 +57,12 @@ actor DaemonLine {
         }
     }
 
+    /// The groups the daemon serves, connecting first if this line is not connected.
+    func daemonAccess() async -> DaemonStatus.Access? {
+        if client == nil { _ = try? await connection() }
+        return access
+    }
+
     func close() {
         client?.close()
         client = nil
@@ -67,6 +76,7 @@ actor DaemonLine {
         // A daemon that does not tell (an older one) is taken at its word when it answers.
         if let status = try? await made.call(FleetMethods.DaemonStatus.self, timeout: .seconds(10)), client === made {
             maxFrameBytes = status.limits?.maxFrameBytes
+            access = status.access
         }
         return made
     }

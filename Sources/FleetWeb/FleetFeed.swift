@@ -133,6 +133,11 @@ public actor FleetFeed: Service {
         return try await calls.call(method, params: params, timeout: .seconds(120))
     }
 
+    /// The groups the daemon serves (`daemon.status`), from the pages' calls line.
+    public nonisolated func daemonAccess() async -> DaemonStatus.Access? {
+        await calls.daemonAccess()
+    }
+
     /// The fleet as the daemon tells it now (one `boards.list`): what a scrape reports.
     public nonisolated func currentBoards() async throws(FleetRPCClientError) -> [BoardInfo] {
         try await scrapes.call(FleetMethods.BoardsList.self, .init(), timeout: .seconds(10)).boards

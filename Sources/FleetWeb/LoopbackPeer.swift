@@ -3,12 +3,18 @@ public import NIOCore
 
 /// Who opened a loopback connection, as the kernel knows it. Without `--auth-file`
 /// blefleet-web serves this machine only, and tells its users apart as identd does: the kernel
-/// lists every TCP socket with its owner's uid (`/proc/net/tcp`, `/proc/net/tcp6`), and the
-/// client's end of a loopback connection is the line whose local address is the request's
-/// remote one and whose remote address is blefleet-web's own.
+/// lists every TCP socket with its owner's uid and its inode (`/proc/net/tcp`,
+/// `/proc/net/tcp6`), and the client's end of a loopback connection is the line whose local
+/// address is the request's remote one and whose remote address is blefleet-web's own.
+///
+/// The uid is taken only while the client's socket is still an open file (its inode is not 0):
+/// a socket its owner has closed is no one's, and the kernel lists it as root's (uid 0, inode 0:
+/// an orphan, or a connection in TIME_WAIT). A request whose sender closed before it was read
+/// therefore belongs to nobody, whatever the timing, and is refused.
 public enum LoopbackPeer {
     /// The uid owning the other end of the connection from `remote` to `local`, if the kernel
-    /// lists it (`table` reads a file; tests give their own lines).
+    /// lists it there as a socket some process still holds open (`table` reads a file;
+    /// tests give their own lines).
     public static func uid(
         remote: SocketAddress, local: SocketAddress, table: (String) -> String? = { readFile($0) }
     ) -> UInt32? {
@@ -23,7 +29,9 @@ public enum LoopbackPeer {
         for line in text.split(separator: "\n").dropFirst() {
             // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count > 7, fields[1].uppercased() == theirs, fields[2].uppercased() == ours else { continue }
+            guard fields.count > 9, fields[1].uppercased() == theirs, fields[2].uppercased() == ours else { continue }
+            // TIME_WAIT (06) and closed (07) ends, and any end with no file, are no one's.
+            guard fields[3] != "06", fields[3] != "07", let inode = UInt64(fields[9]), inode != 0 else { return nil }
             return UInt32(fields[7])
         }
         return nil
@@ -54,24 +62,6 @@ public enum LoopbackPeer {
         default:
             return nil
         }
-    }
-
-    /// The web user a local account is: root, and the account blefleet-web runs as (which may
-    /// use the daemon's socket as blefleet-web does), control; everyone else, read-only.
-    public static func user(uid: UInt32?, ownUID: UInt32? = nil) -> WebUser {
-        guard let uid else { return WebUser(name: "an unknown local user", role: .readOnly) }
-        let role: WebRole = uid == 0 || uid == (ownUID ?? getuid()) ? .control : .readOnly
-        return WebUser(name: accountName(uid).map { "\($0) (uid \(uid))" } ?? "uid \(uid)", role: role)
-    }
-
-    static func accountName(_ uid: UInt32) -> String? {
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 16_384)
-        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name else {
-            return nil
-        }
-        return String(decoding: UnsafeRawBufferPointer(start: name, count: strlen(name)), as: UTF8.self)
     }
 
     /// The whole of a `/proc` file. (Foundation's `String(contentsOfFile:)` reads a file the

@@ -185,13 +185,7 @@ public final class AuthFile: Sendable {
     public func user(authorization header: String?) -> WebUser? {
         guard let header else { return nil }
         if let known = accepted.withLock({ $0[header] }) { return known }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "basic",
-            let decoded = Data(base64Encoded: String(parts[1].filter { $0 != " " })),
-            let pair = String(data: decoded, encoding: .utf8), let colon = pair.firstIndex(of: ":")
-        else { return nil }
-        let name = String(pair[..<colon])
-        let password = String(pair[pair.index(after: colon)...])
+        guard let (name, password) = Self.credentials(authorization: header) else { return nil }
         guard verify(user: name, password: password), let entry = users[name] else { return nil }
         let user = WebUser(name: name, role: entry.role)
         accepted.withLock {
@@ -199,6 +193,16 @@ public final class AuthFile: Sendable {
             $0[header] = user
         }
         return user
+    }
+
+    /// The user name and password an `Authorization` header gives in HTTP basic authentication.
+    static func credentials(authorization header: String) -> (user: String, password: String)? {
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "basic",
+            let decoded = Data(base64Encoded: String(parts[1].filter { $0 != " " })),
+            let pair = String(data: decoded, encoding: .utf8), let colon = pair.firstIndex(of: ":")
+        else { return nil }
+        return (String(pair[..<colon]), String(pair[pair.index(after: colon)...]))
     }
 
     /// The user of a header already checked and found good, without hashing anything.

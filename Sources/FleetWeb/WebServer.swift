@@ -30,22 +30,27 @@ public enum WebServer {
     /// passed on, stays far below the daemon's frame limit (1 MiB unless configured lower).
     static let maxBody = 64 << 10
 
-    /// The HTTP server's settings for `limits`: the idle (and request head) timeout and the
-    /// cap on open connections.
+    /// The HTTP server's settings for `limits`: the idle (and request head) timeout, and the
+    /// caps on open connections (``WebConnections``: idle ones give way to new ones).
     public static func server(limits: WebLimits, logger: Logger) -> HTTPServerBuilder {
-        let count = ConnectionCap.Count(limit: limits.connections, logger: logger)
+        let connections = WebConnections(limit: limits.connections, perAddress: limits.connectionsPerAddress, logger: logger)
         return .http1(configuration: .init(
-            additionalChannelHandlers: [ConnectionCap(count: count)], idleTimeout: limits.idleTimeout))
+            additionalChannelHandlers: [ConnectionTracker(connections: connections)], idleTimeout: limits.idleTimeout))
     }
 
-    public static func router(feed: FleetFeed, auth: AuthFile?, limits: WebLimits = WebLimits()) -> Router<WebRequestContext> {
+    public static func router(
+        feed: FleetFeed, auth: AuthFile?, limits: WebLimits = WebLimits(), roles: LocalRoles = LocalRoles(),
+        logger: Logger = Logger(label: "blefleet-web")
+    ) -> Router<WebRequestContext> {
         let router = Router(context: WebRequestContext.self)
-        let inFlight = CallsInFlight(limit: limits.callsPerUser)
+        let inFlight = PerUserCount(limit: limits.callsPerUser)
+        let streams = PerUserCount(limit: limits.streamsPerUser)
         router.add(middleware: SecurityHeaders())
         if let auth {
-            router.add(middleware: BasicAuthentication(checks: PasswordChecks(file: auth, limits: limits)))
+            router.add(middleware: BasicAuthentication(checks: PasswordChecks(file: auth, limits: limits, logger: logger)))
         } else {
             router.add(middleware: LoopbackHostOnly())
+            router.add(middleware: LocalAccountRoles(roles: roles, feed: feed, logger: logger))
         }
         router.add(middleware: SameOriginCalls())
         router.get("/") { _, context -> Response in
@@ -62,12 +67,20 @@ public enum WebServer {
                     "user": .string(user.name), "role": .string(user.role.rawValue),
                 ]).serialized())))
         }
-        router.get("/events") { _, _ -> Response in
+        router.get("/events") { _, context -> Response in
+            let user = context.webUser()
+            guard streams.enter(user.name) else {
+                return refusal(
+                    .tooManyRequests,
+                    "\(user.name) has \(streams.limit) event streams open already (a page each), the most blefleet-web keeps for one user; close a page first.")
+            }
+            let held = PerUserCount.Held(streams, user: user.name)
             let frames = await feed.subscribe()
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
                 body: ResponseBody { writer in
+                    withExtendedLifetime(held) {}
                     for await frame in frames {
                         try await writer.write(ByteBuffer(string: frame))
                     }
@@ -88,7 +101,7 @@ public enum WebServer {
                     ],
                 ]).serialized()
             } else if let body = try? await request.body.collect(upTo: maxBody) {
-                reply = await rpc(Array(buffer: body), user: user, feed: feed)
+                reply = await rpc(Array(buffer: body), user: user, feed: feed, logger: logger)
             } else {
                 reply = JSONValue.object([
                     "jsonrpc": "2.0", "id": .null,
@@ -114,7 +127,7 @@ public enum WebServer {
     /// page can show when it could not be passed on). Only the ``offered`` methods, each to
     /// the users whose role allows it; the daemon is told whose call it is (`_meta.user`) and
     /// logs it with the call.
-    static func rpc(_ body: [UInt8], user: WebUser, feed: FleetFeed) async -> [UInt8] {
+    static func rpc(_ body: [UInt8], user: WebUser, feed: FleetFeed, logger: Logger? = nil) async -> [UInt8] {
         func reply(_ id: JSONValue, result: JSONValue? = nil, error code: Int = 0, _ message: String = "", data: JSONValue? = nil)
             -> [UInt8]
         {
@@ -149,6 +162,12 @@ public enum WebServer {
                 "blefleet-web does not offer \(method) (it offers \(offered.keys.sorted().joined(separator: ", "))); "
                     + "call it with blectl or on the daemon's socket.")
         }
+        // Every call a page makes is logged with its user; the daemon logs it too, with the
+        // user as blefleet-web's claim beside blefleet-web's own uid.
+        logger?.info("web call", metadata: [
+            "web.user": "\(user.name)", "web.role": "\(user.role.rawValue)", "rpc.method": "\(method)",
+            "web.allowed": "\(needed != .control || user.role == .control)",
+        ])
         if needed == .control, user.role != .control {
             return reply(
                 id, error: RPCErrorCode.permissionDenied.rawValue,
@@ -254,16 +273,21 @@ struct BasicAuthentication: RouterMiddleware {
         case .wrong:
             return Response(
                 status: .unauthorized,
-                headers: [.wwwAuthenticate: "Basic realm=\"blefleet\", charset=\"UTF-8\"", .contentType: "text/plain; charset=utf-8"],
+                headers: [
+                    .wwwAuthenticate: "Basic realm=\"blefleet\", charset=\"UTF-8\"", .contentType: "text/plain; charset=utf-8",
+                    // The browser asks its user and comes back on a new connection: a request
+                    // without credentials holds no connection open.
+                    .connection: "close",
+                ],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: "blefleet-web needs a user and password from its --auth-file.\n")))
         case .tooManyFailures:
             return Response(
-                status: .tooManyRequests, headers: [.retryAfter: "60", .contentType: "text/plain; charset=utf-8"],
+                status: .tooManyRequests, headers: [.retryAfter: "60", .contentType: "text/plain; charset=utf-8", .connection: "close"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string:
                     "Too many wrong passwords from \(address) in the last minute; try again in a minute.\n")))
         case .overloaded:
             return Response(
-                status: .serviceUnavailable, headers: [.retryAfter: "5", .contentType: "text/plain; charset=utf-8"],
+                status: .serviceUnavailable, headers: [.retryAfter: "5", .contentType: "text/plain; charset=utf-8", .connection: "close"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: "blefleet-web is checking too many passwords at once; try again in a moment.\n")))
         }
     }
@@ -300,10 +324,45 @@ public struct WebRequestContext: RequestContext, RemoteAddressRequestContext {
         localAddress = source.channel.localAddress
     }
 
-    /// Who the request comes from, with their role.
+    /// Who the request comes from, with their role: set by ``BasicAuthentication`` or
+    /// ``LocalAccountRoles`` before any route runs (a request neither names is refused there).
     func webUser() -> WebUser {
-        if let user { return user }
-        guard let remoteAddress, let localAddress else { return LoopbackPeer.user(uid: nil) }
-        return LoopbackPeer.user(uid: LoopbackPeer.uid(remote: remoteAddress, local: localAddress))
+        user ?? WebUser(name: "an unidentified user", role: .readOnly)
+    }
+}
+
+/// A refusal as plain text, on a connection closed once it is written.
+func refusal(_ status: HTTPResponse.Status, _ sentence: String) -> Response {
+    Response(
+        status: status, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store", .connection: "close"],
+        body: ResponseBody(byteBuffer: ByteBuffer(string: sentence + "\n")))
+}
+
+/// Without `--auth-file`: the local account the kernel says holds the other end of the
+/// connection (``LoopbackPeer``), with the role the daemon's socket gives it (``LocalRoles``);
+/// anyone the socket refuses, or who cannot be told, is refused here too.
+struct LocalAccountRoles: RouterMiddleware {
+    let roles: LocalRoles
+    let feed: FleetFeed
+    let logger: Logger
+
+    func handle(
+        _ request: Request, context: WebRequestContext, next: (Request, WebRequestContext) async throws -> Response
+    ) async throws -> Response {
+        let uid = context.remoteAddress.flatMap { remote in
+            context.localAddress.flatMap { LoopbackPeer.uid(remote: remote, local: $0) }
+        }
+        // Root and blefleet-web's own account need not wait for the daemon's groups.
+        let access = uid == 0 || uid == roles.ownUID || uid == nil ? nil : await feed.daemonAccess()
+        switch roles.resolve(uid: uid, access: access) {
+        case .user(let user):
+            var context = context
+            context.user = user
+            return try await next(request, context)
+        case .refused(let status, let sentence):
+            logger.notice("web request refused", metadata: [
+                "web.uid": "\(uid.map(String.init) ?? "unknown")", "web.path": "\(request.uri.path)", "web.reason": "\(sentence)"])
+            return refusal(status, sentence)
+        }
     }
 }

@@ -34,6 +34,12 @@ struct BlefleetWeb: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: ArgumentHelp("Connections open at once; more are closed as they come (default 512).", valueName: "N"))
     var maxConnections = WebLimits().connections
 
+    @Option(name: .customLong("max-connections-per-address"), help: ArgumentHelp("Connections open at once from one address (default 128); at this cap or --max-connections a new connection takes the place of the one idle longest.", valueName: "N"))
+    var maxConnectionsPerAddress = WebLimits().connectionsPerAddress
+
+    @Option(name: .customLong("max-streams-per-user"), help: ArgumentHelp("Event streams (a page each) one user holds open at once (default 32); more are answered 429.", valueName: "N"))
+    var maxStreamsPerUser = WebLimits().streamsPerUser
+
     @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Seconds a connection may send nothing (not even a whole request head) before it is closed (default 30).", valueName: "SECONDS"))
     var idleTimeout = 30
 
@@ -42,6 +48,12 @@ struct BlefleetWeb: AsyncParsableCommand {
     func validate() throws {
         guard (1...65_536).contains(maxConnections) else {
             throw ValidationError("--max-connections \(maxConnections): give a number from 1 to 65536")
+        }
+        guard (1...65_536).contains(maxConnectionsPerAddress) else {
+            throw ValidationError("--max-connections-per-address \(maxConnectionsPerAddress): give a number from 1 to 65536")
+        }
+        guard (1...65_536).contains(maxStreamsPerUser) else {
+            throw ValidationError("--max-streams-per-user \(maxStreamsPerUser): give a number from 1 to 65536")
         }
         guard (1...3600).contains(idleTimeout) else {
             throw ValidationError("--idle-timeout \(idleTimeout): give a number of seconds from 1 to 3600")
@@ -77,9 +89,11 @@ struct BlefleetWeb: AsyncParsableCommand {
         let feed = FleetFeed(socketPath: socket, logger: logger)
         var limits = WebLimits()
         limits.connections = maxConnections
+        limits.connectionsPerAddress = maxConnectionsPerAddress
+        limits.streamsPerUser = maxStreamsPerUser
         limits.idleTimeout = .seconds(Int64(idleTimeout))
         let app = Application(
-            router: WebServer.router(feed: feed, auth: auth, limits: limits),
+            router: WebServer.router(feed: feed, auth: auth, limits: limits, logger: logger),
             server: WebServer.server(limits: limits, logger: logger),
             configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port), serverName: nil),
             onServerRunning: { _ in logger.notice("serving", metadata: served) },

@@ -38,7 +38,8 @@ import JSONRPC
         ],
         boards: .init(known: 1, connected: 1, ready: 1), clients: 1,
         history: .init(enabled: false, reason: "the disk is full", path: "/var/lib/blefleet/history.sqlite3", dropped: 3),
-        limits: .init(maxFrameBytes: 1_048_576, maxCallsPerConnection: 64))
+        limits: .init(maxFrameBytes: 1_048_576, maxCallsPerConnection: 64),
+        access: .init(controlGroup: "blefleet", readOnlyGroup: "blefleet-ro"))
 
     static func json<Value: Encodable>(_ values: [Value]) throws -> [JSONValue] {
         try values.map { try JSONValue(parsing: JSONEncoder().encode($0)) }

@@ -4,7 +4,9 @@ import Hummingbird
 import JSONRPC
 import Logging
 import NIOCore
+import Synchronization
 import Testing
+import FleetRPC
 
 @Suite("blefleet-web's --listen and --auth-file")
 struct WebAccessTests {
@@ -160,6 +162,26 @@ struct LoopbackPeerTests {
         #expect(LoopbackPeer.uid(remote: other, local: server, table: { _ in table }) == nil)
     }
 
+    @Test("A closed client's end is no one's: the kernel lists it as root's with no file (orphaned or TIME_WAIT)")
+    func closedEndsAreNobodys() throws {
+        let table = """
+              sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+               0: 0100007F:9C40 0100007F:211D 05 00000000:00000000 00:00000000 00000000     0        0 0 1 0
+               1: 0100007F:9C41 0100007F:211D 06 00000000:00000000 03:00001770 00000000     0        0 0 3 0
+               2: 0100007F:9C42 0100007F:211D 01 00000000:00000000 00:00000000 00000000     0        0 0 1 0
+               3: 0100007F:9C43 0100007F:211D 08 00000000:00000000 00:00000000 00000000  1000        0 77 1 0
+            """
+        let server = try SocketAddress(ipAddress: "127.0.0.1", port: 8477)
+        for port in [40_000, 40_001, 40_002] {
+            let client = try SocketAddress(ipAddress: "127.0.0.1", port: port)
+            #expect(LoopbackPeer.uid(remote: client, local: server, table: { _ in table }) == nil, "port \(port)")
+        }
+        // A client that half-closed (CLOSE_WAIT at its end is not possible; FIN_WAIT at ours) but
+        // still holds its socket is still its owner's.
+        let holding = try SocketAddress(ipAddress: "127.0.0.1", port: 40_003)
+        #expect(LoopbackPeer.uid(remote: holding, local: server, table: { _ in table }) == 1000)
+    }
+
     @Test("A real loopback connection of this process is this uid's, found among every socket")
     func realConnection() throws {
         // Enough other sockets that the kernel's table spans several pages.
@@ -200,14 +222,85 @@ struct LoopbackPeerTests {
         let remote = try SocketAddress(ipAddress: "127.0.0.1", port: Int(UInt16(bigEndian: local.sin_port)))
         let ours = try SocketAddress(ipAddress: "127.0.0.1", port: Int(port))
         #expect(LoopbackPeer.uid(remote: remote, local: ours) == getuid())
+        // Closed before its request is read (the attack: send, close at once), the client's end
+        // is an orphan the kernel lists as root's: it is no one's.
+        close(client)
+        held.removeAll { $0 == client }
+        #expect(LoopbackPeer.uid(remote: remote, local: ours) == nil)
+    }
+}
+
+@Suite("blefleet-web without passwords gives a local account what the daemon's socket gives it")
+struct LocalRolesTests {
+    static let control: UInt32 = 500
+    static let readOnly: UInt32 = 501
+    let access = FleetRPC.DaemonStatus.Access(controlGroup: "blefleet", readOnlyGroup: "blefleet-ro")
+
+    func roles(_ groups: [UInt32: Set<UInt32>]) -> LocalRoles {
+        LocalRoles(
+            ownUID: 999, groupsOf: { groups[$0] },
+            groupID: { ["blefleet": Self.control, "blefleet-ro": Self.readOnly][$0] })
     }
 
-    @Test("Root and blefleet-web's own account control; other accounts and the unknown only look")
-    func roles() {
-        #expect(LoopbackPeer.user(uid: 0, ownUID: 999).role == .control)
-        #expect(LoopbackPeer.user(uid: 999, ownUID: 999).role == .control)
-        #expect(LoopbackPeer.user(uid: 65534, ownUID: 999) == WebUser(name: "nobody (uid 65534)", role: .readOnly))
-        #expect(LoopbackPeer.user(uid: nil, ownUID: 999).role == .readOnly)
+    func role(_ outcome: LocalRoles.Outcome) -> WebRole? {
+        if case .user(let user) = outcome { return user.role }
+        return nil
+    }
+
+    @Test("Root, its own account and the control group control; the read-only group looks")
+    func members() {
+        let roles = roles([1000: [1000, Self.control], 1001: [1001, Self.readOnly], 1002: [1002, Self.control, Self.readOnly]])
+        #expect(role(roles.resolve(uid: 0, access: nil)) == .control)
+        #expect(role(roles.resolve(uid: 999, access: nil)) == .control)
+        #expect(role(roles.resolve(uid: 1000, access: access)) == .control)
+        #expect(role(roles.resolve(uid: 1001, access: access)) == .readOnly)
+        #expect(role(roles.resolve(uid: 1002, access: access)) == .control)
+    }
+
+    @Test("A stranger, an account NSS does not know and an end no one holds are refused, each with why")
+    func strangers() {
+        let roles = roles([65534: [65534]])
+        guard case .refused(let status, let sentence) = roles.resolve(uid: 65534, access: access) else {
+            Issue.record("a stranger was let in")
+            return
+        }
+        #expect(status == .forbidden)
+        #expect(sentence.contains("join 'blefleet-ro' to look or 'blefleet' to switch"), "\(sentence)")
+        #expect(role(roles.resolve(uid: 4242, access: access)) == nil)
+        guard case .refused(.forbidden, let unknown) = roles.resolve(uid: nil, access: access) else {
+            Issue.record("an unknown end was let in")
+            return
+        }
+        #expect(unknown.contains("cannot tell which local account"))
+        // Without a read-only group, a member of none is told the one group there is.
+        guard case .refused(_, let only) = roles.resolve(uid: 65534, access: .init(controlGroup: "lab", readOnlyGroup: nil)) else {
+            Issue.record("a stranger was let in")
+            return
+        }
+        #expect(only.hasSuffix("join 'lab'."), "\(only)")
+    }
+
+    @Test("Until the daemon has said its groups, only root and the web's own account are served")
+    func daemonNotHeard() {
+        let roles = roles([1000: [1000, Self.control]])
+        guard case .refused(.serviceUnavailable, let sentence) = roles.resolve(uid: 1000, access: nil) else {
+            Issue.record("served without the daemon's groups")
+            return
+        }
+        #expect(sentence.contains("has not heard from blefleetd yet"))
+    }
+
+    @Test("An account taken out of the control group loses control once its groups are looked up again")
+    func revocation() {
+        let groups = Mutex<[UInt32: Set<UInt32>]>([1000: [1000, Self.control]])
+        let roles = LocalRoles(
+            ownUID: 999, lifetime: .seconds(5), groupsOf: { uid in groups.withLock { $0[uid] } },
+            groupID: { ["blefleet": Self.control, "blefleet-ro": Self.readOnly][$0] })
+        let start = ContinuousClock.now
+        #expect(role(roles.resolve(uid: 1000, access: access, now: start)) == .control)
+        groups.withLock { $0[1000] = [1000] }
+        #expect(role(roles.resolve(uid: 1000, access: access, now: start + .seconds(4))) == .control)
+        #expect(role(roles.resolve(uid: 1000, access: access, now: start + .seconds(6))) == nil)
     }
 }
 

@@ -1,8 +1,10 @@
-"""Every door of blefleet-web is bounded (issue 36): headers that keep the page out of other
-sites' frames, calls from its own origin only (compared whole), a body limit far below the
-daemon's frame limit, a frame the daemon refuses breaking nobody else's connection, a few
-calls at once per user, silent and dribbling connections closed, a cap on connections, and
-wrong passwords slowed down. The testbed's boards and /metrics are the referees."""
+"""Every door of blefleet-web is bounded (issues 36, 50): headers that keep the page out of
+other sites' frames, calls from its own origin only (compared whole), a body limit far below
+the daemon's frame limit, a frame the daemon refuses breaking nobody else's connection, a few
+calls at once per user, silent and dribbling connections closed, caps on connections at which
+idle ones give way, event streams per user, a request without credentials holding no
+connection, and wrong passwords slowed down and logged. The testbed's boards and /metrics are
+the referees."""
 
 from __future__ import annotations
 
@@ -222,7 +224,7 @@ def test_silent_and_dribbling_connections_are_closed_and_capped(small_frames, tm
         silent.settimeout(5)
         assert silent.recv(100) == b"", "a silent connection was kept"
         silent.close()
-        assert "refusing connections: 6 are open" in log.read_text()
+        assert "refusing connections: every one blefleet-web keeps (6, 128 from one address) is serving a request" in log.read_text()
 
 
 def test_wrong_passwords_are_slowed_and_counted_per_address(small_frames, tmp_path):
@@ -241,3 +243,76 @@ def test_wrong_passwords_are_slowed_and_counted_per_address(small_frames, tmp_pa
         assert status == 429 and headers["retry-after"] == "60", (status, text)
         assert "Too many wrong passwords" in text
         assert http_get(port, "/metrics", basic("ada", "right"))[0] == 200
+
+
+def test_a_thousand_held_connections_keep_out_no_scrape_and_no_page(small_frames, tmp_path):
+    """One local account holds 700 connections open (silent, or a request head never ended)
+    and every event stream it may (4 here; the fifth is answered 429): a scrape and a page load
+    still get through, each taking the place of an idle connection, and so does another
+    user's page."""
+    log = tmp_path / "web-held.log"
+    with another_web(small_frames.socket, log, "--max-connections", "300", "--max-streams-per-user", "4") as port:
+        streams = []
+        for _ in range(4):
+            stream = socket.create_connection(("127.0.0.1", port))
+            stream.sendall(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+            stream.settimeout(10)
+            seen = b""
+            while b"event: snapshot" not in seen:
+                chunk = stream.recv(65536)
+                assert chunk, "an event stream within the user's cap was closed"
+                seen += chunk
+            streams.append(stream)
+        status, _, text = http_get(port, "/events", timeout=10)
+        assert status == 429 and "has 4 event streams open already" in text, (status, text)
+        held = []
+        try:
+            for index in range(700):
+                connection = socket.create_connection(("127.0.0.1", port))
+                if index % 2:
+                    connection.sendall(f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
+                held.append(connection)
+            start = time.monotonic()
+            assert up(port), "a scrape was kept out"
+            status, _, page = http_get(port, "/")
+            assert status == 200 and "<html" in page.lower(), status
+            assert as_nobody(port, "/me")["role"] == "read-only"
+            assert time.monotonic() - start < 10
+            # The streams are serving: none of them gave way.
+            for stream in streams:
+                stream.settimeout(0.2)
+                try:
+                    assert stream.recv(65536) != b"", "a serving event stream was closed"
+                except socket.timeout:
+                    pass
+        finally:
+            for connection in held + streams:
+                connection.close()
+
+
+def test_a_request_without_credentials_holds_no_connection(small_frames, tmp_path):
+    """With --auth-file, a request without credentials gets its 401 and its connection is
+    closed (a browser asks its user and comes back on a new one): unauthenticated clients
+    cannot hold the server's connections with requests that cost nothing."""
+    hashed = crypt.crypt("right", crypt.mksalt(crypt.METHOD_SHA512))
+    auth = tmp_path / "users"
+    auth.write_text(f"ada:{hashed}\n")
+    log = tmp_path / "web-unauth.log"
+    with another_web(small_frames.socket, log, "--auth-file", str(auth)) as port:
+        connection = socket.create_connection(("127.0.0.1", port))
+        connection.settimeout(10)
+        connection.sendall(f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        answer = b""
+        while True:
+            chunk = connection.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
+        connection.close()
+        # A login, and a failure, are in the log with the user named.
+        assert http_get(port, "/metrics", basic("ada", "right"))[0] == 200
+        assert http_get(port, "/metrics", basic("eve", "guess"))[0] == 401
+        text = log.read_text()
+        assert "web login" in text and "web.user=ada" in text, text[-2000:]
+        assert "web login failed" in text and "web.user.claimed=eve" in text, text[-2000:]

@@ -112,7 +112,8 @@ class Stack:
         profiles.mkdir()
         (profiles / "nano-humidity.yaml").write_text(HUMIDITY_PROFILE)
         self.config = work / "blefleetd.conf"
-        self.config.write_text(f"socket-group: root\nprofile-dir: {profiles}\n")
+        # nogroup (nobody's) is the read-only group: blefleet-web gives nobody what the socket does.
+        self.config.write_text(f"socket-group: root\nread-only-group: nogroup\nprofile-dir: {profiles}\n")
         self.daemon: Process | None = None
         self.web: Process | None = None
         self.port = free_port()

@@ -39,6 +39,22 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
     /// tell): a client that passes others' calls on (blefleet-web) refuses a call past them
     /// itself instead of losing its connection.
     public var limits: Limits?
+    /// The groups whose members the daemon serves (absent from a daemon that does not tell):
+    /// blefleet-web gives a local account no more than these give it on the socket.
+    public var access: Access?
+
+    /// The daemon's groups in `daemon.status` (`socket-group`, `read-only-group`).
+    public struct Access: Sendable, Hashable, Codable {
+        /// Members may call every method.
+        public var controlGroup: String
+        /// Members may call read methods; absent when the daemon has no read-only group.
+        public var readOnlyGroup: String?
+
+        public init(controlGroup: String, readOnlyGroup: String?) {
+            self.controlGroup = controlGroup
+            self.readOnlyGroup = readOnlyGroup
+        }
+    }
 
     /// A connection's limits in `daemon.status` (`max-frame-bytes`, `max-calls-per-client`).
     public struct Limits: Sendable, Hashable, Codable {
@@ -140,10 +156,11 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
     public init(
         version: String, uptimeSeconds: Double, bluez: Bool, adapter: String? = nil, powered: Bool,
         discovering: Bool, adapters: [Adapter] = [], boards: Counts, clients: Int,
-        history: History? = nil, limits: Limits? = nil
+        history: History? = nil, limits: Limits? = nil, access: Access? = nil
     ) {
         self.history = history
         self.limits = limits
+        self.access = access
         self.adapters = adapters
         self.version = version
         self.uptimeSeconds = uptimeSeconds
@@ -156,7 +173,7 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case version, uptimeSeconds, bluez, adapter, powered, discovering, adapters, boards, clients, history, limits
+        case version, uptimeSeconds, bluez, adapter, powered, discovering, adapters, boards, clients, history, limits, access
     }
 
     /// A daemon older than `adapters` sends none: then it is an empty list.
@@ -173,5 +190,6 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
         clients = try container.decode(Int.self, forKey: .clients)
         history = try container.decodeIfPresent(History.self, forKey: .history)
         limits = try container.decodeIfPresent(Limits.self, forKey: .limits)
+        access = try container.decodeIfPresent(Access.self, forKey: .access)
     }
 }

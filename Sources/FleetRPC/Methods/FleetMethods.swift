@@ -131,6 +131,10 @@ enum Schemas {
                 "type": "object", "required": ["maxFrameBytes", "maxCallsPerConnection"],
                 "properties": ["maxFrameBytes": ["type": "integer"], "maxCallsPerConnection": ["type": "integer"]],
             ],
+            "access": [
+                "type": "object", "required": ["controlGroup"],
+                "properties": ["controlGroup": ["type": "string"], "readOnlyGroup": ["type": "string"]],
+            ],
             "history": [
                 "type": "object",
                 "required": ["enabled", "path", "dropped"],

@@ -17,6 +17,8 @@ public enum FleetMethodBindings {
         public var history: History?
         /// What one connection may send and have under way.
         public var limits: DaemonStatus.Limits?
+        /// The groups the daemon serves, as `daemon.status` tells them.
+        public var access: DaemonStatus.Access?
 
         /// The history of readings as the bindings need it.
         public struct History: Sendable {
@@ -41,13 +43,14 @@ public enum FleetMethodBindings {
 
         public init(
             version: String, startedAt: ContinuousClock.Instant = .now, clientCount: @escaping @Sendable () -> Int,
-            history: History? = nil, limits: DaemonStatus.Limits? = nil
+            history: History? = nil, limits: DaemonStatus.Limits? = nil, access: DaemonStatus.Access? = nil
         ) {
             self.version = version
             self.startedAt = startedAt
             self.clientCount = clientCount
             self.history = history
             self.limits = limits
+            self.access = access
         }
     }
 
@@ -165,7 +168,8 @@ public enum FleetMethodBindings {
                         })
                 },
                 boards: .init(known: status.boardCount, connected: status.connectedCount, ready: status.readyCount),
-                clients: environment.clientCount(), history: environment.history?.status(), limits: environment.limits)
+                clients: environment.clientCount(), history: environment.history?.status(), limits: environment.limits,
+                access: environment.access)
         }
         dispatcher.register(FleetMethods.HistoryRead.self) { params, _ in
             guard let history = environment.history else {
