@@ -6,6 +6,7 @@ the testbed's boards and BlueZ's own objects (busctl) are the referees."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import itertools
 import json
 import os
@@ -271,12 +272,36 @@ def as_user(uid: int, gid: int, *argv: str, env: dict[str, str] | None = None) -
 
 
 ROOT = Path(__file__).resolve().parents[2]
+# The interpreter the venv was made from (/usr/bin/python3.11): another user may run it
+# wherever the checkout and its venv live, a 0700 home included.
+BASE_PYTHON = os.path.realpath(sys.executable)
+
+
+def readable_packages(work: Path) -> str:
+    """A copy of what a script run as another user imports (blefleet, and bleak with what it
+    needs on Linux) in `work`, which that user can read: the checkout and its venv may sit
+    in a folder only root can enter. The value for PYTHONPATH."""
+    site = work / "site"
+    if not site.exists():
+        shutil.copytree(ROOT / "python" / "blefleet", site / "blefleet",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("bleak", "dbus_fast", "typing_extensions"):
+            spec = importlib.util.find_spec(name)
+            assert spec is not None and spec.origin is not None, f"{name} is not installed"
+            origin = Path(spec.origin)
+            if origin.name == "__init__.py":
+                shutil.copytree(origin.parent, site / origin.parent.name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy2(origin, site / origin.name)
+        for path in [site, *site.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
+    return str(site)
 
 
 def test_the_read_only_group_scans_and_reads_the_control_group_connects_and_writes_strangers_get_nothing(shared_lab):
     lab = shared_lab
     address = lab.testbed.address("nano-02")
-    env = dict(os.environ, BLEFLEET_SOCKET=lab.socket, PYTHONPATH=str(ROOT / "python"))
+    env = dict(os.environ, BLEFLEET_SOCKET=lab.socket, PYTHONPATH=readable_packages(Path(lab.work)))
     scan = ("import asyncio\nfrom bleak import BleakScanner\n"
             "for d in asyncio.run(BleakScanner.discover(timeout=2.0)):\n    print(d.address)\n")
     connect = ("import asyncio, sys\nfrom bleak import BleakClient\nfrom bleak.exc import BleakError\n"
@@ -288,7 +313,7 @@ def test_the_read_only_group_scans_and_reads_the_control_group_connects_and_writ
                "        print('refused:', e)\n"
                "asyncio.run(main())\n")
     def launch(uid: int, gid: int, code: str, *args: str) -> subprocess.CompletedProcess[str]:
-        return as_user(uid, gid, sys.executable, "-m", "blefleet.bleak", write_script(lab, code), *args, env=env)
+        return as_user(uid, gid, BASE_PYTHON, "-m", "blefleet.bleak", write_script(lab, code), *args, env=env)
 
     nobody = (65534, 65534)
     stranger = (4242, 4242)
@@ -310,7 +335,7 @@ def test_the_read_only_group_scans_and_reads_the_control_group_connects_and_writ
             led = handles(link["services"])[LED]
             # The read-only group reads and follows a link someone else holds, and writes nothing.
             reader = subprocess.run(
-                ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", RAW_CLIENT,
+                ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", BASE_PYTHON, "-I", "-c", RAW_CLIENT,
                  lab.socket, json.dumps([["device.read", {"address": address, "handle": temperature}],
                                          ["device.notify", {"address": address, "handle": temperature}],
                                          ["device.write", {"address": address, "handle": led, "value": "01"}]])],
