@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 from bleak import BleakClient, BleakScanner
 from bleak.backends.characteristic import BleakGATTCharacteristic
-from bleak.exc import BleakCharacteristicNotFoundError, BleakDeviceNotFoundError, BleakError
+from bleak.exc import BleakCharacteristicNotFoundError, BleakDBusError, BleakDeviceNotFoundError, BleakError
 
 import bleak.exc
-from blefleet.bleak import BleakClientBlefleet, BleakScannerBlefleet, install, installed, uninstall
+from blefleet.bleak import (BleakClientBlefleet, BleakFleetOutOfSlotsError, BleakScannerBlefleet, install, installed,
+                            uninstall)
 
 PYTHON_DIR = Path(__file__).resolve().parents[1]
 # bleak >= 2.0 names the backend in use (backend_id); >= 1.1 has BleakClient.name.
@@ -36,6 +37,10 @@ UNHEARD = "AA:BB:CC:DD:EE:03"  # connect: -32001 not heard
 SLOW = "AA:BB:CC:DD:EE:04"     # connect: -32003 timeout
 CROWDED = "AA:BB:CC:DD:EE:05"  # connect: every connection slot is leased (-32004)
 WAITED = "AA:BB:CC:DD:EE:06"   # connect: no connection slot came free in time (-32003)
+QUEUED = "AA:BB:CC:DD:EE:07"   # connect: its turn in the adapter's queue did not come (-32003)
+ABORTED = "AA:BB:CC:DD:EE:08"  # connect: le-connection-abort-by-local twice, then connected
+POWERED_OFF = "AA:BB:CC:DD:EE:09"  # connect: the adapter is off (-32002)
+NO_BLUEZ = "AA:BB:CC:DD:EE:0A"     # connect: BlueZ is not running (-32005)
 
 
 def u16(short: int) -> str:
@@ -111,6 +116,7 @@ class FakeDaemon:
         #: The first advertisements of a watch come before its reply (as blefleetd sends them),
         #: not after it (as the contract says).
         self.burst_first = burst_first
+        self.aborts = 0  # connects of ABORTED answered so far
         self.requests: list[tuple[int, str, Any]] = []
         self.events: list[tuple[str, int]] = []
         self.values: dict[int, str] = {0x000B: "64", 0x000E: b"Battery".hex(), 0x0011: "00"}
@@ -203,8 +209,22 @@ class FakeDaemon:
                 raise RpcError(-32003, f"connecting to {address} timed out after {params['timeoutMs']} ms")
             if address == CROWDED:
                 raise RpcError(-32004, "every connection slot is leased (3 of 3): disconnect a device first")
+            # The daemon's own sentences (DeviceProxy.noSlot, BlueZ's reasons as it passes them).
             if address == WAITED:
-                raise RpcError(-32003, f"no connection slot came free for {address} within {params['timeoutMs']} ms")
+                raise RpcError(-32003, f"No connection slot of hci0 became free for {address} in time: all 2 are in use "
+                                       "(2 device links leased by clients).")
+            if address == QUEUED:
+                raise RpcError(-32003, f"{address} was still waiting for its turn to connect through hci0 at its "
+                                       "deadline (3 connects queued there).")
+            if address == ABORTED:
+                self.aborts += 1
+                if self.aborts <= 2:
+                    raise RpcError(-32603, f"{address} could not be connected through hci0: le-connection-abort-by-local.")
+                address = THERMO
+            if address == POWERED_OFF:
+                raise RpcError(-32002, "Every adapter of the fleet is powered off (hci0); switch one on.")
+            if address == NO_BLUEZ:
+                raise RpcError(-32005, "BlueZ is not running (org.bluez is not on the system bus).")
             if address != THERMO:
                 raise RpcError(-32001, f"{address} is not heard by any adapter")
             peer.leases.add(address)
@@ -575,13 +595,53 @@ def test_timeouts_are_timeout_errors(fake: FakeDaemon) -> None:
                 await client.read_gatt_char(SLUGGISH)
         with pytest.raises(asyncio.TimeoutError) as connect:
             await BleakClient(SLOW, timeout=2.5, backend=BleakClientBlefleet, socket_path=fake.path).connect()
-        with pytest.raises(TimeoutError) as no_slot:
-            await BleakClient(WAITED, timeout=3, backend=BleakClientBlefleet, socket_path=fake.path).connect()
-        return read.value, connect.value, no_slot.value
-    read, connect, no_slot = run(scenario())
+        return read.value, connect.value
+    read, connect = run(scenario())
     assert "timed out" in str(read) and "2500 ms" in str(connect)
-    # A full house that stayed full is a timeout, its sentence kept.
-    assert "connection slot" in str(no_slot) and "3000 ms" in str(no_slot)
+
+
+def test_a_full_house_is_out_of_slots_as_the_retry_libraries_read_it(fake: FakeDaemon) -> None:
+    """A connect that found no slot (all in use, or its turn in the queue not come) is a
+    BleakError saying "connection slot": bleak-retry-connector's OUT_OF_SLOTS_ERRORS, which it
+    backs off from and retries, not the TimeoutError it takes for a device gone missing."""
+    async def scenario() -> list[BaseException]:
+        errors = []
+        for address in (WAITED, QUEUED):
+            with pytest.raises(BleakError) as refused:
+                await BleakClient(address, timeout=3, backend=BleakClientBlefleet, socket_path=fake.path).connect()
+            errors.append(refused.value)
+        return errors
+    for error in run(scenario()):
+        assert isinstance(error, BleakFleetOutOfSlotsError) and not isinstance(error, TimeoutError), repr(error)
+        # bleak-retry-connector 4.x: OUT_OF_SLOTS_ERRORS = {"available connection", "connection slot", ...}
+        assert "connection slot" in str(error), error
+    assert fake.closed(2)
+
+
+def test_a_connect_aborted_by_the_controller_is_tried_again(fake: FakeDaemon) -> None:
+    """le-connection-abort-by-local is retried within the connect's time, as bleak's BlueZ
+    backend does: the script sees a connected client, and the daemon saw three connects."""
+    async def scenario() -> bool:
+        async with BleakClient(ABORTED, timeout=5, backend=BleakClientBlefleet, socket_path=fake.path) as client:
+            return client.is_connected
+    assert run(scenario())
+    assert fake.aborts == 3
+
+
+@pytest.mark.skipif(not hasattr(bleak.exc, "BleakBluetoothNotAvailableError"), reason="bleak < 2.0 has no such error")
+def test_bluetooth_not_available_is_bleaks_own_error_with_its_reason(fake: FakeDaemon) -> None:
+    async def scenario() -> list[BaseException]:
+        errors = []
+        for address in (POWERED_OFF, NO_BLUEZ):
+            with pytest.raises(BleakError) as refused:
+                await BleakClient(address, timeout=3, backend=BleakClientBlefleet, socket_path=fake.path).connect()
+            errors.append(refused.value)
+        return errors
+    off, no_bluez = run(scenario())
+    reason = getattr(bleak.exc, "BleakBluetoothNotAvailableReason")
+    assert isinstance(off, getattr(bleak.exc, "BleakBluetoothNotAvailableError")) and getattr(off, "reason") == reason.POWERED_OFF
+    assert "powered off" in str(off)
+    assert getattr(no_bluez, "reason") == reason.UNKNOWN and "BlueZ is not running" in str(no_bluez)
 
 
 def test_an_address_no_adapter_hears_is_bleaks_device_not_found(fake: FakeDaemon) -> None:
@@ -612,9 +672,9 @@ def test_other_errors_are_bleak_errors_with_the_daemons_sentence(fake: FakeDaemo
         return crowded.value, no_notify.value, unreachable.value, no_scan.value
     crowded, no_notify, unreachable, no_scan = run(scenario())
     assert "connection slot" in str(crowded) and getattr(crowded, "code") == -32004
-    # An unknown handle is bleak's own "not found", the daemon's sentence in a note.
-    assert isinstance(no_notify, BleakCharacteristicNotFoundError) and no_notify.char_specifier == 0x0011
-    assert any("no notifying handle 17" in note for note in getattr(no_notify, "__notes__", []))
+    # A characteristic that neither notifies nor indicates: what BlueZ answers StartNotify,
+    # as bleak raises it, before anything is asked of the daemon.
+    assert isinstance(no_notify, BleakDBusError) and no_notify.dbus_error == "org.bluez.Error.NotSupported", repr(no_notify)
     for error in (unreachable, no_scan):
         assert str(tmp_path / "none.sock") in str(error) and "BLEFLEET_SOCKET" in str(error), error
 

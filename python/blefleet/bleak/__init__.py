@@ -22,15 +22,16 @@ sentence. Pairing is not available.
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._errors import BleakFleetError, BleakFleetGATTError
+    from ._errors import BleakFleetError, BleakFleetGATTError, BleakFleetOutOfSlotsError
     from ._install import BACKEND_ID, install, installed, uninstall
     from .client import BleakClientBlefleet
     from .scanner import BleakScannerBlefleet
 
-__all__ = ["BACKEND_ID", "BleakClientBlefleet", "BleakFleetError", "BleakFleetGATTError", "BleakScannerBlefleet",
-           "install", "installed", "uninstall"]
+__all__ = ["BACKEND_ID", "BleakClientBlefleet", "BleakFleetError", "BleakFleetGATTError", "BleakFleetOutOfSlotsError",
+           "BleakScannerBlefleet", "install", "installed", "uninstall"]
 
-_WHERE = {"BleakFleetError": "_errors", "BleakFleetGATTError": "_errors", "BACKEND_ID": "_install",
+_WHERE = {"BleakFleetError": "_errors", "BleakFleetGATTError": "_errors", "BleakFleetOutOfSlotsError": "_errors",
+          "BACKEND_ID": "_install",
           "install": "_install", "installed": "_install", "uninstall": "_install", "BleakClientBlefleet": "client",
           "BleakScannerBlefleet": "scanner"}
 

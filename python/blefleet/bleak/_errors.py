@@ -16,6 +16,7 @@ PERMISSION_DENIED = -32000
 NOT_HEARD = -32001
 ADAPTER_UNAVAILABLE = -32002
 TIMEOUT = -32003
+BUSY = -32004
 BLUEZ_UNAVAILABLE = -32005
 NOT_CONNECTED = -32006
 GATT_ERROR = -32007
@@ -44,8 +45,45 @@ class BleakFleetGATTError(BleakFleetError):
         self.att_error = att_error
 
 
+class BleakFleetOutOfSlotsError(BleakFleetError):
+    """A connect found no connection slot: every slot of the adapters that hear the device in
+    use (or leased) until the deadline, or the connects queued there not done by then. Its
+    sentence says "connection slot", the phrase bleak-retry-connector reads as out of slots
+    (it backs off and tries again, as for a proxy that is full)."""
+
+
 # bleak >= 3.0 has its own exception for the device's ATT errors; older ones do not.
 _PROTOCOL_ERROR: Any = getattr(bleak.exc, "BleakGATTProtocolError", None)
+# bleak >= 2.0 says when Bluetooth is not available (no adapter, powered off, BlueZ away).
+_NOT_AVAILABLE: Any = getattr(bleak.exc, "BleakBluetoothNotAvailableError", None)
+_NOT_AVAILABLE_REASON: Any = getattr(bleak.exc, "BleakBluetoothNotAvailableReason", None)
+
+# What the daemon's sentences say when a connect found no slot (blefleet-rpc(7)).
+_OUT_OF_SLOTS = ("connection slot", "its turn to connect")
+# BlueZ's reason for a connect the controller gave up at once, which bleak's BlueZ backend
+# retries within the connect's timeout (the link is often made on the next try).
+ABORT_BY_LOCAL = "le-connection-abort-by-local"
+
+
+def out_of_slots(error: FleetError) -> bool:
+    """Whether a connect failed for want of a connection slot."""
+    return error.code in (TIMEOUT, BUSY) and any(phrase in error.message for phrase in _OUT_OF_SLOTS)
+
+
+def not_available(error: FleetError) -> BaseException | None:
+    """Bluetooth not available (an adapter off or gone, BlueZ not running) as bleak >= 2.0 says
+    it, with bleak's reason; ``None`` when bleak has no such exception or it is not that."""
+    if _NOT_AVAILABLE is None or error.code not in (ADAPTER_UNAVAILABLE, BLUEZ_UNAVAILABLE):
+        return None
+    text = error.message.lower()
+    if error.code == ADAPTER_UNAVAILABLE and ("off" in text or "powered" in text):
+        reason = _NOT_AVAILABLE_REASON.POWERED_OFF
+    elif error.code == ADAPTER_UNAVAILABLE:
+        reason = _NOT_AVAILABLE_REASON.NO_BLUETOOTH
+    else:
+        reason = _NOT_AVAILABLE_REASON.UNKNOWN
+    exception: BaseException = _NOT_AVAILABLE(error.message, reason)
+    return exception
 
 
 def socket_path(explicit: str | None = None) -> str:
@@ -64,12 +102,22 @@ def unreachable(error: DaemonUnreachable, path: str) -> BleakFleetError:
 def to_bleak(error: FleetError, path: str, *, address: str | None = None, handle: int | None = None,
              connecting: bool = False) -> BaseException:
     """The bleak exception for a failed call: an ATT error is ``BleakGATTProtocolError`` with its
-    code (``BleakFleetGATTError`` before bleak 3.0), a timeout ``TimeoutError``, an address no
-    adapter hears (on connect) ``BleakDeviceNotFoundError``, an unknown handle ``BleakCharacteristicNotFoundError``;
+    code (``BleakFleetGATTError`` before bleak 3.0), a connect that found no connection slot
+    ``BleakFleetOutOfSlotsError`` (a ``BleakError`` saying "connection slot", as the retry
+    libraries expect), another timeout ``TimeoutError``, an adapter off or gone or BlueZ away
+    ``BleakBluetoothNotAvailableError`` (bleak >= 2.0), an address no adapter hears (on
+    connect) ``BleakDeviceNotFoundError``, an unknown handle ``BleakCharacteristicNotFoundError``;
     anything else ``BleakFleetError`` (a ``BleakError``) with the daemon's sentence as it came."""
     if isinstance(error, DaemonUnreachable):
         return unreachable(error, path)
     exception: BaseException
+    if connecting and out_of_slots(error):
+        message = error.message
+        if "connection slot" not in message:  # its turn in the queue: no slot came to it either
+            message = f"{message.rstrip('.')}: no connection slot came free for it in time."
+        return BleakFleetOutOfSlotsError(message, error.code, error.method, error.data)
+    if (unavailable := not_available(error)) is not None:
+        return unavailable
     if error.code == GATT_ERROR and isinstance(error.data, dict) and isinstance(error.data.get("attError"), int):
         code = error.data["attError"]
         if _PROTOCOL_ERROR is None:

@@ -12,12 +12,12 @@ from bleak.backends.client import BaseBleakClient, NotifyCallback
 from bleak.backends.descriptor import BleakGATTDescriptor
 from bleak.backends.device import BLEDevice
 from bleak.backends.service import BleakGATTService, BleakGATTServiceCollection
-from bleak.exc import BleakError
+from bleak.exc import BleakDBusError, BleakError
 from bleak.uuids import normalize_uuid_str
 
 from ..fleet import DaemonUnreachable, Fleet, FleetError
+from ._errors import ABORT_BY_LOCAL, to_bleak, unreachable
 from ._errors import socket_path as _socket_path
-from ._errors import to_bleak, unreachable
 
 if TYPE_CHECKING:
     from bleak.args import SizedBuffer
@@ -126,9 +126,23 @@ class BleakClientBlefleet(BaseBleakClient):
         self._unhook = [fleet.on_notification("device.value", self._on_value),
                         fleet.on_notification("device.disconnected", self._on_device_disconnected),
                         fleet.on_close(self._on_connection_end)]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         try:
-            params = {"address": self.address, "timeoutMs": max(int(timeout * 1000), 1)}
-            reply = await fleet.call("device.connect", params, timeout=timeout + _MARGIN)
+            remaining = timeout
+            while True:
+                params = {"address": self.address, "timeoutMs": max(int(remaining * 1000), 1)}
+                try:
+                    reply = await fleet.call("device.connect", params, timeout=remaining + _MARGIN)
+                    break
+                except FleetError as e:
+                    # As bleak's BlueZ backend: a connect the controller gave up at once is
+                    # tried again while the connect's time lasts.
+                    if ABORT_BY_LOCAL not in e.message or deadline - loop.time() < 0.1:
+                        raise
+                    _logger.debug("retry due to %s", ABORT_BY_LOCAL)
+                    await asyncio.sleep(0.1)
+                    remaining = deadline - loop.time()
             self._mtu = int(reply.get("mtu") or 23)
             self._name = reply.get("name") or None
             self._adapter = reply.get("adapter")
@@ -207,6 +221,11 @@ class BleakClientBlefleet(BaseBleakClient):
         """``device.notify`` on: each ``device.value`` of the handle is given to ``callback``
         (bleak's ``bluez=``/``cb=`` arguments are ignored)."""
         handle = characteristic.handle
+        if not {"notify", "indicate"} & set(characteristic.properties):
+            # What BlueZ answers StartNotify on such a characteristic, as bleak raises it.
+            error = BleakDBusError("org.bluez.Error.NotSupported", ["Operation is not supported"])
+            error.add_note(f"characteristic {handle} of {self.address} neither notifies nor indicates")
+            raise error
         self._notify_callbacks[handle] = callback
         try:
             await self._call("device.notify", {"handle": handle, "on": True}, handle)
