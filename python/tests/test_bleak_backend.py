@@ -453,13 +453,15 @@ def test_connect_builds_the_service_tree_and_reads_and_writes_by_handle(fake: Fa
     assert fake.values[0x000E] == b"Cell".hex()
     assert [(m, p) for _, m, p in fake.requests] == [
         ("device.connect", {"address": THERMO, "timeoutMs": 7000}),
-        ("device.read", {"address": THERMO, "handle": 0x000B}),
-        ("device.read", {"address": THERMO, "handle": 0x000E, "descriptor": True}),
-        ("device.write", {"address": THERMO, "handle": 0x0011, "value": "0102", "withResponse": True}),
-        ("device.write", {"address": THERMO, "handle": 0x0011, "value": "03", "withResponse": False}),
-        ("device.write", {"address": THERMO, "handle": 0x0011, "value": "0405", "withResponse": True}),
-        ("device.read", {"address": THERMO, "handle": 0x0011}),
-        ("device.write", {"address": THERMO, "handle": 0x000E, "value": b"Cell".hex(), "descriptor": True}),
+        # Reads and writes wait as long as BlueZ lets an ATT request wait (30 s).
+        ("device.read", {"address": THERMO, "handle": 0x000B, "timeoutMs": 30000}),
+        ("device.read", {"address": THERMO, "handle": 0x000E, "descriptor": True, "timeoutMs": 30000}),
+        ("device.write", {"address": THERMO, "handle": 0x0011, "value": "0102", "withResponse": True, "timeoutMs": 30000}),
+        ("device.write", {"address": THERMO, "handle": 0x0011, "value": "03", "withResponse": False, "timeoutMs": 30000}),
+        ("device.write", {"address": THERMO, "handle": 0x0011, "value": "0405", "withResponse": True, "timeoutMs": 30000}),
+        ("device.read", {"address": THERMO, "handle": 0x0011, "timeoutMs": 30000}),
+        ("device.write", {"address": THERMO, "handle": 0x000E, "value": b"Cell".hex(), "descriptor": True,
+                          "timeoutMs": 30000}),
         ("device.disconnect", {"address": THERMO}),
     ]
     # disconnect() calls the disconnected callback once, as bleak's own backends do, and
@@ -616,6 +618,17 @@ def test_a_full_house_is_out_of_slots_as_the_retry_libraries_read_it(fake: FakeD
         # bleak-retry-connector 4.x: OUT_OF_SLOTS_ERRORS = {"available connection", "connection slot", ...}
         assert "connection slot" in str(error), error
     assert fake.closed(2)
+
+
+def test_a_connect_longer_than_one_call_of_the_daemon_is_several(fake: FakeDaemon) -> None:
+    """bleak takes any connect timeout; the daemon takes 600 s in one call. A timeout of 900 s
+    is a first call of 600 s and, if that one timed out, another of what is left."""
+    async def scenario() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await BleakClient(SLOW, timeout=900, backend=BleakClientBlefleet, socket_path=fake.path).connect()
+    run(scenario())
+    asked = [p["timeoutMs"] for _, m, p in fake.requests if m == "device.connect"]
+    assert asked[0] == 600_000 and len(asked) == 2 and 299_000 < asked[1] <= 300_000, asked
 
 
 def test_a_connect_aborted_by_the_controller_is_tried_again(fake: FakeDaemon) -> None:

@@ -16,7 +16,7 @@ from bleak.exc import BleakDBusError, BleakError
 from bleak.uuids import normalize_uuid_str
 
 from ..fleet import DaemonUnreachable, Fleet, FleetError
-from ._errors import ABORT_BY_LOCAL, to_bleak, unreachable
+from ._errors import ABORT_BY_LOCAL, TIMEOUT, out_of_slots, to_bleak, unreachable
 from ._errors import socket_path as _socket_path
 
 if TYPE_CHECKING:
@@ -29,6 +29,13 @@ _logger = logging.getLogger(__name__)
 # daemon's -32003 (a sentence) comes first.
 _MARGIN = 10.0
 _CALL_TIMEOUT = 60.0
+# A read or write waits as long as BlueZ lets an ATT request wait (its 30 s transaction
+# timeout), not the daemon's 10 s default: a slow device answers through the fleet as it
+# does through bleak's BlueZ backend.
+_GATT_TIMEOUT_MS = 30_000
+# The longest connect the daemon takes in one call (device.connect's timeoutMs): a longer
+# timeout of bleak's is served by connects one after another until it runs out.
+_CONNECT_LIMIT = 600.0
 
 # Tasks that close a connection after the device went away, kept from the garbage collector.
 _closing: set[asyncio.Task[None]] = set()
@@ -131,15 +138,21 @@ class BleakClientBlefleet(BaseBleakClient):
         try:
             remaining = timeout
             while True:
-                params = {"address": self.address, "timeoutMs": max(int(remaining * 1000), 1)}
+                attempt = min(remaining, _CONNECT_LIMIT)
+                params = {"address": self.address, "timeoutMs": max(int(attempt * 1000), 1)}
                 try:
-                    reply = await fleet.call("device.connect", params, timeout=remaining + _MARGIN)
+                    reply = await fleet.call("device.connect", params, timeout=attempt + _MARGIN)
                     break
                 except FleetError as e:
                     # As bleak's BlueZ backend: a connect the controller gave up at once is
-                    # tried again while the connect's time lasts.
-                    if ABORT_BY_LOCAL not in e.message or deadline - loop.time() < 0.1:
+                    # tried again while the connect's time lasts; so is a connect whose one
+                    # call could not be given all of it.
+                    longer = e.code == TIMEOUT and attempt < remaining and not out_of_slots(e)
+                    if not (ABORT_BY_LOCAL in e.message or longer) or deadline - loop.time() < 0.1:
                         raise
+                    if longer:  # the daemon waited its part: the rest of the timeout is next
+                        remaining -= attempt
+                        continue
                     _logger.debug("retry due to %s", ABORT_BY_LOCAL)
                     await asyncio.sleep(0.1)
                     remaining = deadline - loop.time()
@@ -198,23 +211,26 @@ class BleakClientBlefleet(BaseBleakClient):
                              **kwargs: Any) -> bytearray:
         """``device.read`` of the characteristic's handle (the daemon keeps no cache: ``use_cached``
         reads too)."""
-        reply = await self._call("device.read", {"handle": characteristic.handle}, characteristic.handle)
+        reply = await self._call("device.read", {"handle": characteristic.handle, "timeoutMs": _GATT_TIMEOUT_MS},
+                                 characteristic.handle)
         return bytearray.fromhex(str(reply["value"]))
 
     async def read_gatt_descriptor(self, descriptor: BleakGATTDescriptor, *, use_cached: bool = False,
                                    **kwargs: Any) -> bytearray:
-        reply = await self._call("device.read", {"handle": descriptor.handle, "descriptor": True})
+        reply = await self._call("device.read", {"handle": descriptor.handle, "descriptor": True,
+                                                 "timeoutMs": _GATT_TIMEOUT_MS})
         return bytearray.fromhex(str(reply["value"]))
 
     async def write_gatt_char(self, characteristic: BleakGATTCharacteristic, data: SizedBuffer,
                               response: bool) -> None:
         """``device.write``: ``response`` is ``withResponse`` (a write request, else a command)."""
         await self._call("device.write", {"handle": characteristic.handle, "value": bytes(data).hex(),
-                                          "withResponse": bool(response)}, characteristic.handle)
+                                          "withResponse": bool(response), "timeoutMs": _GATT_TIMEOUT_MS},
+                         characteristic.handle)
 
     async def write_gatt_descriptor(self, descriptor: BleakGATTDescriptor, data: SizedBuffer) -> None:
         await self._call("device.write", {"handle": descriptor.handle, "value": bytes(data).hex(),
-                                          "descriptor": True})
+                                          "descriptor": True, "timeoutMs": _GATT_TIMEOUT_MS})
 
     async def start_notify(self, characteristic: BleakGATTCharacteristic, callback: NotifyCallback,
                            **kwargs: Any) -> None:
