@@ -6,10 +6,12 @@ are the referee."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import bleak.exc
@@ -166,3 +168,40 @@ def test_errors_are_bleaks_own(lab, tmp_path):
     # bleak >= 3.0 has its own exception for an ATT error; before it the backend's says it.
     protocol = "BleakGATTProtocolError" if hasattr(bleak.exc, "BleakGATTProtocolError") else "BleakFleetGATTError"
     assert f"refused: {protocol} 2" in out, out
+
+
+def test_notifications_on_a_characteristic_the_fleet_follows(lab, tmp_path):
+    """bleak's examples/async_callback_with_queue.py, as a lab runs it on one of the fleet's
+    own boards (nano-01): the fleet already follows its temperature, and BlueZ keeps one
+    subscription per D-Bus client (it answers the daemon's second StartNotify with success,
+    or InProgress while its subscription waits for the device). The script's start_notify
+    joins the fleet's subscription, gets its values and stops; the fleet goes on following."""
+    address = lab.testbed.address("nano-01")
+    lab.testbed.cli("board", "temp", "nano-01", "21")
+    out = launch(lab, tmp_path, """
+        import asyncio, sys
+        from bleak import BleakClient
+
+        async def main():
+            queue = asyncio.Queue()
+            async with BleakClient(sys.argv[1]) as client:
+                await client.start_notify(sys.argv[2], lambda char, data: queue.put_nowait(bytes(data)))
+                values = [await asyncio.wait_for(queue.get(), 10) for _ in range(3)]
+                await client.stop_notify(sys.argv[2])
+            print("values", [v.hex() for v in values])
+
+        asyncio.run(main())
+    """, address, TEMPERATURE).stdout
+    assert "values ['15', '15', '15']" in out, out  # 21 °C
+    # The script's subscription ended; the fleet's did not: it hears the board's next value.
+    lab.testbed.cli("board", "temp", "nano-01", "22")
+
+    def fleet_reads_22() -> bool:
+        boards = json.loads(subprocess.run([str(ROOT / ".build" / "debug" / "blectl"), "--socket", lab.socket, "--json",
+                                            "boards"], capture_output=True, text=True, timeout=30).stdout)["boards"]
+        reading = next(b for b in boards if b["address"] == address).get("temperature") or {}
+        return reading.get("celsius") == 22
+    deadline = time.monotonic() + 30
+    while not fleet_reads_22():
+        assert time.monotonic() < deadline, "the fleet stopped following nano-01 after the script's stop_notify"
+        time.sleep(0.2)

@@ -16,7 +16,9 @@ starts; `bluezoo_launcher --stock` skips it so tests can show each defect.
   5. Discovery is not a per-client session; no InProgress / "No discovery started".
   6. SetDiscoveryFilter UUIDs and Pattern are ignored.
   7. Notification sessions are not per client (second subscriber fails, one StopNotify
-     stops all) and Confirm is sent for notifications as if they were indications.
+     stops all) and Confirm is sent for notifications as if they were indications. A
+     client whose session outlived the link (BlueZ re-registers it when the device is
+     back) gets InProgress for another StartNotify until then, as bluetoothd 5.66 does.
   8. A board's GATT error reaches the central verbatim; over the air it is an ATT error
      code, which the central's bluetoothd turns into its own D-Bus error.
 
@@ -375,6 +377,9 @@ class FixedCharacteristicLink(GattCharacteristicClientLink):
     def __init__(self, client, service):
         super().__init__(client, service)
         self.notify_clients: dict[str, events.Subscription] = {}
+        # The link went with sessions open: BlueZ keeps them (notify_id 0) until the device's
+        # GATT client is back, and answers such a client's StartNotify InProgress meanwhile.
+        self.suspended = False
 
     def _flags(self) -> list[str]:
         return self.client.Flags.get([]) or []
@@ -398,6 +403,8 @@ class FixedCharacteristicLink(GattCharacteristicClientLink):
         if "notify" not in flags and "indicate" not in flags:
             raise DBusBluezNotSupportedError("Operation is not supported")
         if sender in self.notify_clients:
+            if self.suspended:  # gatt-client.c: client->notify_id ? success : InProgress
+                raise DBusBluezInProgressError("Operation already in progress")
             return
         first = not self.notify_clients
 
@@ -442,6 +449,7 @@ class FixedCharacteristicLink(GattCharacteristicClientLink):
     async def suspend_sessions(self) -> None:
         """The link went: the board forgets its subscription; the clients' sessions stay."""
         if self.notify_clients:
+            self.suspended = True
             self.client_props_changed_subscription.unsubscribe()
             try:
                 await asyncio.wait_for(self.client.StopNotify(), 1.0)
@@ -450,6 +458,7 @@ class FixedCharacteristicLink(GattCharacteristicClientLink):
 
     async def resume_sessions(self) -> None:
         """Reconnected with sessions open: subscribe on the board again."""
+        self.suspended = False
         if self.notify_clients:
             self.client_props_changed_subscription = events.subscribe(
                 f"properties:changed:{id(self.client)}", self._forward)

@@ -98,14 +98,35 @@ extension BlueZClient {
         return BlueZNotificationSession(observation: observation, ended: ended) { [self] in stopNotify(path) }
     }
 
-    /// Opens one of this client's sessions on `path` (BlueZ answers a client that is already
-    /// subscribed with success).
+    /// Opens one of this client's sessions on `path`. BlueZ keeps one subscription per D-Bus
+    /// client: it answers a client already subscribed with success, or with `InProgress` while
+    /// that subscription waits for the device's GATT client (registered while the link was
+    /// down, say). Sessions of this client (the fleet's own following, a lease's) share that
+    /// one subscription: `InProgress` with another session open means it is ours, and this
+    /// one joins it once BlueZ says the characteristic notifies. A `StopNotify` still under
+    /// way on `path` is answered first.
     private func startNotify(_ path: String, timeout: Duration) async throws {
-        notifySessions.open(path)
+        let (others, stopping) = notifySessions.open(path)
+        await stopping?.value
+        let start = clock.now
         do {
             try await call(path, BlueZInterfaces.gattCharacteristic, "StartNotify", timeout: timeout)
+        } catch BlueZError.inProgress(let message) where others > 0 {
+            do {
+                try await mirror.wait(
+                    timeout: max(.milliseconds(1), timeout - start.duration(to: clock.now)),
+                    description: "\(path) notifying (BlueZ: \(message))", watching: path
+                ) { snapshot in
+                    snapshot.tree.properties(path, BlueZInterfaces.gattCharacteristic)?["Notifying"]?.bool == true
+                        ? .done(()) : .pending
+                }
+            } catch {
+                notifySessions.abandon(path)
+                throw BlueZError.inProgress(
+                    "\(message): this client's subscription to \(path) did not start notifying in time")
+            }
         } catch {
-            _ = notifySessions.close(path)
+            notifySessions.abandon(path)
             throw error
         }
     }
@@ -113,8 +134,9 @@ extension BlueZClient {
     /// Ends one session on `path`; BlueZ hears `StopNotify` only when it was the last, so one
     /// subscriber stopping never silences another.
     private func stopNotify(_ path: String) {
-        guard notifySessions.close(path) else { return }
-        Task { try? await call(path, BlueZInterfaces.gattCharacteristic, "StopNotify", timeout: .seconds(5)) }
+        notifySessions.close(path) { [self] in
+            _ = try? await call(path, BlueZInterfaces.gattCharacteristic, "StopNotify", timeout: .seconds(5))
+        }
     }
 }
 

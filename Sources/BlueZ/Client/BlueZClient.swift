@@ -80,18 +80,63 @@ public final class BlueZClient: Sendable {
 
 /// How many notification sessions of this client are open on each characteristic.
 final class NotifySessionCounts: Sendable {
-    private let counts = Mutex<[String: Int]>([:])
-
-    func open(_ path: String) {
-        counts.withLock { $0[path, default: 0] += 1 }
+    private struct Entry {
+        var count = 0
+        /// The `StopNotify` of the last session to end, while it is under way.
+        var stopping: Task<Void, Never>?
     }
 
-    /// Ends one session; true when it was the last on `path` (then send `StopNotify`).
-    func close(_ path: String) -> Bool {
-        counts.withLock { counts in
-            let left = (counts[path] ?? 1) - 1
-            counts[path] = left > 0 ? left : nil
-            return left <= 0
+    private let entries = Mutex<[String: Entry]>([:])
+
+    /// Opens one session on `path`: how many others of this client's were open there, and
+    /// the `StopNotify` still under way there, which must be answered before a `StartNotify`
+    /// (sent first, it would find the old session and the stop would end the new one).
+    func open(_ path: String) -> (others: Int, stopping: Task<Void, Never>?) {
+        entries.withLock { entries in
+            let entry = entries[path] ?? Entry()
+            entries[path] = Entry(count: entry.count + 1, stopping: entry.stopping)
+            return (entry.count, entry.stopping)
+        }
+    }
+
+    /// Ends one session; when it was the last on `path`, `stop` (the `StopNotify`) runs as a
+    /// task a session opened meanwhile waits for.
+    func close(_ path: String, stop: @escaping @Sendable () async -> Void) {
+        entries.withLock { entries in
+            var entry = entries[path] ?? Entry()
+            entry.count = max(0, entry.count - 1)
+            guard entry.count == 0 else {
+                entries[path] = entry
+                return
+            }
+            let previous = entry.stopping
+            let task = Task {
+                await previous?.value
+                await stop()
+            }
+            entry.stopping = task
+            entries[path] = entry
+            // Forgotten once done, unless a newer stop took its place.
+            Task { [weak self] in
+                await task.value
+                self?.entries.withLock { entries in
+                    guard let current = entries[path], current.stopping == task else { return }
+                    if current.count == 0 {
+                        entries[path] = nil
+                    } else {
+                        entries[path]?.stopping = nil
+                    }
+                }
+            }
+        }
+    }
+
+    /// Gives back a session whose `StartNotify` failed (BlueZ kept nothing of it).
+    func abandon(_ path: String) {
+        entries.withLock { entries in
+            guard var entry = entries[path] else { return }
+            entry.count = max(0, entry.count - 1)
+            entries[path] = entry.count == 0 && entry.stopping == nil ? nil : entry
         }
     }
 }
