@@ -45,6 +45,12 @@ class BleakFleetGATTError(BleakFleetError):
         self.att_error = att_error
 
 
+class BleakFleetNotAvailableError(BleakFleetError, NotImplementedError):
+    """What blefleetd does not do for a script (pairing, unpairing): a ``BleakError``, so that
+    ``except BleakError`` catches it as it catches bleak's own failures, and a
+    ``NotImplementedError``, as bleak's backends say an operation they do not have."""
+
+
 class BleakFleetOutOfSlotsError(BleakFleetError):
     """A connect found no connection slot: every slot of the adapters that hear the device in
     use (or leased) until the deadline, or the connects queued there not done by then. Its

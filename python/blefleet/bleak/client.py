@@ -16,7 +16,7 @@ from bleak.exc import BleakDBusError, BleakError
 from bleak.uuids import normalize_uuid_str
 
 from ..fleet import DaemonUnreachable, Fleet, FleetError
-from ._errors import ABORT_BY_LOCAL, TIMEOUT, out_of_slots, to_bleak, unreachable
+from ._errors import ABORT_BY_LOCAL, TIMEOUT, BleakFleetNotAvailableError, out_of_slots, to_bleak, unreachable
 from ._errors import socket_path as _socket_path
 
 if TYPE_CHECKING:
@@ -190,11 +190,11 @@ class BleakClientBlefleet(BaseBleakClient):
             await self._drop_connection()
 
     async def pair(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError(PAIRING_UNAVAILABLE)
+        raise BleakFleetNotAvailableError(PAIRING_UNAVAILABLE, method="pair")
 
     async def unpair(self) -> None:
-        raise NotImplementedError("unpairing is not available through blefleetd: remove the device on the "
-                                  "daemon's host, e.g. with bluetoothctl remove ADDRESS")
+        raise BleakFleetNotAvailableError("unpairing is not available through blefleetd: remove the device on the "
+                                          "daemon's host, e.g. with bluetoothctl remove ADDRESS", method="unpair")
 
     # -- GATT ----------------------------------------------------------------------------
 
