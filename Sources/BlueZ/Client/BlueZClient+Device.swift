@@ -94,14 +94,20 @@ extension BlueZClient {
     /// Disconnects and returns once BlueZ reports `Connected=false` (or the device is gone).
     /// Idempotent: a disconnected device returns at once.
     ///
-    /// A link that is up goes down through the kernel's management interface when this
-    /// client has one (about 0.1 s; bluetoothd keeps the device and its GATT objects), else
-    /// through `Device1.Disconnect`, which holds it for bluetoothd's 2 s disconnect timer.
-    /// `Device1.Disconnect` also cancels a connect still pending, which the kernel cannot.
+    /// A link bluetoothd is done setting up (its services resolved) goes down through the
+    /// kernel's management interface when this client has one (about 0.1 s; bluetoothd keeps
+    /// the device and its GATT objects). A link bluetoothd is still working on (connected, its
+    /// services not yet resolved: discovery, or its GATT client being set up) goes through
+    /// `Device1.Disconnect`, which lets bluetoothd cancel its own work first and holds the
+    /// device for its 2 s disconnect timer: bluetoothd 5.66 has died when the kernel took a
+    /// link from under that work (issue 55). `Device1.Disconnect` also cancels a connect still
+    /// pending, which the kernel cannot. A kernel release that answered but did not take
+    /// within ``kernelReleaseGrace`` is asked of BlueZ too.
     /// Throws ``BlueZError/timeout(_:)`` when the link is still up after `timeout`, or at
     /// once when its controller did not answer the kernel's disconnect.
     public func disconnect(_ device: BlueZDevice, timeout: Duration = .seconds(10)) async throws {
         let path = device.path
+        let start = clock.now
         let ticket = await mirror.register(watching: path) { snapshot -> MirrorWaitStep<Void> in
             (snapshot.tree.hasLink(at: path) ?? false) ? .pending : .done(())
         }
@@ -113,21 +119,39 @@ extension BlueZClient {
             throw error
         }
         if released {
-            try await mirror.result(
-                of: ticket, timeout: timeout, description: "\(device.address) still connected after \(timeout)")
-            return
+            let grace = min(Self.kernelReleaseGrace, timeout)
+            do {
+                try await mirror.result(
+                    of: ticket, timeout: grace, description: "\(device.address) still connected after \(grace)")
+                return
+            } catch BlueZError.timeout {
+                // The kernel said yes and kept the link (seen with a slow controller): BlueZ's way.
+                logger.notice(
+                    "the kernel kept a link it said it released; asking BlueZ",
+                    metadata: ["ble.address": "\(device.address)", "dbus.path": "\(path)"])
+            }
+        } else {
+            await mirror.discard(ticket)
+        }
+        let left = max(.milliseconds(1), timeout - start.duration(to: clock.now))
+        let again = await mirror.register(watching: path) { snapshot -> MirrorWaitStep<Void> in
+            (snapshot.tree.hasLink(at: path) ?? false) ? .pending : .done(())
         }
         do {
-            try await call(path, BlueZInterfaces.device, "Disconnect", timeout: timeout)
+            try await call(path, BlueZInterfaces.device, "Disconnect", timeout: left)
         } catch BlueZError.notConnected, BlueZError.objectVanished {
             // Already disconnected or gone: what was asked for.
         } catch {
-            await mirror.discard(ticket)
+            await mirror.discard(again)
             throw error
         }
         try await mirror.result(
-            of: ticket, timeout: timeout, description: "\(device.address) still connected after \(timeout)")
+            of: again, timeout: max(.milliseconds(1), timeout - start.duration(to: clock.now)),
+            description: "\(device.address) still connected after \(timeout)")
     }
+
+    /// How long a link the kernel said it released may stay up before BlueZ is asked.
+    static let kernelReleaseGrace: Duration = .milliseconds(1500)
 }
 
 extension BlueZClient {
@@ -138,6 +162,8 @@ extension BlueZClient {
     private func releaseThroughManagement(_ path: String) async throws -> Bool {
         guard let management, !managementUnusable.load(ordering: .relaxed),
             let device = await mirror.tree.device(at: path), device.hasLink,
+            // bluetoothd still setting the link up: its own Disconnect cancels that work first.
+            device.servicesResolved,
             let index = Self.controllerIndex(device.adapterPath)
         else { return false }
         do {
