@@ -155,6 +155,12 @@ extension DaemonConfiguration {
             if let fallback { config.connectionLimit = fallback }
             config.adapterConnectionLimits = limits
         },
+        Setting(key: "reserved-fleet-slots", allowed: "a whole number from 0 to 32 (per adapter)") { config, node in
+            config.reservedFleetSlots = try integer(node, in: 0...32)
+        },
+        Setting(key: "leases-per-user", allowed: "a whole number from 0 to 1024") { config, node in
+            config.leasesPerUser = try integer(node, in: 0...1024)
+        },
         Setting(key: "auto-adopt", allowed: "true or false") { config, node in
             config.autoAdopt = try boolean(node)
         },

@@ -6,6 +6,8 @@ extension DaemonConfiguration {
         FleetConfiguration(
             connectionLimit: connectionLimit,
             adapterLimits: adapterConnectionLimits,
+            reservedFleetSlots: reservedFleetSlots,
+            leasesPerUser: leasesPerUser,
             connectTimeout: .milliseconds(connectTimeoutMilliseconds),
             defaultCommandTimeout: .milliseconds(defaultTimeoutMilliseconds),
             temperatureMaxAge: .milliseconds(temperatureMaxAgeMilliseconds),

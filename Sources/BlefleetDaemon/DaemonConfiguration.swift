@@ -27,6 +27,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// Per-adapter overrides of ``connectionLimit`` by name or address (`connection-limit`
     /// as a mapping).
     public var adapterConnectionLimits: [String: Int] = [:]
+    /// Connection slots of each adapter clients' leases never take (`reserved-fleet-slots`).
+    public var reservedFleetSlots: Int = 1
+    /// Devices one user may hold leased at once (`leases-per-user`).
+    public var leasesPerUser: Int = 4
     /// Adopt every board that advertises the LED service (`auto-adopt`).
     public var autoAdopt: Bool = true
     /// If not empty, only boards whose address or name matches one of these are adopted (`allow`).

@@ -57,6 +57,8 @@ struct ReloadService: Service {
         if old.connectionLimit != new.connectionLimit || old.adapterConnectionLimits != new.adapterConnectionLimits {
             changed.append("connection-limit")
         }
+        if old.reservedFleetSlots != new.reservedFleetSlots { changed.append("reserved-fleet-slots") }
+        if old.leasesPerUser != new.leasesPerUser { changed.append("leases-per-user") }
         if old.connectTimeoutMilliseconds != new.connectTimeoutMilliseconds { changed.append("connect-timeout-ms") }
         if old.temperatureRefreshSeconds != new.temperatureRefreshSeconds { changed.append("temperature-refresh-s") }
         if old.maxFrameBytes != new.maxFrameBytes { changed.append("max-frame-bytes") }

@@ -29,13 +29,16 @@ public enum FleetErrorCode: String, Sendable, Hashable, Codable, CaseIterable, C
     case invalidArgument = "invalid-argument"
     /// The operation failed and retrying will not help (e.g. not permitted); a new command retries.
     case failed
+    /// A bound on what one user or connection may hold is reached (device leases per user,
+    /// subscriptions per connection): give one back first.
+    case limitReached = "limit-reached"
 
     /// Whether the same request may succeed if retried later.
     public var retryable: Bool {
         switch self {
         case .absent, .timeout, .notConnected, .gattError, .adapterOff, .bluezUnavailable, .busy, .connectFailed:
             true
-        case .notFound, .cancelled, .invalidArgument, .failed, .notSupported, .internalError:
+        case .notFound, .cancelled, .invalidArgument, .failed, .notSupported, .internalError, .limitReached:
             false
         }
     }

@@ -10,6 +10,7 @@ import Testing
         #expect(FleetErrorCode.allCases.map(\.rawValue) == [
             "absent", "timeout", "not-connected", "gatt-error", "adapter-off", "bluez-unavailable", "busy",
             "not-supported", "connect-failed", "internal", "not-found", "cancelled", "invalid-argument", "failed",
+            "limit-reached",
         ])
     }
 

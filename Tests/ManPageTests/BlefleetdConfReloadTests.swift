@@ -15,6 +15,8 @@ struct BlefleetdConfReloadTests {
         log-target: stderr
         log-level: debug
         connection-limit: 3
+        reserved-fleet-slots: 0
+        leases-per-user: 1
         connect-timeout-ms: 2000
         auto-adopt: false
         allow: [nano-01]

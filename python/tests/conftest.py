@@ -102,14 +102,15 @@ def daemon():
 @pytest.fixture(scope="module", params=LANES)
 def lab(request):
     """A lab whose fleet owns two of its five boards (its `allow` list): nano-03 to nano-05 are
-    devices like any other a lab has. Two connection slots. On each lane of BLEFLEET_LANES (the
-    real one needs $BLEFLEET_TESTBED_VM, a VM scripts/test boots)."""
+    devices like any other a lab has. Three connection slots, one kept for the fleet (two lent
+    to clients); a user holds at most three devices. On each lane of BLEFLEET_LANES (the real
+    one needs $BLEFLEET_TESTBED_VM, a VM scripts/test boots)."""
     if request.param == "real" and not os.environ.get("BLEFLEET_TESTBED_VM"):
         pytest.fail("the real lane needs BLEFLEET_TESTBED_VM (scripts/testbed vm start)")
     work = Path(tempfile.mkdtemp(prefix="bfdev-", dir="/tmp"))
     made = None
     try:
-        made = Daemon(work, boards=5, fleet=2, config="connection-limit: 2\nallow: [nano-01, nano-02]\n",
+        made = Daemon(work, boards=5, fleet=2, config="connection-limit: 3\nleases-per-user: 3\nallow: [nano-01, nano-02]\n",
                       lane=request.param)
         yield made
     finally:

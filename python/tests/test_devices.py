@@ -190,29 +190,55 @@ def test_a_device_the_fleet_does_not_own_is_connected_leased_and_used_by_handle(
     assert {b["name"] for b in lab.testbed.state()["boards"] if b["name"] in ("nano-01", "nano-02")} == {"nano-01", "nano-02"}
 
 
-def test_a_leased_link_is_not_given_away_and_a_full_house_says_connection_slot(lab):
-    a3, a4, a5 = (lab.testbed.address(f"nano-0{i}") for i in (3, 4, 5))
+def test_clients_hold_what_they_may_and_the_fleet_keeps_its_slot(lab):
+    """The greedy client of issue 50: with every slot a client may take leased, a command on
+    every board is still answered for each (the adapter keeps a slot for the fleet), the next
+    device waits for a slot and says "connection slot", a user past its bound is refused at
+    once, and a client that leaves while its connect waits has it cancelled at once."""
+    a1, a3, a4, a5 = (lab.testbed.address(f"nano-0{i}") for i in (1, 3, 4, 5))
 
     async def scenario():
-        first, second, third = [await Line.open(lab.socket) for _ in range(3)]
+        first, second, third, fourth = [await Line.open(lab.socket) for _ in range(4)]
         try:
-            # Two slots: the fleet's idle boards give way to the clients' connects.
+            # Three slots, one kept for the fleet: the fleet's idle boards give way to two leases.
             await first.result("device.connect", address=a3)
             await second.result("device.connect", address=a4)
-            # A command on the fleet's boards waits for a slot; it does not take a leased one.
-            led = await first.call("led.set", select="all", on=True, timeoutMs=3000)
+            # The fleet's boards rotate through the slot kept for them; a leased one is not taken.
+            led = await first.call("led.set", select="all", on=True, timeoutMs=10000)
             full = await third.call("device.connect", address=a5, timeoutMs=3000)
+            # A third device for the same user waits for a slot; a fourth is past its bound.
+            # (Each ask counts while it is asked: one of the fourth's may be under way when the
+            # third's comes, which is then the one refused; it asks again.)
+            waiting, bounded = None, {}
+            for _ in range(100):
+                if waiting is None or waiting.done():
+                    waiting = asyncio.ensure_future(third.call("device.connect", address=a5, timeoutMs=60000))
+                    await asyncio.sleep(0.05)
+                bounded = await fourth.call("device.connect", address=a1, timeoutMs=1)
+                if bounded.get("error", {}).get("code") == -32012 and not waiting.done():
+                    break
+            # The waiting client leaves: its connect ends at once, and with it its place.
+            await third.close()
+            left = time.monotonic()
+            after = bounded
+            while after.get("error", {}).get("code") == -32012 and time.monotonic() - left < 5:
+                after = await fourth.call("device.connect", address=a1, timeoutMs=1)
+            freed_after = time.monotonic() - left
+            waiting.cancel()
             lost = first.pending("device.disconnected") + second.pending("device.disconnected")
-            return led, full, lost, links(lab)
+            return led, full, bounded, after, freed_after, lost, links(lab)
         finally:
-            for line in (first, second, third):
+            for line in (first, second, third, fourth):
                 await line.close()
-    led, full, lost, linked = run(scenario())
+    led, full, bounded, after, freed_after, lost, linked = run(scenario())
     assert lost == []
     assert {a3, a4} <= linked and a5 not in linked
+    assert led["result"]["totals"] == {"ok": 2, "failed": 0}, led
     assert full["error"]["code"] == -32003, full
-    assert "connection slot" in full["error"]["message"], full
-    assert led["result"]["totals"]["ok"] == 0, led
+    assert "connection slot" in full["error"]["message"] and "reserved-fleet-slots" in full["error"]["message"], full
+    assert bounded["error"]["code"] == -32012, bounded
+    assert "leases-per-user" in bounded["error"]["message"], bounded
+    assert after.get("error", {}).get("code") != -32012 and freed_after < 1.0, (after, freed_after)
     # The clients' sockets closed: their leases ended, their links went, the fleet's boards came back.
     wait_for("the clients' links released", lambda: not ({a3, a4, a5} & links(lab)))
 

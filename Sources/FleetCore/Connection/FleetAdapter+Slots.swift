@@ -22,7 +22,7 @@ extension FleetAdapter {
 
     /// One look at the links: true (free, or freed by releasing idle boards), false (full,
     /// and not a command), nil (every link busy, or a release under way: wait).
-    private func trySlot(for address: BoardAddress, command: Bool, in context: FleetContext) async -> Bool? {
+    func trySlot(for address: BoardAddress, command: Bool, in context: FleetContext) async -> Bool? {
         let links = await links(except: address, in: context).links
         switch ConnectionSlots.decide(for: address, links: links, limit: limit) {
         case .available:

@@ -1,15 +1,18 @@
 import BlueZ
 import Synchronization
 
-/// Who holds a lease on a device's link: one client's connection to the daemon.
+/// Who holds a lease on a device's link: one client's connection to the daemon, and the
+/// user it runs as (the kernel's word on the socket): leases are counted per user.
 public struct LeaseHolder: Hashable, Sendable, CustomStringConvertible {
     public let id: UInt64
+    public let uid: UInt32
 
-    public init(_ id: UInt64) {
+    public init(_ id: UInt64, uid: UInt32) {
         self.id = id
+        self.uid = uid
     }
 
-    public var description: String { "client \(id)" }
+    public var description: String { "client \(id) (uid \(uid))" }
 }
 
 /// A device's link as a client sees it once its lease is taken (``DeviceProxy/leaseDevice(_:holder:timeout:onLost:)``).
@@ -73,20 +76,58 @@ public struct DeviceError: Error, Sendable, CustomStringConvertible {
 }
 
 /// The links the fleet holds for clients, by device: who holds each (several clients may
-/// share one link), and what to tell each when the link goes down.
+/// share one link), and what to tell each when the link goes down. It is also the one ledger
+/// of what clients take from the fleet: the slots their links hold on each adapter (leased
+/// links, and connects for them given a slot), which never reach an adapter's reserve, and
+/// the devices each user holds or is connecting, which never pass the per-user bound.
 final class DeviceLeases: Sendable {
     struct Lease {
         var holders: [LeaseHolder: @Sendable (String) -> Void]
         let devicePath: String
+        /// The adapter the link goes through (its BlueZ object path).
+        let adapterPath: String
         /// The device is one of the fleet's boards: its link stays when the lease ends.
         let isBoard: Bool
         var observation: BlueZMirrorObservation?
     }
 
+    /// Why a lease is not given.
+    enum Refusal: Equatable {
+        /// The holder's user holds (or is connecting) `held` devices: the most one may.
+        case userBound(held: Int)
+        /// The adapter's slots that clients may take are all taken (`lent` of `lendable`).
+        case adapterReserve(lent: Int, lendable: Int)
+    }
+
+    private struct Asking: Hashable {
+        let holder: LeaseHolder
+        let address: BoardAddress
+    }
+
     private struct State {
         var leases: [BoardAddress: Lease] = [:]
+        /// Connects for clients given a slot and not leased yet, by device: the adapter's path.
+        var lending: [BoardAddress: String] = [:]
+        /// Leases being asked for (``begin(_:for:bound:)``), how many times each.
+        var asking: [Asking: Int] = [:]
         /// One GATT operation at a time per device that is not a board (a board has its own).
         var queues: [BoardAddress: ConnectScheduler] = [:]
+
+        /// The devices `uid` holds or is connecting.
+        func devices(of uid: UInt32) -> Set<BoardAddress> {
+            var held = Set(leases.filter { $0.value.holders.keys.contains { $0.uid == uid } }.keys)
+            held.formUnion(asking.keys.lazy.filter { $0.holder.uid == uid }.map(\.address))
+            return held
+        }
+
+        /// The slots clients' links hold on the adapter at `path` (leased, or given one to
+        /// connect), but `address`'s.
+        func lent(on path: String, except address: BoardAddress?) -> Int {
+            var lent = Set(leases.filter { $0.value.adapterPath == path }.keys)
+            lent.formUnion(lending.filter { $0.value == path }.keys)
+            if let address { lent.remove(address) }
+            return lent.count
+        }
     }
     private let state = Mutex(State())
 
@@ -108,20 +149,78 @@ final class DeviceLeases: Sendable {
     /// How many devices are leased now.
     var count: Int { state.withLock { $0.leases.count } }
 
-    /// Adds `holder` to `address`'s lease; whether the lease is new (no one held it before).
+    /// How many devices `uid` holds or is connecting now.
+    func count(of uid: UInt32) -> Int { state.withLock { $0.devices(of: uid).count } }
+
+    /// The slots clients' links hold on the adapter at `path` now (leased, or connecting).
+    func lent(on path: String) -> Int { state.withLock { $0.lent(on: path, except: nil) } }
+
+    /// `holder` asks for a lease on `address`: refused when its user already holds or is
+    /// connecting `bound` other devices. Pair a nil answer with ``end(_:for:)``.
+    func begin(_ holder: LeaseHolder, for address: BoardAddress, bound: Int) -> Refusal? {
+        state.withLock { state in
+            let held = state.devices(of: holder.uid)
+            guard held.contains(address) || held.count < bound else { return .userBound(held: held.count) }
+            state.asking[Asking(holder: holder, address: address), default: 0] += 1
+            return nil
+        }
+    }
+
+    /// `holder`'s ask for `address` is over (leased, or not).
+    func end(_ holder: LeaseHolder, for address: BoardAddress) {
+        state.withLock { state in
+            let key = Asking(holder: holder, address: address)
+            guard let times = state.asking[key] else { return }
+            state.asking[key] = times > 1 ? times - 1 : nil
+        }
+    }
+
+    /// A connect for a client may take a slot on the adapter at `path` for `address`: true,
+    /// and the slot counted as lent, when fewer than `lendable` are lent there.
+    func lend(_ address: BoardAddress, on path: String, lendable: Int) -> Bool {
+        state.withLock { state in
+            if state.lending[address] == path || state.leases[address]?.adapterPath == path { return true }
+            guard state.lent(on: path, except: address) < lendable else { return false }
+            state.lending[address] = path
+            return true
+        }
+    }
+
+    /// The connect for a client is over: its slot counts as the lease's, if it got one.
+    func unlend(_ address: BoardAddress) {
+        state.withLock { _ = $0.lending.removeValue(forKey: address) }
+    }
+
+    /// What adding a holder to a lease did.
+    enum Added: Equatable {
+        /// The lease is new (no one held the link before): its link is to be watched.
+        case first
+        /// Another client held the link already: the holder shares it.
+        case joined
+        case refused(Refusal)
+    }
+
+    /// Adds `holder` to `address`'s lease through the adapter at `adapterPath`; refused when
+    /// the lease is new and that adapter lends no more slots (`lendable`: its limit less its
+    /// reserve), unless the connect for it was given one (``lend(_:on:lendable:)``).
     func add(
-        _ holder: LeaseHolder, to address: BoardAddress, devicePath: String, isBoard: Bool,
-        onLost: @escaping @Sendable (String) -> Void
-    ) -> Bool {
+        _ holder: LeaseHolder, to address: BoardAddress, devicePath: String, adapterPath: String, isBoard: Bool,
+        lendable: Int, onLost: @escaping @Sendable (String) -> Void
+    ) -> Added {
         state.withLock { state in
             if state.leases[address]?.devicePath != devicePath, let old = state.leases[address] {
                 old.observation?.cancel()
                 state.leases[address] = nil
             }
             let first = state.leases[address] == nil
-            if first { state.leases[address] = Lease(holders: [:], devicePath: devicePath, isBoard: isBoard) }
+            if first {
+                let given = state.lending.removeValue(forKey: address) == adapterPath
+                let lent = state.lent(on: adapterPath, except: address)
+                guard given || lent < lendable else { return .refused(.adapterReserve(lent: lent, lendable: lendable)) }
+                state.leases[address] = Lease(holders: [:], devicePath: devicePath, adapterPath: adapterPath, isBoard: isBoard)
+            }
             state.leases[address]?.holders[holder] = onLost
-            return first
+            return first ? .first : .joined
         }
     }
 

@@ -40,11 +40,28 @@ public final class DeviceProxy: Sendable {
 
     /// Connects to `address` for `holder` (or joins the link that is up) and leases it: the
     /// fleet never gives the link away while leased. Waits for a connection slot (idle board
-    /// links are released for it, least recently used first) until `timeout`. `onLost` is
-    /// called once, with a reason, when the link goes down while leased.
+    /// links are released for it, least recently used first) until `timeout`, without
+    /// holding its adapter's connect permit meanwhile. `onLost` is called once, with a
+    /// reason, when the link goes down while leased.
+    ///
+    /// What clients take is bounded: a user holds at most ``FleetConfiguration/leasesPerUser``
+    /// devices (`limitReached` beyond), and clients' links never take an adapter's reserve
+    /// (``FleetConfiguration/reservedFleetSlots``): the fleet's boards always have those to
+    /// rotate through. Cancelled (its client gone), the connect stops at once and says so.
     public func leaseDevice(
         _ address: BoardAddress, holder: LeaseHolder, timeout: Duration, onLost: @escaping @Sendable (String) -> Void
     ) async throws(DeviceError) -> DeviceLink {
+        let bound = context.configuration.leasesPerUser
+        if case .userBound(let held) = leases.begin(holder, for: address, bound: bound) {
+            throw DeviceError(
+                .limitReached,
+                "uid \(holder.uid) already holds \(held) device\(held == 1 ? "" : "s") (leased or connecting), the most one user may"
+                    + " (leases-per-user: \(bound)): disconnect one first.")
+        }
+        defer {
+            leases.end(holder, for: address)
+            leases.unlend(address)
+        }
         let deadline = client.clock.now + timeout
         if let board = context.board(address) {
             let outcome = await Self.race(deadline, clock: client.clock) { () async -> DeviceError? in
@@ -57,6 +74,7 @@ public final class DeviceProxy: Sendable {
                     return DeviceError(.failed, "\(error)")
                 }
             }
+            if Task.isCancelled { throw Self.cancelled(address) }
             if outcome.timedOut, outcome.value != nil {
                 throw DeviceError(.timeout, "\(address) was not connected within \(timeout) (a fleet board: `blectl boards` says why).")
             }
@@ -66,6 +84,7 @@ public final class DeviceProxy: Sendable {
             let outcome = await Self.race(deadline, clock: client.clock) { () async -> DeviceError? in
                 await self.connectDevice(address, deadline: deadline)
             }
+            if Task.isCancelled { throw Self.cancelled(address) }
             if let error = outcome.value { throw error }
         }
         let tree = await client.mirror.tree
@@ -73,8 +92,17 @@ public final class DeviceProxy: Sendable {
             throw DeviceError(.notConnected, "\(address) disconnected as soon as it was connected.")
         }
         let path = device.path
-        let first = leases.add(holder, to: address, devicePath: path, isBoard: context.board(address) != nil, onLost: onLost)
-        if first {
+        let adapterName = Fleet.adapterName(device.adapterPath)
+        let limit = context.adapter(device.adapterPath)?.limit ?? context.configuration.connectionLimit
+        let lendable = context.configuration.lendableSlots(limit: limit)
+        let added = leases.add(
+            holder, to: address, devicePath: path, adapterPath: device.adapterPath, isBoard: context.board(address) != nil,
+            lendable: lendable, onLost: onLost)
+        if case .refused(.adapterReserve(let lent, _)) = added {
+            // A board stays the fleet's; a link that is not ours (another program's) stays as it is.
+            throw Self.reserveRefusal(address, adapter: adapterName, limit: limit, lendable: lendable, lent: lent)
+        }
+        if added == .first {
             let leases = self.leases
             let lostLink = Mutex(false)
             let observation = await client.mirror.observe(path: path, interfaces: [BlueZInterfaces.device]) { event in
@@ -97,20 +125,41 @@ public final class DeviceProxy: Sendable {
             }
             logger.info(
                 "device leased to a client",
-                metadata: ["ble.address": "\(address)", "ble.adapter": "\(Fleet.adapterName(device.adapterPath))",
-                           "client": "\(holder.id)"])
+                metadata: ["ble.address": "\(address)", "ble.adapter": "\(adapterName)", "client": "\(holder.id)",
+                           "rpc.client.uid": "\(holder.uid)"])
         }
         let services = tree.gattServices(device: path)
         return DeviceLink(
-            address: address, name: device.alias ?? device.name, adapter: Fleet.adapterName(device.adapterPath),
+            address: address, name: device.alias ?? device.name, adapter: adapterName,
             mtu: Self.mtu(of: services), services: services.map(DeviceGATTService.init))
+    }
+
+    /// A lease asked for by a client that went away meanwhile.
+    static func cancelled(_ address: BoardAddress) -> DeviceError {
+        DeviceError(.cancelled, "The connect of \(address) was cancelled: its client's connection ended.")
+    }
+
+    /// The adapter lends clients no more slots: the phrase "connection slot" is what
+    /// bleak-retry-connector classifies as out of slots (it backs off and tries again).
+    static func reserveRefusal(_ address: BoardAddress, adapter: String, limit: Int, lendable: Int, lent: Int) -> DeviceError {
+        let kept = limit - lendable
+        let reserve = "\(kept) of its \(limit) connection slot\(limit == 1 ? " is" : "s are") kept for the fleet's boards (reserved-fleet-slots)"
+        guard lendable > 0 else {
+            return DeviceError(.busy, "\(adapter) lends clients no connection slot for \(address): \(reserve).")
+        }
+        return DeviceError(
+            .busy,
+            "No connection slot of \(adapter) may be leased for \(address): \(reserve), and clients hold the other"
+                + " \(lent == 1 ? "one" : "\(lent)").")
     }
 
     /// Ends `holder`'s lease on `address`; the link of a device no one holds any more that is
     /// not a board is released at once.
     public func endLease(_ address: BoardAddress, holder: LeaseHolder) async {
         guard let lease = leases.remove(holder, from: address) else { return }
-        logger.info("device lease ended", metadata: ["ble.address": "\(address)", "client": "\(holder.id)"])
+        logger.info(
+            "device lease ended",
+            metadata: ["ble.address": "\(address)", "client": "\(holder.id)", "rpc.client.uid": "\(holder.uid)"])
         guard !lease.isBoard, context.board(address) == nil,
             let device = await client.mirror.tree.device(at: lease.devicePath), device.hasLink
         else {
@@ -132,8 +181,11 @@ public final class DeviceProxy: Sendable {
 
     /// Connects a device that is not a board, as a board connects: through the adapter that
     /// hears it best with room (``Placement``), one connect at a time per adapter, discovery
-    /// paused meanwhile, a slot reserved (idle board links released for it). Returns nil when
-    /// linked, else why not; when cancelled (its deadline), a timeout saying where it stood.
+    /// paused meanwhile, a slot reserved (idle board links released for it) out of those the
+    /// adapter lends clients. The adapter's connect permit is held for one look at the slots
+    /// and for the connect, never while waiting for a slot: the fleet's own connects go on
+    /// meanwhile. Returns nil when linked (the slot lent, ``DeviceLeases/lend(_:on:lendable:)``),
+    /// else why not; when cancelled (its deadline), a timeout saying where it stood.
     private func connectDevice(_ address: BoardAddress, deadline: ContinuousClock.Instant) async -> DeviceError? {
         var choice = await context.placement(for: address, link: nil, rssi: [:])
         if choice == nil {
@@ -158,43 +210,68 @@ public final class DeviceProxy: Sendable {
             return DeviceError(.notFound, "No adapter of the fleet hears \(address) (is it on and advertising?).")
         }
         let adapter = choice.adapter
+        let lendable = context.configuration.lendableSlots(limit: adapter.limit)
+        guard lendable > 0 else {
+            adapter.unclaim(address)
+            context.slotsChanged.notify()
+            return Self.reserveRefusal(address, adapter: adapter.name, limit: adapter.limit, lendable: 0, lent: 0)
+        }
         await adapter.discovery.hold()
         defer {
             adapter.unclaim(address)
             context.slotsChanged.notify()
             Task { await adapter.discovery.release() }
         }
-        do {
-            try await adapter.scheduler.acquire()
-        } catch {
-            return await noSlot(for: address, on: adapter)
-        }
-        let permit = ConnectPermit(adapter: adapter, rotation: choice.full)
-        defer { permit.release() }
-        guard await adapter.reserveSlot(for: address, command: true, in: context) else {
-            return await noSlot(for: address, on: adapter)
-        }
-        adapter.linking(address)
-        do {
-            try await client.connect(
-                choice.device, timeout: max(.milliseconds(1), client.clock.now.duration(to: deadline)),
-                linkUp: { permit.release(linked: true) })
-            return nil
-        } catch {
-            adapter.noteFailure(of: address)
-            let bluez = BlueZError(error)
-            if case .timeout = bluez {
-                return DeviceError(.timeout, "\(address) did not connect through \(adapter.name) in time (\(bluez.message)).")
+        while !Task.isCancelled, !adapter.isRetired {
+            let seen = context.slotsChanged.generation
+            do {
+                try await adapter.scheduler.acquire()
+            } catch {
+                break
             }
-            return DeviceError(.connectFailed, "\(address) could not be connected through \(adapter.name): \(bluez.message).")
+            let permit = ConnectPermit(adapter: adapter, rotation: choice.full)
+            defer { permit.release() }
+            if leases.lend(address, on: adapter.path, lendable: lendable) {
+                if await adapter.trySlot(for: address, command: true, in: context) == true {
+                    adapter.linking(address)
+                    do {
+                        try await client.connect(
+                            choice.device, timeout: max(.milliseconds(1), client.clock.now.duration(to: deadline)),
+                            linkUp: { permit.release(linked: true) })
+                        return nil
+                    } catch {
+                        leases.unlend(address)
+                        adapter.noteFailure(of: address)
+                        let bluez = BlueZError(error)
+                        if case .timeout = bluez {
+                            return DeviceError(.timeout, "\(address) did not connect through \(adapter.name) in time (\(bluez.message)).")
+                        }
+                        return DeviceError(.connectFailed, "\(address) could not be connected through \(adapter.name): \(bluez.message).")
+                    }
+                }
+                leases.unlend(address)
+            }
+            // No slot now: the permit goes back, and the fleet's connects go on until one frees.
+            permit.release()
+            await context.slotsChanged.wait(after: seen)
         }
+        return await noSlot(for: address, on: adapter, lendable: lendable)
     }
 
     /// Why a connect still waiting at its deadline did not happen: every connection slot of
-    /// its adapter in use (the phrase "connection slot" is what bleak-retry-connector
-    /// classifies as out of slots), or its turn in the adapter's queue of connects not come.
-    private func noSlot(for address: BoardAddress, on adapter: FleetAdapter) async -> DeviceError {
+    /// its adapter that clients may take in use (the phrase "connection slot" is what
+    /// bleak-retry-connector classifies as out of slots), or its turn in the adapter's queue
+    /// of connects not come.
+    private func noSlot(for address: BoardAddress, on adapter: FleetAdapter, lendable: Int) async -> DeviceError {
         let links = await client.mirror.tree.linkedAddresses(onAdapter: adapter.path).count
+        let lent = leases.lent(on: adapter.path)
+        if lent >= lendable {
+            let kept = adapter.limit - lendable
+            return DeviceError(
+                .timeout,
+                "No connection slot of \(adapter.name) became free for \(address) in time: clients hold all \(lendable) it lends"
+                    + " (\(kept) of its \(adapter.limit) kept for the fleet's boards: reserved-fleet-slots).")
+        }
         let leased = leases.count
         let held = leased > 0 ? " (\(leased) device link\(leased == 1 ? "" : "s") leased by clients)" : ""
         guard links + adapter.linkingBoards.count >= adapter.limit else {

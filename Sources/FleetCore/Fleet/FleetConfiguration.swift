@@ -9,6 +9,13 @@ public struct FleetConfiguration: Sendable, Hashable {
     public let adapterLimits: [String: Int]
     /// Connect operations allowed at once per adapter (parallel connects are fragile).
     public let concurrentConnects: Int
+    /// Connection slots of each adapter that clients' leases (`device.connect`) never take:
+    /// the fleet's boards always have these to rotate through. At most the adapter's limit
+    /// (an adapter with one slot lends clients none, by default).
+    public let reservedFleetSlots: Int
+    /// Devices one user's clients may hold leased (or be connecting) at once, over all their
+    /// connections.
+    public let leasesPerUser: Int
     /// Deadline for one connect, from `Device1.Connect` until services are resolved.
     public let connectTimeout: Duration
     /// Deadline for a fan-out command when the caller gives none.
@@ -35,6 +42,8 @@ public struct FleetConfiguration: Sendable, Hashable {
         connectionLimit: Int = 7,
         adapterLimits: [String: Int] = [:],
         concurrentConnects: Int = 1,
+        reservedFleetSlots: Int = 1,
+        leasesPerUser: Int = 4,
         connectTimeout: Duration = .seconds(10),
         defaultCommandTimeout: Duration = .seconds(5),
         temperatureMaxAge: Duration = .seconds(10),
@@ -49,6 +58,8 @@ public struct FleetConfiguration: Sendable, Hashable {
         self.connectionLimit = max(1, connectionLimit)
         self.adapterLimits = adapterLimits.mapValues { max(1, $0) }
         self.concurrentConnects = max(1, concurrentConnects)
+        self.reservedFleetSlots = max(0, reservedFleetSlots)
+        self.leasesPerUser = max(0, leasesPerUser)
         self.connectTimeout = connectTimeout
         self.defaultCommandTimeout = defaultCommandTimeout
         self.temperatureMaxAge = temperatureMaxAge
@@ -59,6 +70,12 @@ public struct FleetConfiguration: Sendable, Hashable {
         self.lastSeenSaveInterval = lastSeenSaveInterval
         self.eventBufferSize = max(1, eventBufferSize)
         self.profiles = profiles
+    }
+
+    /// The slots of an adapter with `limit` that clients' leases may take: the limit less the
+    /// reserve (``reservedFleetSlots``, at most the limit).
+    public func lendableSlots(limit: Int) -> Int {
+        max(0, limit - min(reservedFleetSlots, limit))
     }
 
     /// The connection limit of `adapter`: its override, else ``connectionLimit``.

@@ -5,7 +5,8 @@ public import JSONRPC
 /// the link for the calling connection.
 extension FleetMethods {
     static let deviceErrors: [RPCErrorCode] = [
-        .permissionDenied, .boardNotFound, .adapterUnavailable, .bluezUnavailable, .timeout, .notConnected,
+        .permissionDenied, .boardNotFound, .adapterUnavailable, .bluezUnavailable, .timeout, .notConnected, .busy,
+        .limitReached,
     ]
     static let gattErrors: [RPCErrorCode] = [
         .permissionDenied, .notConnected, .gattError, .characteristicNotFound, .timeout, .bluezUnavailable,
@@ -61,7 +62,7 @@ extension FleetMethods {
         public static let descriptor = RPCMethodDescriptor(
             name: "device.connect",
             summary:
-                "Connect to any device the adapters hear and lease the link to this connection: the fleet never gives it away while leased; it ends with device.disconnect or when the connection closes. Waits for a connection slot (idle board links give way) until timeoutMs.",
+                "Connect to any device the adapters hear and lease the link to this connection: the fleet never gives it away while leased; it ends with device.disconnect or when the connection closes. Waits for a connection slot (idle board links give way) until timeoutMs; never takes the slots each adapter keeps for the fleet (reserved-fleet-slots), and one user holds at most leases-per-user devices.",
             params: [
                 deviceAddress,
                 RPCParamDescriptor("timeoutMs", .integer(minimum: 1, maximum: 600_000), "Time limit, ms (default 20000)."),

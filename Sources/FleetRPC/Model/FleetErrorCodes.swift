@@ -37,12 +37,16 @@ extension RPCErrorCode {
     /// The history is off (turned off, or its file cannot be opened or written) or failed.
     public static let historyUnavailable = RPCErrorCode(
         -32011, name: "historyUnavailable", meaning: "The history of readings is off or cannot be read.")
+    /// A bound on what one user or connection may hold is reached: the device leases one user
+    /// may hold (`leases-per-user`), the subscriptions one connection may have. Give one back first.
+    public static let limitReached = RPCErrorCode(
+        -32012, name: "limitReached", meaning: "A bound on what one user or connection may hold is reached.")
 
     /// Every code the daemon answers with: JSON-RPC 2.0's own, then blefleet's.
     public static let allCases: [RPCErrorCode] =
         specified + [
             permissionDenied, boardNotFound, adapterUnavailable, timeout, busy, bluezUnavailable, notConnected, gattError,
-            characteristicNotFound, shuttingDown, frameTooLarge, historyUnavailable,
+            characteristicNotFound, shuttingDown, frameTooLarge, historyUnavailable, limitReached,
         ]
 }
 

@@ -16,6 +16,9 @@ final class DeviceBindings: Sendable {
     private struct PerConnection {
         var watch: AdvertisementWatch?
         var follows: [Follow: DeviceFollow] = [:]
+        /// The connects for leases under way, each with what cancels it.
+        var connecting: [UInt64: @Sendable () -> Void] = [:]
+        var nextConnect: UInt64 = 0
     }
     private let connections = Mutex<[UInt64: PerConnection]>([:])
     private let fleet: Fleet
@@ -33,12 +36,51 @@ final class DeviceBindings: Sendable {
         }
         guard isNew else { return }
         let fleet = self.fleet
+        // A lease lives as long as its connection: once the client's input ends (it left),
+        // a connect for one is of no use, and is cancelled at once, its slot freed.
+        connection.onInputEnd { [weak self] in
+            let cancels = self?.connections.withLock { connections -> [@Sendable () -> Void] in
+                guard let entry = connections[connection.id] else { return [] }
+                connections[connection.id]?.connecting = [:]
+                return Array(entry.connecting.values)
+            }
+            for cancel in cancels ?? [] { cancel() }
+        }
         connection.onClose { [weak self] in
             if let ended = self?.connections.withLock({ $0.removeValue(forKey: connection.id) }) {
                 ended.watch?.cancel()
                 for follow in ended.follows.values { follow.cancel() }
+                for cancel in ended.connecting.values { cancel() }
             }
-            Task { await fleet.devices.endLeases(of: LeaseHolder(connection.id)) }
+            Task { await fleet.devices.endLeases(of: Self.holder(connection)) }
+        }
+    }
+
+    static func holder(_ connection: RPCConnection) -> LeaseHolder {
+        LeaseHolder(connection.id, uid: connection.credentials.uid)
+    }
+
+    /// Runs `body` (a connect for a lease) until it ends, or until the client's input ends:
+    /// then it is cancelled at once (its connect abandoned, its slot freed).
+    private func whileConnected<T: Sendable>(
+        _ connection: RPCConnection, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let task = Task { try await body() }
+        let registered = connections.withLock { connections -> UInt64? in
+            guard connections[connection.id] != nil, !connection.inputHasEnded else { return nil }
+            connections[connection.id]?.nextConnect += 1
+            let id = connections[connection.id]?.nextConnect ?? 0
+            connections[connection.id]?.connecting[id] = { task.cancel() }
+            return id
+        }
+        if registered == nil { task.cancel() }
+        defer {
+            if let registered { _ = connections.withLock { $0[connection.id]?.connecting.removeValue(forKey: registered) } }
+        }
+        return try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
         }
     }
 
@@ -93,22 +135,23 @@ final class DeviceBindings: Sendable {
         dispatcher.register(FleetMethods.DeviceConnect.self) { [self] params, context in
             let connection = context.connection
             track(connection)
-            let holder = LeaseHolder(connection.id)
+            let holder = Self.holder(connection)
             let address = params.address
+            let timeout = Duration.milliseconds(params.timeoutMs ?? 20_000)
             let link: DeviceLink
             do {
-                link = try await fleet.devices.leaseDevice(
-                    address, holder: holder, timeout: .milliseconds(params.timeoutMs ?? 20_000)
-                ) { reason in
-                    _ = connection.notify(
-                        method: DeviceDisconnectedNotification.method,
-                        params: DeviceDisconnectedNotification(address: address.rawValue, reason: reason))
+                link = try await whileConnected(connection) {
+                    try await fleet.devices.leaseDevice(address, holder: holder, timeout: timeout) { reason in
+                        _ = connection.notify(
+                            method: DeviceDisconnectedNotification.method,
+                            params: DeviceDisconnectedNotification(address: address.rawValue, reason: reason))
+                    }
                 }
             } catch {
                 throw Self.rpcError(error)
             }
-            // The connection closed while it connected: nobody holds the link.
-            if connection.isClosed { await fleet.devices.endLease(address, holder: holder) }
+            // The client left while it connected: nobody holds the link.
+            if connection.inputHasEnded { await fleet.devices.endLease(address, holder: holder) }
             return DeviceServicesResult(
                 address: link.address.rawValue, name: link.name, adapter: link.adapter, mtu: link.mtu,
                 services: link.services.map(Self.wire))
@@ -121,7 +164,7 @@ final class DeviceBindings: Sendable {
                 return Array(mine.values)
             }
             for follow in follows { follow.cancel() }
-            await fleet.devices.endLease(params.address, holder: LeaseHolder(context.connection.id))
+            await fleet.devices.endLease(params.address, holder: Self.holder(context.connection))
             return DeviceReleasedResult(address: params.address.rawValue)
         }
         dispatcher.register(FleetMethods.DeviceServices.self) { params, _ in

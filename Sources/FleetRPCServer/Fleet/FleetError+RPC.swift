@@ -16,6 +16,7 @@ extension FleetError: RPCErrorConvertible {
         case .gattError: RPCError(.gattError, message)
         case .invalidArgument: RPCError(.invalidParams, message)
         case .cancelled: RPCError(.shuttingDown, message)
+        case .limitReached: RPCError(.limitReached, message)
         case .absent, .failed, .connectFailed, .internalError: RPCError(.internalError, message)
         }
     }

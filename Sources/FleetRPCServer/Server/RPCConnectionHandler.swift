@@ -42,7 +42,9 @@ struct RPCConnectionHandler: Sendable {
                 // Replies are written by their calls, whose number is bounded.
                 let (frames, queue) = AsyncStream<ByteBuffer>.makeStream(
                     bufferingPolicy: .bufferingOldest(configuration.maxQueuedFramesPerConnection))
-                let connection = RPCConnection(id: id, credentials: accepted.credentials) { bytes in
+                let connection = RPCConnection(
+                    id: id, credentials: accepted.credentials, queueLimit: configuration.maxQueuedFramesPerConnection
+                ) { bytes in
                     var frame = channel.allocator.buffer(capacity: bytes.count + 1)
                     frame.writeBytes(bytes)
                     frame.writeInteger(UInt8(ascii: "\n"))
@@ -64,6 +66,7 @@ struct RPCConnectionHandler: Sendable {
                             } catch {
                                 break
                             }
+                            connection.frameWritten()
                         }
                         connection.markClosed()
                     }
@@ -93,6 +96,9 @@ struct RPCConnectionHandler: Sendable {
         let admission = NIOLockedValueBox(CallAdmission(limit: configuration.maxCallsInFlightPerConnection))
         let dispatcher = self.dispatcher
         await withDiscardingTaskGroup { calls in
+            // Input over: what the connection keeps only while open (a connect for a lease)
+            // stops now, not once every call has answered (the group waits for those).
+            defer { connection.markInputEnded() }
             func dispatch(_ incoming: RPCIncoming) {
                 switch admission.withLockedValue({ $0.admit() }) {
                 case .refused(let busy):
