@@ -154,7 +154,8 @@ public struct Daemon: Sendable {
                         }
                     }),
                 limits: .init(maxFrameBytes: config.maxFrameBytes, maxCallsPerConnection: config.maxCallsPerClient),
-                access: .init(controlGroup: config.controlGroup, readOnlyGroup: config.readOnlyGroup)))
+                access: .init(controlGroup: config.controlGroup, readOnlyGroup: config.readOnlyGroup),
+                subscriptionsPerConnection: config.subscriptionsPerConnection))
         let server = RPCServer(
             configuration: RPCServerConfiguration(
                 // 0660 for the control group; with a read-only group the socket must be

@@ -161,6 +161,9 @@ extension DaemonConfiguration {
         Setting(key: "leases-per-user", allowed: "a whole number from 0 to 1024") { config, node in
             config.leasesPerUser = try integer(node, in: 0...1024)
         },
+        Setting(key: "subscriptions-per-connection", allowed: "a whole number from 1 to 4096") { config, node in
+            config.subscriptionsPerConnection = try integer(node, in: 1...4096)
+        },
         Setting(key: "auto-adopt", allowed: "true or false") { config, node in
             config.autoAdopt = try boolean(node)
         },

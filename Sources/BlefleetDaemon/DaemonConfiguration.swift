@@ -31,6 +31,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var reservedFleetSlots: Int = 1
     /// Devices one user may hold leased at once (`leases-per-user`).
     public var leasesPerUser: Int = 4
+    /// Characteristics one connection may follow at once (`subscriptions-per-connection`).
+    public var subscriptionsPerConnection: Int = 32
     /// Adopt every board that advertises the LED service (`auto-adopt`).
     public var autoAdopt: Bool = true
     /// If not empty, only boards whose address or name matches one of these are adopted (`allow`).

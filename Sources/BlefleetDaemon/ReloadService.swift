@@ -59,6 +59,7 @@ struct ReloadService: Service {
         }
         if old.reservedFleetSlots != new.reservedFleetSlots { changed.append("reserved-fleet-slots") }
         if old.leasesPerUser != new.leasesPerUser { changed.append("leases-per-user") }
+        if old.subscriptionsPerConnection != new.subscriptionsPerConnection { changed.append("subscriptions-per-connection") }
         if old.connectTimeoutMilliseconds != new.connectTimeoutMilliseconds { changed.append("connect-timeout-ms") }
         if old.temperatureRefreshSeconds != new.temperatureRefreshSeconds { changed.append("temperature-refresh-s") }
         if old.maxFrameBytes != new.maxFrameBytes { changed.append("max-frame-bytes") }

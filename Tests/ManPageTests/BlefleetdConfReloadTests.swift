@@ -17,6 +17,7 @@ struct BlefleetdConfReloadTests {
         connection-limit: 3
         reserved-fleet-slots: 0
         leases-per-user: 1
+        subscriptions-per-connection: 2
         connect-timeout-ms: 2000
         auto-adopt: false
         allow: [nano-01]

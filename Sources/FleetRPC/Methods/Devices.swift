@@ -226,7 +226,7 @@ extension FleetMethods {
             params: [deviceAddress, handle, RPCParamDescriptor("on", .boolean, "Follow (default true) or stop.")],
             result: RPCResultDescriptor("notifying", "Whether this connection follows it now.", schema: Schemas.deviceNotifying),
             access: .read,
-            errors: gattErrors)
+            errors: gattErrors + [.limitReached])
 
         public struct Params: RPCMethodParams, Hashable {
             public var address: BoardAddress
@@ -382,11 +382,15 @@ public struct DeviceValueNotification: Sendable, Hashable, Codable {
     public var handle: Int
     public var value: String
     public var time: String
-    public init(address: String, handle: Int, value: String, time: String) {
+    /// Values of this characteristic lost just before this one (the client read too slowly);
+    /// absent when none were.
+    public var dropped: Int?
+    public init(address: String, handle: Int, value: String, time: String, dropped: Int? = nil) {
         self.address = address
         self.handle = handle
         self.value = value
         self.time = time
+        self.dropped = dropped
     }
 }
 

@@ -14,7 +14,7 @@ extension FleetMethods {
                 "outcome", "One entry per board (ok when subscribed), and totals.",
                 schema: Schemas.fleetResult(Schemas.boardOutcome)),
             access: .read,
-            errors: boardErrors)
+            errors: boardErrors + [.limitReached])
 
         public typealias Params = GattCharacteristicParams
         public typealias Result = FleetResult<Done>

@@ -12,13 +12,20 @@ public struct GattValueNotification: Sendable, Hashable, Codable {
     public var value: String
     /// When it arrived, ISO 8601 UTC.
     public var time: String
+    /// Values of this subscription lost just before this one: the client read too slowly and
+    /// the oldest waiting were dropped. Absent when none were.
+    public var dropped: Int?
 
-    public init(address: String, name: String, service: String, characteristic: String, value: String, time: String) {
+    public init(
+        address: String, name: String, service: String, characteristic: String, value: String, time: String,
+        dropped: Int? = nil
+    ) {
         self.address = address
         self.name = name
         self.service = service
         self.characteristic = characteristic
         self.value = value
         self.time = time
+        self.dropped = dropped
     }
 }

@@ -6,25 +6,23 @@ import JSONRPC
 import Synchronization
 
 /// Binds the `devices.*`/`device.*` methods (any device, leased links, GATT by handle) and
-/// keeps what each connection has under way: its advertisement watch, the characteristics
-/// it follows, its leases (all ended when it closes).
+/// keeps what each connection has under way: its advertisement watch, its connects, its
+/// leases (all ended when it closes); the characteristics it follows are counted with its
+/// others (``ConnectionSubscriptions``).
 final class DeviceBindings: Sendable {
-    private struct Follow: Hashable {
-        let address: BoardAddress
-        let handle: Int
-    }
     private struct PerConnection {
         var watch: AdvertisementWatch?
-        var follows: [Follow: DeviceFollow] = [:]
         /// The connects for leases under way, each with what cancels it.
         var connecting: [UInt64: @Sendable () -> Void] = [:]
         var nextConnect: UInt64 = 0
     }
     private let connections = Mutex<[UInt64: PerConnection]>([:])
     private let fleet: Fleet
+    private let subscriptions: ConnectionSubscriptions
 
-    init(fleet: Fleet) {
+    init(fleet: Fleet, subscriptions: ConnectionSubscriptions) {
         self.fleet = fleet
+        self.subscriptions = subscriptions
     }
 
     /// The connection's entry; the first time, what ends everything when it closes.
@@ -49,7 +47,6 @@ final class DeviceBindings: Sendable {
         connection.onClose { [weak self] in
             if let ended = self?.connections.withLock({ $0.removeValue(forKey: connection.id) }) {
                 ended.watch?.cancel()
-                for follow in ended.follows.values { follow.cancel() }
                 for cancel in ended.connecting.values { cancel() }
             }
             Task { await fleet.devices.endLeases(of: Self.holder(connection)) }
@@ -157,13 +154,9 @@ final class DeviceBindings: Sendable {
                 services: link.services.map(Self.wire))
         }
         dispatcher.register(FleetMethods.DeviceDisconnect.self) { [self] params, context in
-            let follows = connections.withLock { connections -> [DeviceFollow] in
-                guard let entry = connections[context.connection.id] else { return [] }
-                let mine = entry.follows.filter { $0.key.address == params.address }
-                for key in mine.keys { connections[context.connection.id]?.follows[key] = nil }
-                return Array(mine.values)
+            subscriptions.remove(on: context.connection) { key in
+                if case .device(params.address, _) = key { true } else { false }
             }
-            for follow in follows { follow.cancel() }
             await fleet.devices.endLease(params.address, holder: Self.holder(context.connection))
             return DeviceReleasedResult(address: params.address.rawValue)
         }
@@ -196,46 +189,60 @@ final class DeviceBindings: Sendable {
             }
         }
         dispatcher.register(FleetMethods.DeviceNotify.self) { [self] params, context in
-            let connection = context.connection
-            let key = Follow(address: params.address, handle: params.handle)
-            guard params.on ?? true else {
-                let follow = connections.withLock { connections -> DeviceFollow? in
-                    connections[connection.id]?.follows.removeValue(forKey: key)
-                }
-                follow?.cancel()
-                return DeviceNotifyingResult(notifying: false)
-            }
-            track(connection)
-            if connections.withLock({ $0[connection.id]?.follows[key] != nil }) { return DeviceNotifyingResult(notifying: true) }
-            let address = params.address
-            let handle = params.handle
-            let follow: DeviceFollow
-            do {
-                follow = try await fleet.devices.followAttribute(
-                    address, handle: UInt16(handle),
-                    onValue: { value in
-                        _ = connection.notify(
-                            method: DeviceValueNotification.method,
-                            params: DeviceValueNotification(
-                                address: address.rawValue, handle: handle, value: HexBytes.encode(value), time: Self.now()))
-                    },
-                    onEnd: { [weak self] reason in
-                        _ = self?.connections.withLock { $0[connection.id]?.follows.removeValue(forKey: key) }
-                        _ = connection.notify(
-                            method: DeviceDisconnectedNotification.method,
-                            params: DeviceDisconnectedNotification(address: address.rawValue, reason: reason))
-                    })
-            } catch {
-                throw Self.rpcError(error)
-            }
-            let stale = connections.withLock { connections -> DeviceFollow? in
-                guard connections[connection.id] != nil else { return follow }  // closed meanwhile
-                defer { connections[connection.id]?.follows[key] = follow }
-                return connections[connection.id]?.follows[key]
-            }
-            stale?.cancel()
-            return DeviceNotifyingResult(notifying: true)
+            try await notify(params, on: context.connection)
         }
+    }
+
+    /// `device.notify`: one subscription per characteristic on a connection, within its bound.
+    private func notify(_ params: FleetMethods.DeviceNotify.Params, on connection: RPCConnection) async throws
+        -> DeviceNotifyingResult
+    {
+        let key = ConnectionSubscriptions.Key.device(params.address, handle: params.handle)
+        guard params.on ?? true else {
+            subscriptions.remove(key, on: connection)
+            return DeviceNotifyingResult(notifying: false)
+        }
+        // Followed already on this connection: the one subscription it has.
+        let claim: ConnectionSubscriptions.Claim
+        do {
+            claim = try subscriptions.claim([key], on: connection)
+        } catch {
+            throw RPCError(.limitReached, error.message)
+        }
+        guard !claim.new.isEmpty else { return DeviceNotifyingResult(notifying: !connection.isClosed) }
+        let address = params.address
+        let handle = params.handle
+        let outbox = ValueOutbox<[UInt8]>()
+        let follow: DeviceFollow
+        do {
+            follow = try await fleet.devices.followAttribute(
+                address, handle: UInt16(handle),
+                onValue: { outbox.put($0) },
+                onEnd: { [weak self] reason in
+                    self?.subscriptions.remove(key, on: connection)
+                    _ = connection.notify(
+                        method: DeviceDisconnectedNotification.method,
+                        params: DeviceDisconnectedNotification(address: address.rawValue, reason: reason))
+                })
+        } catch {
+            subscriptions.remove(key, on: connection)
+            throw Self.rpcError(error)
+        }
+        let delivery = Task {
+            await outbox.deliver(to: connection) { value, lost in
+                connection.notify(
+                    method: DeviceValueNotification.method,
+                    params: DeviceValueNotification(
+                        address: address.rawValue, handle: handle, value: HexBytes.encode(value), time: Self.now(),
+                        dropped: lost > 0 ? lost : nil))
+            }
+        }
+        let kept = subscriptions.install(key, on: connection) {
+            follow.cancel()
+            outbox.finish()
+            delivery.cancel()
+        }
+        return DeviceNotifyingResult(notifying: kept)
     }
 
     static func wire(_ service: DeviceGATTService) -> GattServiceInfo {

@@ -7,8 +7,10 @@ import Synchronization
 
 /// `events.subscribe`: forwards fleet events to each subscribed connection as
 /// `events.event` notifications. Each connection has its own bounded buffer (the fleet never
-/// waits for a client); when a client falls behind it gets `events.dropped {count}` and then
-/// the next events; a client that stops reading altogether is disconnected by the server.
+/// waits for a client), and an event is sent only while the connection's queue has room
+/// (``RPCConnection/waitForRoom()``): when a client falls behind, the oldest events are
+/// dropped and it gets `events.dropped {count}` and then the next events, and keeps its
+/// connection.
 public final class EventSubscriptions: Sendable {
     private struct Subscriber {
         var topics: Set<EventTopic>
@@ -38,6 +40,7 @@ public final class EventSubscriptions: Sendable {
             let subscription = events.subscribe(bufferSize: bufferSize)
             let task = Task { [weak self] in
                 for await delivery in subscription {
+                    await connection.waitForRoom()
                     guard let self, self.forward(delivery, to: connection) else { break }
                 }
                 self?.remove(id)

@@ -19,6 +19,8 @@ public enum FleetMethodBindings {
         public var limits: DaemonStatus.Limits?
         /// The groups the daemon serves, as `daemon.status` tells them.
         public var access: DaemonStatus.Access?
+        /// Characteristics one connection may follow at once (`gatt.notify` and `device.notify`).
+        public var subscriptionsPerConnection: Int
 
         /// The history of readings as the bindings need it.
         public struct History: Sendable {
@@ -43,7 +45,8 @@ public enum FleetMethodBindings {
 
         public init(
             version: String, startedAt: ContinuousClock.Instant = .now, clientCount: @escaping @Sendable () -> Int,
-            history: History? = nil, limits: DaemonStatus.Limits? = nil, access: DaemonStatus.Access? = nil
+            history: History? = nil, limits: DaemonStatus.Limits? = nil, access: DaemonStatus.Access? = nil,
+            subscriptionsPerConnection: Int = 32
         ) {
             self.version = version
             self.startedAt = startedAt
@@ -51,6 +54,7 @@ public enum FleetMethodBindings {
             self.history = history
             self.limits = limits
             self.access = access
+            self.subscriptionsPerConnection = subscriptionsPerConnection
         }
     }
 
@@ -58,6 +62,7 @@ public enum FleetMethodBindings {
     public static func register(
         on dispatcher: inout JSONRPCDispatcher, fleet: Fleet, events: EventSubscriptions, environment: Environment
     ) {
+        let subscriptions = ConnectionSubscriptions(limit: environment.subscriptionsPerConnection)
         dispatcher.register(FleetMethods.LedSet.self) { params, _ in
             try matched(await fleet.setLED(params.select, on: params.on, timeout: params.timeoutMs.map { .milliseconds($0) }))
         }
@@ -119,28 +124,7 @@ public enum FleetMethodBindings {
                     withResponse: params.withResponse ?? true))
         }
         dispatcher.register(FleetMethods.GattNotify.self) { params, context in
-            let (service, characteristic) = try uuids(params.service, params.characteristic)
-            let result = try matched(
-                await fleet.notifications(params.boards, service: service, characteristic: characteristic))
-            let connection = context.connection
-            for outcome in result.outcomes {
-                guard let values = outcome.value else { continue }
-                let (address, name) = (outcome.address, outcome.name ?? "")
-                let forwarding = Task {
-                    await follow(
-                        values, of: address, service: service, characteristic: characteristic, fleet: fleet
-                    ) { value in
-                        connection.notify(
-                            method: GattValueNotification.method,
-                            params: GattValueNotification(
-                                address: address.rawValue, name: name, service: service.uuidString,
-                                characteristic: characteristic.uuidString, value: HexBytes.encode(value),
-                                time: Date().formatted(.iso8601)))
-                    }
-                }
-                connection.onClose { forwarding.cancel() }
-            }
-            return result.map { _ in Done() }
+            try await notify(params, on: context.connection, fleet: fleet, subscriptions: subscriptions)
         }
         dispatcher.register(FleetMethods.EventsSubscribe.self) { params, context in
             EventsSubscriptionResult(topics: events.subscribe(context.connection, to: Set(params.topics ?? EventTopic.allCases)))
@@ -195,8 +179,77 @@ public enum FleetMethodBindings {
             return HistoryResult(
                 sensor: sensor, since: params.since, until: until, resolution: resolution, series: series, unmatched: match.unmatched)
         }
-        DeviceBindings(fleet: fleet).register(on: &dispatcher)
+        DeviceBindings(fleet: fleet, subscriptions: subscriptions).register(on: &dispatcher)
         dispatcher.registerDiscovery(FleetMethods.Discover.self, title: "blefleet", version: environment.version)
+    }
+
+    /// `gatt.notify`: one subscription per board and characteristic on a connection, within
+    /// its bound; the boards it follows already answer ok as they are.
+    static func notify(
+        _ params: FleetMethods.GattNotify.Params, on connection: RPCConnection, fleet: Fleet,
+        subscriptions: ConnectionSubscriptions
+    ) async throws -> FleetResult<Done> {
+        let (service, characteristic) = try uuids(params.service, params.characteristic)
+        // One subscription per board and characteristic on a connection: the boards it
+        // follows already answer ok as they are; only the others are subscribed.
+        let snapshots = await fleet.snapshots()
+        let match = params.boards.match(snapshots.map(\.identity))
+        func key(_ address: BoardAddress) -> ConnectionSubscriptions.Key {
+            .board(address, service: service, characteristic: characteristic)
+        }
+        let claim: ConnectionSubscriptions.Claim
+        do {
+            claim = try subscriptions.claim(match.boards.map { key($0.address) }, on: connection)
+        } catch {
+            throw RPCError(.limitReached, error.message)
+        }
+        let new = Set(claim.new)
+        let fresh = match.boards.filter { new.contains(key($0.address)) }
+        var subscribed: [BoardAddress: BoardOutcome<Done>] = [:]
+        if !fresh.isEmpty {
+            let result = await fleet.notifications(
+                Selection(fresh.map { .address($0.address) }), service: service, characteristic: characteristic)
+            for outcome in result.outcomes {
+                subscribed[outcome.address] = outcome.map { _ in Done() }
+                guard let values = outcome.value else {
+                    subscriptions.remove(key(outcome.address), on: connection)
+                    continue
+                }
+                let (address, name) = (outcome.address, outcome.name ?? "")
+                let outbox = ValueOutbox<[UInt8]>()
+                let forwarding = Task {
+                    await withDiscardingTaskGroup { group in
+                        group.addTask {
+                            await follow(values, of: address, service: service, characteristic: characteristic, fleet: fleet) {
+                                outbox.put($0)
+                                return !connection.isClosed
+                            }
+                            outbox.finish()
+                        }
+                        await outbox.deliver(to: connection) { value, lost in
+                            connection.notify(
+                                method: GattValueNotification.method,
+                                params: GattValueNotification(
+                                    address: address.rawValue, name: name, service: service.uuidString,
+                                    characteristic: characteristic.uuidString, value: HexBytes.encode(value),
+                                    time: Date().formatted(.iso8601), dropped: lost > 0 ? lost : nil))
+                        }
+                    }
+                }
+                subscriptions.install(key(address), on: connection) { forwarding.cancel() }
+            }
+            for board in fresh where subscribed[board.address] == nil {
+                subscriptions.remove(key(board.address), on: connection)
+            }
+        }
+        let outcomes = match.boards.map { board in
+            subscribed[board.address]
+                ?? BoardOutcome(address: board.address, name: board.alias ?? board.name, result: .success(Done()), latency: .zero)
+        }
+        guard !outcomes.isEmpty else {
+            return try matched(FleetResult<Done>(outcomes: [], unmatched: match.unmatched))
+        }
+        return FleetResult(outcomes: outcomes, unmatched: match.unmatched)
     }
 
     /// Forwards a board's values with `send` until cancelled or `send` refuses; when the link
