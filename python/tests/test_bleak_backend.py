@@ -821,3 +821,44 @@ def test_the_launcher_answers_bad_arguments_with_its_usage(tmp_path: Path, args:
     done = launch(*args, cwd=tmp_path, socket=None)
     assert done.returncode == 2
     assert "usage: python3 -m blefleet.bleak [--socket PATH] SCRIPT.py" in done.stderr
+
+
+@both_orders
+def test_an_adapter_named_pins_the_scan_to_it(fake: FakeDaemon) -> None:
+    """bluez={"adapter": "hci1"} (and bleak's adapter=) scans on that adapter alone, as
+    bleak's BlueZ backend does: THERMO is heard through hci0 only."""
+    async def scenario() -> tuple[list[str], list[str]]:
+        pinned = await BleakScanner.discover(0.3, backend=BleakScannerBlefleet, socket_path=fake.path,
+                                             bluez={"adapter": "hci1"})
+        other = await BleakScanner.discover(0.3, backend=BleakScannerBlefleet, socket_path=fake.path,
+                                            bluez={"adapter": "hci0"})
+        return [d.address for d in pinned], [d.address for d in other]
+    assert run(scenario()) == ([PLAIN], [THERMO])
+
+
+@both_orders
+def test_bluez_filters_are_applied_to_the_reports(fake: FakeDaemon) -> None:
+    async def scenario() -> tuple[list[str], list[str], list[str]]:
+        strong = await BleakScanner.discover(0.3, backend=BleakScannerBlefleet, socket_path=fake.path,
+                                             bluez={"filters": {"RSSI": -55}})
+        named = await BleakScanner.discover(0.3, backend=BleakScannerBlefleet, socket_path=fake.path,
+                                            bluez={"filters": {"Pattern": "fake-th"}})
+        battery = await BleakScanner.discover(0.3, backend=BleakScannerBlefleet, socket_path=fake.path,
+                                              bluez={"filters": {"UUIDs": ["180f"]}})
+        return [d.address for d in strong], [d.address for d in named], [d.address for d in battery]
+    assert run(scenario()) == ([THERMO], [THERMO], [THERMO])
+    # The UUIDs filter is the daemon's too.
+    assert {"services": [u16(0x180F)]} in [p for _, p in fake.calls("devices.watch")]
+
+
+@both_orders
+def test_passive_scanning_takes_or_patterns_and_without_them_is_refused_in_bleaks_words(fake: FakeDaemon) -> None:
+    async def scenario() -> list[str]:
+        with pytest.raises(BleakError, match="passive scanning mode requires bluez or_patterns"):
+            BleakScanner(backend=BleakScannerBlefleet, socket_path=fake.path, scanning_mode="passive")
+        # Manufacturer data of company 89 (0x0059, little-endian on the air) starting 01 02.
+        found = await BleakScanner.discover(0.3, backend=BleakScannerBlefleet, socket_path=fake.path,
+                                            scanning_mode="passive",
+                                            bluez={"or_patterns": [(0, 0xFF, b"\x59\x00\x01\x02")]})
+        return [d.address for d in found]
+    assert run(scenario()) == [THERMO]

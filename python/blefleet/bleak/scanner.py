@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from bleak.backends.scanner import AdvertisementData, AdvertisementDataCallback, BaseBleakScanner
+from bleak.exc import BleakError
 from bleak.uuids import normalize_uuid_str
 
 from ..fleet import DaemonUnreachable, Fleet, FleetError
@@ -40,15 +41,55 @@ def advertisement(params: dict[str, Any]) -> AdvertisementData:
         rssi=int(rssi) if rssi is not None else -127, platform_data=(params.get("address"), params))
 
 
+# The Bluetooth base UUID's tail: a UUID ending so is a 16-bit one on the air.
+_BASE = "-0000-1000-8000-00805f9b34fb"
+
+
+def _pattern_matches(pattern: Any, params: dict[str, Any]) -> bool:
+    """Whether an advertisement holds an ``or_patterns`` entry of bleak's BlueZ backend:
+    ``(start_position, ad_data_type, content)``, matched against the AD structures the
+    daemon's advertisement gives (local name 0x08/0x09, 16- and 128-bit service UUID lists
+    0x02/0x03/0x06/0x07, 16-bit service data 0x16, manufacturer data 0xFF, with the company
+    id first, little-endian, as on the air)."""
+    try:
+        start, kind, content = int(pattern[0]), int(pattern[1]), bytes(pattern[2])
+    except (TypeError, ValueError, IndexError):
+        return False
+    kind = int(getattr(kind, "value", kind))
+    values: list[bytes] = []
+    if kind in (0x08, 0x09) and params.get("name"):
+        values.append(str(params["name"]).encode())
+    elif kind in (0x02, 0x03):
+        values.append(b"".join(int(u[4:8], 16).to_bytes(2, "little") for u in map(_uuid, params.get("serviceUuids") or [])
+                               if u.endswith(_BASE)))
+    elif kind in (0x06, 0x07):
+        values.append(b"".join(bytes.fromhex(u.replace("-", ""))[::-1]
+                               for u in map(_uuid, params.get("serviceUuids") or []) if not u.endswith(_BASE)))
+    elif kind == 0x16:
+        for uuid, value in (params.get("serviceData") or {}).items():
+            full = _uuid(uuid)
+            if full.endswith(_BASE):
+                values.append(int(full[4:8], 16).to_bytes(2, "little") + bytes.fromhex(str(value)))
+    elif kind == 0xFF:
+        for company, value in (params.get("manufacturerData") or {}).items():
+            values.append(int(company).to_bytes(2, "little") + bytes.fromhex(str(value)))
+    return any(value[start:start + len(content)] == content for value in values)
+
+
 class BleakScannerBlefleet(BaseBleakScanner):
     """bleak's scanner through blefleetd: ``BleakScanner(backend=BleakScannerBlefleet)``.
 
     ``start()`` opens a connection of its own to the daemon's socket (keyword ``socket_path=``,
     else $BLEFLEET_SOCKET, else /run/blefleet/blefleetd.sock) and calls ``devices.watch`` with
     the ``service_uuids`` filter; each ``device.advertisement`` is a detection. ``stop()``
-    unwatches and closes it. Every adapter of the daemon scans: ``scanning_mode`` and ``bluez=``
-    (adapter, filters, or_patterns) are ignored. A ``BLEDevice``'s ``details`` is the daemon's
-    last advertisement of it (a dict: ``address``, ``addressType``, ``adapter``, ...)."""
+    unwatches and closes it. Every adapter of the daemon scans for it, unless ``bluez=`` names
+    one (``{"adapter": "hci1"}``, or bleak's ``adapter=``): then only that adapter's reports
+    count, as bleak's BlueZ backend scans on that adapter alone. BlueZ's ``filters`` (UUIDs,
+    RSSI, Pattern) are applied to the reports; ``scanning_mode="passive"`` takes ``or_patterns``
+    as bleak's BlueZ backend does (and without them is refused in its words): the daemon's
+    adapters listen for the fleet anyway, so only the reports the patterns match count. A
+    ``BLEDevice``'s ``details`` is the daemon's latest advertisement of it (a dict:
+    ``address``, ``addressType``, ``adapter``, ...)."""
 
     def __init__(self, detection_callback: AdvertisementDataCallback | None, service_uuids: list[str] | None,
                  scanning_mode: Literal["active", "passive"] = "active", *, socket_path: str | None = None,
@@ -61,6 +102,18 @@ class BleakScannerBlefleet(BaseBleakScanner):
             self._service_uuids = [_uuid(u) for u in self._service_uuids]
         self.socket_path = _socket_path(socket_path)
         self._scanning_mode = scanning_mode
+        bluez: dict[str, Any] = dict(kwargs.get("bluez") or {})
+        self._adapter: str | None = bluez.get("adapter") or kwargs.get("adapter")
+        self._or_patterns: list[Any] | None = bluez.get("or_patterns")
+        filters: dict[str, Any] = dict(bluez.get("filters") or {})
+        if filters.get("UUIDs"):
+            uuids = [_uuid(u) for u in filters["UUIDs"]]
+            self._service_uuids = sorted(set(self._service_uuids or []) | set(uuids))
+        self._min_rssi: int | None = int(filters["RSSI"]) if "RSSI" in filters else None
+        self._name_pattern: str | None = filters.get("Pattern") or None
+        if scanning_mode == "passive" and not self._or_patterns:
+            # bleak's BlueZ backend, in its words.
+            raise BleakError("passive scanning mode requires bluez or_patterns")
 
     def register_detection_callback(self, callback: AdvertisementDataCallback | None) -> Callable[[], None]:
         """bleak's, and a callback registered while scanning is also given every device seen so
@@ -117,6 +170,21 @@ class BleakScannerBlefleet(BaseBleakScanner):
         finally:
             await fleet.close()
 
+    def _wanted(self, params: dict[str, Any], data: AdvertisementData) -> bool:
+        """Whether a report counts: the pinned adapter's, within BlueZ's filters, matching
+        the or_patterns of a passive scan."""
+        if self._adapter is not None and params.get("adapter") != self._adapter:
+            return False
+        if self._min_rssi is not None and data.rssi < self._min_rssi:
+            return False
+        if self._name_pattern is not None:
+            name, address = str(params.get("name") or ""), str(params.get("address") or "")
+            if not (name.startswith(self._name_pattern) or address.upper().startswith(self._name_pattern.upper())):
+                return False
+        if self._scanning_mode == "passive" and self._or_patterns:
+            return any(_pattern_matches(pattern, params) for pattern in self._or_patterns)
+        return True
+
     def _on_advertisement(self, params: dict[str, Any]) -> None:
         address = params.get("address")
         if not isinstance(address, str):
@@ -126,7 +194,10 @@ class BleakScannerBlefleet(BaseBleakScanner):
         except (TypeError, ValueError) as e:
             _logger.debug("an advertisement of %s the backend cannot read (%s): %r", address, e, params)
             return
-        if not self.is_allowed_uuid(data.service_uuids):
+        if not self.is_allowed_uuid(data.service_uuids) or not self._wanted(params, data):
             return
         device = self.create_or_update_device(address.upper(), address.upper(), data.local_name, params, data)
+        # The latest report is the device's details (the adapter that heard it last), as
+        # BlueZ's properties are the latest.
+        device.details = params
         self.call_detection_callbacks(device, data)
