@@ -737,8 +737,8 @@ def log_findings(daemon_log: Path, web_log: Path, web_pid: int) -> dict[str, Any
     daemon = daemon_log.read_text(errors="replace").splitlines() if daemon_log.exists() else []
     web = web_log.read_text(errors="replace").splitlines() if web_log.exists() else []
     def teachers(line: str) -> bool:
-        fields = dict(re.findall(r"(client\.\w+)=(\S+)", line))
-        return fields.get("client.uid") == "0" and "client.user" not in fields and fields.get("client.pid") != str(web_pid)
+        fields = dict(re.findall(r"(client\.[\w-]+)=(\S+)", line))
+        return fields.get("client.uid") == "0" and "client.claimed-user" not in fields and fields.get("client.pid") != str(web_pid)
     passed = [line for line in daemon if "State-changing call succeeded" in line and "rpc.method=led.set" in line
               and not teachers(line)]
     web_passed = [line for line in web if "web call" in line and "led.set" in line and "web.allowed=true" in line]

@@ -164,8 +164,11 @@ public struct Daemon: Sendable {
                 listener: listener, socketMode: config.readOnlyGroup == nil ? 0o660 : 0o666,
                 socketGroup: config.controlGroup,
                 maxFrameBytes: config.maxFrameBytes, maxCallsInFlightPerConnection: config.maxCallsPerClient,
+                maxBatchCalls: config.maxBatchCalls, maxCallsInFlightPerUser: config.maxCallsPerUser,
+                maxCallsInFlight: config.maxCallsInFlight, reservedControlCalls: config.reservedControlCalls,
                 maxQueuedFramesPerConnection: config.maxQueuedNotifications,
-                maxConnectionsPerUser: config.maxConnectionsPerUser),
+                maxConnectionsPerUser: config.maxConnectionsPerUser, maxConnections: config.maxConnections,
+                idleTimeout: config.idleTimeoutSeconds > 0 ? .seconds(config.idleTimeoutSeconds) : nil),
             dispatcher: dispatcher, logger: logger)
         clients.server = server
         return server

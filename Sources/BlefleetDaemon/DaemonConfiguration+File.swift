@@ -205,6 +205,26 @@ extension DaemonConfiguration {
         Setting(key: "max-connections-per-user", allowed: "a whole number from 1 to 65536") { config, node in
             config.maxConnectionsPerUser = try integer(node, in: 1...65_536)
         },
+        Setting(key: "max-connections", allowed: "a whole number from 1 to 65536") { config, node in
+            config.maxConnections = try integer(node, in: 1...65_536)
+        },
+        Setting(key: "idle-timeout-s", allowed: "a whole number of seconds from 0 to 86400 (0: never)") { config, node in
+            config.idleTimeoutSeconds = try integer(node, in: 0...86_400)
+        },
+        Setting(key: "max-batch-calls", allowed: "a whole number from 1 to 4096") { config, node in
+            config.maxBatchCalls = try integer(node, in: 1...4096)
+        },
+        Setting(key: "max-calls-per-user", allowed: "a whole number from 1 to 65536") { config, node in
+            config.maxCallsPerUser = try integer(node, in: 1...65_536)
+        },
+        Setting(key: "max-calls-in-flight", allowed: "a whole number from 2 to 65536") { config, node in
+            config.maxCallsInFlight = try integer(node, in: 2...65_536)
+        },
+        Setting(
+            key: "reserved-control-calls", allowed: "a whole number from 0 to 65535 (at most max-calls-in-flight - 1 are kept)"
+        ) { config, node in
+            config.reservedControlCalls = try integer(node, in: 0...65_535)
+        },
         Setting(key: "max-queued-notifications", allowed: "a whole number from 16 to 1000000") { config, node in
             config.maxQueuedNotifications = try integer(node, in: 16...1_000_000)
         },

@@ -53,6 +53,19 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var maxCallsPerClient: Int = 64
     /// Connections one user other than root may have open (`max-connections-per-user`).
     public var maxConnectionsPerUser: Int = 64
+    /// Connections of users other than root open at once, all together (`max-connections`).
+    public var maxConnections: Int = 1024
+    /// Seconds a connection with no call in flight that holds nothing may stay silent before
+    /// it is closed; 0 for never (`idle-timeout-s`).
+    public var idleTimeoutSeconds: Int = 300
+    /// Calls one batch may hold (`max-batch-calls`).
+    public var maxBatchCalls: Int = 64
+    /// Calls one user other than root may have in flight on all its connections (`max-calls-per-user`).
+    public var maxCallsPerUser: Int = 256
+    /// Calls in flight for everyone together (`max-calls-in-flight`).
+    public var maxCallsInFlight: Int = 1024
+    /// Of `max-calls-in-flight`, the places only control users' calls may take (`reserved-control-calls`).
+    public var reservedControlCalls: Int = 512
     /// Notifications queued for a client that does not read before it is dropped (`max-queued-notifications`).
     public var maxQueuedNotifications: Int = 1024
     /// The bridge to an MQTT broker (`mqtt`); nil: off.

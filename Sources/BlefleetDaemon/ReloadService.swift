@@ -65,6 +65,12 @@ struct ReloadService: Service {
         if old.maxFrameBytes != new.maxFrameBytes { changed.append("max-frame-bytes") }
         if old.maxCallsPerClient != new.maxCallsPerClient { changed.append("max-calls-per-client") }
         if old.maxConnectionsPerUser != new.maxConnectionsPerUser { changed.append("max-connections-per-user") }
+        if old.maxConnections != new.maxConnections { changed.append("max-connections") }
+        if old.idleTimeoutSeconds != new.idleTimeoutSeconds { changed.append("idle-timeout-s") }
+        if old.maxBatchCalls != new.maxBatchCalls { changed.append("max-batch-calls") }
+        if old.maxCallsPerUser != new.maxCallsPerUser { changed.append("max-calls-per-user") }
+        if old.maxCallsInFlight != new.maxCallsInFlight { changed.append("max-calls-in-flight") }
+        if old.reservedControlCalls != new.reservedControlCalls { changed.append("reserved-control-calls") }
         if old.mqtt != new.mqtt { changed.append("mqtt") }
         if old.history != new.history { changed.append("history") }
         if old.maxQueuedNotifications != new.maxQueuedNotifications { changed.append("max-queued-notifications") }

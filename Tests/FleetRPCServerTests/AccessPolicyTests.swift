@@ -63,13 +63,16 @@ extension SocketTests {
             let read = #"{"jsonrpc":"2.0","method":"test.get_data","id":1}"#
             let write = #"{"jsonrpc":"2.0","method":"test.update","id":2}"#
 
-            try await withServer(dispatcher: dispatcher) { path, _ in
+            try await withServer(dispatcher: dispatcher, logger: capture.logger) { path, _ in
                 let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"]
                 let refused = try parse(try await call(path: path, setprivArguments: nobody, read))
                 #expect(refused["error"]?["code"] == -32000)
-                let message = refused["error"]?["message"]?.stringValue ?? ""
-                #expect(message.contains("uid 65534 may not call test.get_data"))
-                #expect(message.contains("join the group '\(accounts.controlGroup)' or '\(accounts.readOnlyGroup)'"))
+                // Refused as it connects, before its call is read: one line, then closed.
+                #expect(refused["id"] == .null)
+                #expect(
+                    refused["error"]?["message"]?.stringValue
+                        == "Permission denied: uid 65534 may not use blefleetd; join the group '\(accounts.controlGroup)' "
+                        + "(or '\(accounts.readOnlyGroup)' to read only); the connection is closed.")
 
                 let control = ["--reuid=\(controlUID)", "--regid=65534", "--init-groups"]
                 #expect(try parse(try await call(path: path, setprivArguments: control, write))["result"] == true)
@@ -82,7 +85,7 @@ extension SocketTests {
                 #expect(denied["error"]?["message"]?.stringValue?.contains("join the group '\(accounts.controlGroup)'") == true)
             }
             let refusals = capture.all.filter { $0.message.contains("Refused") }
-            #expect(refusals.contains { $0.metadata["client.uid"] == "65534" && $0.metadata["rpc.method"] == "test.get_data" })
+            #expect(refusals.contains { $0.metadata["client.uid"] == "65534" && $0.message == "Refused a connection: its user has no role" })
             #expect(refusals.contains { $0.metadata["client.uid"] == readOnlyUID && $0.metadata["rpc.method"] == "test.update" })
             #expect(refusals.allSatisfy { Int($0.metadata["client.pid"] ?? "") ?? 0 > 0 })
             #expect(capture.all.contains { $0.message.contains("State-changing") && $0.metadata["client.uid"] == controlUID })
@@ -173,7 +176,7 @@ extension SocketTests {
             let status = #"{"jsonrpc":"2.0","method":"test.get_data","id":1}"#
             try await withServer(
                 dispatcher: TestCatalogue.makeDispatcher(policy: policy, logger: capture.logger),
-                configure: { $0.maxConnectionsPerUser = 3 }
+                configure: { $0.maxConnectionsPerUser = 3 }, logger: capture.logger
             ) { path, _ in
                 let lines = try await hold(path: path, uid: controlUID, groups: [controlGID], connections: 4, status)
                 #expect(lines.filter { $0.contains(#""result":["hello",5]"#) && $0.hasSuffix(" open") }.count == 3, "\(lines)")
@@ -184,8 +187,131 @@ extension SocketTests {
                 #expect(stranger.count == 2 && stranger.allSatisfy { $0.contains(#""code":-32000"#) && $0.hasSuffix(" closed") }, "\(stranger)")
             }
             // Refusals of one user: one line (a minute), however many.
-            let refusals = capture.all.filter { $0.message.contains("Refused a call") && $0.metadata["client.uid"] == "65534" }
+            let refusals = capture.all.filter { $0.message.contains("Refused a connection") && $0.metadata["client.uid"] == "65534" }
             #expect(refusals.count == 1, "\(refusals.map(\.message))")
+        }
+
+        /// A peer with no role is told so as it connects, and closed, though it sends nothing.
+        @Test func aSilentPeerWithNoRoleIsRefusedAsItConnects() async throws {
+            let accounts = TemporaryAccounts()
+            defer { accounts.remove() }
+            try accounts.create()
+            let policy = AccessPolicy(
+                configuration: .init(controlGroup: accounts.controlGroup, readOnlyGroup: accounts.readOnlyGroup))
+            let silent = """
+                import socket, sys
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(5)
+                data = b""
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk: break
+                    data += chunk
+                print(data.decode().strip())
+                """
+            try await withServer(dispatcher: TestCatalogue.makeDispatcher(policy: policy)) { path, server in
+                let result = try await ChildProcess.run(
+                    "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-I", "-c", silent, path])
+                #expect(result.status == 0, "\(result.stderr)")
+                let refusal = try parse(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+                #expect(refusal["error"]?["code"] == -32000)
+                #expect(refusal["error"]?["message"]?.stringValue?.hasPrefix("Permission denied: uid 65534 may not use blefleetd") == true)
+                try await eventually("the stranger's connection is gone") { server.connectionCount == 0 }
+            }
+        }
+
+        /// Calls in flight are capped per user across its connections; read-only callers leave
+        /// the reserve to control users, whose calls still run.
+        @Test func callsAreCappedPerUserAndReadersLeaveTheReserveToControlUsers() async throws {
+            let accounts = TemporaryAccounts()
+            defer { accounts.remove() }
+            try accounts.create()
+            let controlUID = try accounts.uid(accounts.controlUser)
+            let readOnlyUID = try accounts.uid(accounts.readOnlyUser)
+            func gid(_ group: String) throws -> String {
+                String(try runCommand("/usr/bin/getent", ["group", group]).split(separator: ":")[2])
+            }
+            let gate = Gate()
+            let policy = AccessPolicy(
+                configuration: .init(controlGroup: accounts.controlGroup, readOnlyGroup: accounts.readOnlyGroup))
+            @Sendable func wait(_ key: String) -> String { #"{"jsonrpc":"2.0","method":"test.wait","params":{"key":"\#(key)"},"id":1}"# }
+            try await withServer(
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate, policy: policy),
+                configure: {
+                    $0.maxCallsInFlightPerUser = 2
+                    $0.maxCallsInFlight = 6
+                    $0.reservedControlCalls = 3
+                }
+            ) { path, server in
+                // Three connections of one control user, a waiting call each: the third is busy.
+                let control = try await hold(
+                    path: path, uid: controlUID, groups: [try gid(accounts.controlGroup)], connections: 3, wait("k1"))
+                let perUser = control.filter(Self.isBusy)
+                #expect(perUser.count == 1, "\(control)")
+                #expect(perUser.allSatisfy { $0.contains("uid \(controlUID) has 2 calls in flight on its connections") }, "\(control)")
+                // Its two calls still run (a call answers even when its client has gone). The
+                // readers' share is 6 - 3: one reader's call runs, the next is refused.
+                #expect(server.callsInFlight == 2)
+                let readers = try await hold(
+                    path: path, uid: readOnlyUID, groups: [try gid(accounts.readOnlyGroup)], connections: 2, wait("k2"))
+                #expect(readers.filter(Self.isBusy).count == 1, "\(readers)")
+                #expect(readers.filter(Self.isBusy).allSatisfy { $0.contains("reserved-control-calls") }, "\(readers)")
+                #expect(server.callsInFlight == 3)
+                // The teacher (root) is still served from the reserve.
+                let teacher = try await offPool {
+                    let client = try UnixSocketClient(path: path)
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.get_data","id":7}"# + "\n")
+                    return try parse(try client.readLine())
+                }
+                #expect(teacher["result"] == ["hello", 5])
+                gate.open("k1")
+                gate.open("k2")
+                try await eventually("every call answered") { server.callsInFlight == 0 }
+            }
+        }
+
+        /// All users together hold at most `max-connections`; one more is told so and closed.
+        @Test func connectionsAreCappedForEveryoneTogether() async throws {
+            let accounts = TemporaryAccounts()
+            defer { accounts.remove() }
+            try accounts.create()
+            let controlUID = try accounts.uid(accounts.controlUser)
+            let controlGID = String(try runCommand("/usr/bin/getent", ["group", accounts.controlGroup]).split(separator: ":")[2])
+            let policy = AccessPolicy(
+                configuration: .init(controlGroup: accounts.controlGroup, readOnlyGroup: accounts.readOnlyGroup))
+            let status = #"{"jsonrpc":"2.0","method":"test.get_data","id":1}"#
+            try await withServer(
+                dispatcher: TestCatalogue.makeDispatcher(policy: policy), configure: { $0.maxConnections = 3 }
+            ) { path, _ in
+                let lines = try await hold(path: path, uid: controlUID, groups: [controlGID], connections: 4, status)
+                #expect(lines.filter { $0.contains(#""result":["hello",5]"#) }.count == 3, "\(lines)")
+                let refused = lines.filter(Self.isBusy)
+                #expect(
+                    refused.count == 1
+                        && refused.allSatisfy {
+                            $0.contains("blefleetd has 3 connections open, the most it keeps (max-connections)") && $0.hasSuffix(" closed")
+                        }, "\(lines)")
+            }
+        }
+
+        /// A user removed from the control group loses control within the cache's lifetime,
+        /// though the groups its process connected with still name the group: for a uid NSS
+        /// knows, only NSS's groups count (issue 50).
+        @Test func aUserRemovedFromTheGroupLosesControlThoughItsProcessStillHasTheGroup() throws {
+            let accounts = TemporaryAccounts()
+            defer { accounts.remove() }
+            try accounts.create()
+            let uid = try #require(UInt32(try accounts.uid(accounts.controlUser)))
+            let controlGID = try #require(
+                UInt32(String(try runCommand("/usr/bin/getent", ["group", accounts.controlGroup]).split(separator: ":")[2])))
+            let policy = AccessPolicy(
+                configuration: .init(
+                    controlGroup: accounts.controlGroup, readOnlyGroup: accounts.readOnlyGroup, cacheLifetime: .milliseconds(1)))
+            let connected = PeerCredentials(pid: 1, uid: uid, gid: controlGID, groups: [controlGID])
+            #expect(policy.role(for: connected) == .control)
+            _ = try runCommand("/usr/bin/gpasswd", ["-d", accounts.controlUser, accounts.controlGroup])
+            let expired = ContinuousClock.now.advanced(by: .milliseconds(2))
+            while ContinuousClock.now < expired {}
+            #expect(policy.role(for: connected) == .none)
         }
 
         /// The groups `SO_PEERGROUPS` wrote into a zeroed buffer: the kernel's sorted run.

@@ -267,8 +267,15 @@ import Testing
             frame: Array(#"{"jsonrpc":"2.0","method":"test.update","params":{"_meta":{"user":"teacher\nroot"}},"id":1}"#.utf8),
             connection: connection)
         let record = try #require(capture.all.first { $0.message.contains("State-changing") })
-        #expect(record.metadata["client.user"] == "teacherroot")
+        #expect(record.metadata["client.claimed-user"] == "teacherroot")
+        #expect(record.metadata["client.user"] == nil, "a claim is logged as a claim, never as the caller")
         #expect(record.metadata["client.uid"] == "0")
+        // Positional params carry no _meta: the call is logged with its uid all the same.
+        _ = await dispatcher.handle(
+            frame: Array(#"{"jsonrpc":"2.0","method":"test.update","params":[],"id":3}"#.utf8), connection: connection)
+        let positional = capture.all.filter { $0.message.contains("State-changing") }
+        #expect(positional.count == 2 && positional[1].metadata["client.uid"] == "0", "\(positional.map(\.metadata))")
+        #expect(positional.count == 2 && positional[1].metadata["client.claimed-user"] == nil)
         // A stranger who says it calls for someone is still a stranger.
         let refusing = TestCatalogue.makeDispatcher(policy: policy, logger: capture.logger)
         let (stranger, _) = makeConnection(uid: 65534, gid: 65534)
@@ -277,7 +284,7 @@ import Testing
             connection: stranger)
         #expect(errorCode(try JSONValue(parsing: try #require(bytes))) == -32000)
         let refusal = try #require(capture.all.first { $0.message.contains("Refused") })
-        #expect(refusal.metadata["client.user"] == "root")
+        #expect(refusal.metadata["client.claimed-user"] == "root")
         #expect(refusal.metadata["client.uid"] == "65534")
     }
 

@@ -110,6 +110,23 @@ import Testing
         #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 2) == .serve(connectionID: 7))
     }
 
+    @Test func allUsersTogetherHaveAtMostTheServersLimitAndRootIsNotHeldBack() {
+        var machine = serving()
+        #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 64, totalLimit: 3) == .serve(connectionID: 1))
+        #expect(machine.connectionAccepted(uid: 1001, perUserLimit: 64, totalLimit: 3) == .serve(connectionID: 2))
+        #expect(machine.connectionAccepted(uid: 0, perUserLimit: 64, totalLimit: 3) == .serve(connectionID: 3))
+        // Full: a user who has none open yet is refused all the same, root is not.
+        #expect(machine.connectionAccepted(uid: 1002, perUserLimit: 64, totalLimit: 3) == .refuseFull(limit: 3))
+        #expect(machine.connectionAccepted(uid: 0, perUserLimit: 64, totalLimit: 3) == .serve(connectionID: 4))
+        #expect(machine.connectionCount == 4)
+        // The server's limit is told before the user's, when both are reached.
+        #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 1, totalLimit: 3) == .refuseFull(limit: 3))
+        #expect(machine.connectionClosed(uid: 0) == .none)
+        #expect(machine.connectionClosed(uid: 0) == .none)
+        #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 1, totalLimit: 3) == .refuse(limit: 1))
+        #expect(machine.connectionAccepted(uid: 1002, perUserLimit: 1, totalLimit: 3) == .serve(connectionID: 5))
+    }
+
     @Test func aConnectionAcceptedWhileDrainingIsClosedUnserved() {
         var machine = serving()
         #expect(machine.connectionAccepted(uid: 1000, perUserLimit: 64) == .serve(connectionID: 1))

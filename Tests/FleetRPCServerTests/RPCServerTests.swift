@@ -176,7 +176,7 @@ extension SocketTests {
             let gate = self.gate
             try await withServer(
                 dispatcher: TestCatalogue.makeServerDispatcher(gate: gate),
-                configure: { $0.maxCallsInFlightPerConnection = 4 }
+                configure: { $0.maxCallsInFlightPerConnection = 5 }
             ) { path, _ in
                 let client = try UnixSocketClient(path: path)
                 let replies = try await offPool {
@@ -205,6 +205,95 @@ extension SocketTests {
                 }
                 #expect(entries[0] == ["jsonrpc": "2.0", "result": true, "id": 4])
                 #expect(entries[1]["id"] == 5 && entries[1]["error"]?["code"] == -32601)
+            }
+        }
+
+        /// A batch's items are calls: each takes a place of the connection's, those past its
+        /// limit are answered busy, and while they run the connection has no place left.
+        @Test func aBatchsItemsCountAsCallsAndThoseBeyondTheLimitAreBusy() async throws {
+            let gate = self.gate
+            try await withServer(
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate),
+                configure: { $0.maxCallsInFlightPerConnection = 3 }
+            ) { path, server in
+                let client = try UnixSocketClient(path: path)
+                try client.send(
+                    "[" + ["a", "b", "c", "d", "e"].enumerated().map { index, key in
+                        #"{"jsonrpc":"2.0","method":"test.wait","params":{"key":"\#(key)"},"id":\#(index + 1)}"#
+                    }.joined(separator: ",") + "]\n")
+                try await eventually("three items run") { gate.waiting("a") && gate.waiting("b") && gate.waiting("c") }
+                #expect(server.callsInFlight == 3)
+                let busy = try await offPool {
+                    try client.send(#"{"jsonrpc":"2.0","method":"test.get_data","id":9}"# + "\n")
+                    return try parse(try client.readLine())
+                }
+                #expect(busy["id"] == 9)
+                #expect(busy["error"]?["code"] == -32004)
+                #expect(!gate.waiting("d") && !gate.waiting("e"))
+                for key in ["a", "b", "c"] { gate.open(key) }
+                let batch = try await offPool { try parse(try client.readLine()) }
+                guard case .array(let replies) = batch, replies.count == 5 else {
+                    Issue.record("batch reply: \(batch)")
+                    return
+                }
+                #expect(replies[0...2].map { $0["result"] } == ["a", "b", "c"])
+                for reply in replies[3...] {
+                    #expect(reply["error"]?["code"] == -32004)
+                    #expect(reply["error"]?["message"]?.stringValue?.contains("already has 3 calls in flight (max-calls-per-client)") == true)
+                }
+                try await eventually("the batch's places are free") { server.callsInFlight == 0 }
+            }
+        }
+
+        @Test func aBatchLongerThanTheLimitIsRefusedWholeAndTheConnectionGoesOn() async throws {
+            try await withServer(
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate), configure: { $0.maxBatchCalls = 4 }
+            ) { path, _ in
+                let lines = try await offPool {
+                    let client = try UnixSocketClient(path: path)
+                    let item = #"{"jsonrpc":"2.0","method":"test.get_data","id":1}"#
+                    try client.send("[" + Array(repeating: item, count: 5).joined(separator: ",") + "]\n")
+                    let refused = try client.readLine()
+                    try client.send("[" + Array(repeating: item, count: 4).joined(separator: ",") + "]\n")
+                    return [refused, try client.readLine()]
+                }
+                let refused = try parse(lines[0])
+                #expect(refused["id"] == .null)
+                #expect(refused["error"]?["code"] == -32600)
+                #expect(
+                    refused["error"]?["message"]
+                        == "Invalid request: a batch may hold at most 4 calls (max-batch-calls) and this one holds 5; nothing of it was run, send it in parts.")
+                guard case .array(let replies) = try parse(lines[1]) else { throw TestFailure("not a batch reply: \(lines[1] ?? "")") }
+                #expect(replies.count == 4 && replies.allSatisfy { $0["result"] == ["hello", 5] })
+            }
+        }
+
+        /// A connection that holds nothing and stays silent is closed after the idle timeout;
+        /// one that holds something (a subscription) is not, however long it is silent.
+        @Test func anIdleConnectionThatHoldsNothingIsClosed() async throws {
+            try await withServer(
+                dispatcher: TestCatalogue.makeServerDispatcher(gate: gate), configure: { $0.idleTimeout = .milliseconds(300) }
+            ) { path, server in
+                let holder = try UnixSocketClient(path: path)
+                let held = try await offPool {
+                    try holder.send(#"{"jsonrpc":"2.0","method":"test.hold","id":1}"# + "\n")
+                    return try parse(try holder.readLine())
+                }
+                #expect(held["result"] == true)
+                let idle = try UnixSocketClient(path: path)
+                let lines = try await offPool {
+                    try idle.send(#"{"jsonrpc":"2.0","method":"test.get_data","id":2}"# + "\n")
+                    return try idle.readToEnd()
+                }
+                #expect(lines.count == 1)
+                #expect(try parse(lines.first)["result"] == ["hello", 5])
+                // The holder was silent longer than the idle one, and is still served.
+                let again = try await offPool {
+                    try holder.send(#"{"jsonrpc":"2.0","method":"test.get_data","id":3}"# + "\n")
+                    return try parse(try holder.readLine())
+                }
+                #expect(again["result"] == ["hello", 5])
+                try await eventually("only the holder is open") { server.connectionCount == 1 }
             }
         }
 

@@ -15,6 +15,7 @@ import TestSupport
 func withServer(
     dispatcher: JSONRPCDispatcher,
     configure: (inout RPCServerConfiguration) -> Void = { _ in },
+    logger: Logger = .silent,
     _ body: (_ path: String, _ server: RPCServer) async throws -> Void
 ) async throws {
     let directory = try makeTemporaryDirectory(prefix: "blefleet-rpc")
@@ -23,7 +24,7 @@ func withServer(
     var configuration = RPCServerConfiguration(
         listener: .path(path), socketMode: 0o666, socketGroup: nil, shutdownGracePeriod: .seconds(2))
     configure(&configuration)
-    let server = RPCServer(configuration: configuration, dispatcher: dispatcher, logger: .silent)
+    let server = RPCServer(configuration: configuration, dispatcher: dispatcher, logger: logger)
     try await server.bind()
     try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { try await server.run() }

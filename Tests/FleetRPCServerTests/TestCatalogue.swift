@@ -60,6 +60,10 @@ enum TestCatalogue {
         params: [RPCParamDescriptor("count", .integer(minimum: 0), required: true, "How many.")],
         result: RPCResultDescriptor("sent", "How many were queued."), access: .read)
 
+    static let hold = RPCMethodDescriptor(
+        name: "test.hold", summary: "Keeps something for the connection until it closes, as a subscription does.",
+        result: RPCResultDescriptor("ok", "true"), access: .read)
+
     /// A typed method over `typed`, as the fleet's methods are.
     enum Typed: RPCMethod {
         static let descriptor = typed
@@ -115,6 +119,10 @@ enum TestCatalogue {
             let key = params["key"]!.stringValue!
             try await gate.wait(key)
             return .string(key)
+        }
+        dispatcher.registerJSON(hold) { _, context in
+            context.connection.onClose {}
+            return true
         }
         dispatcher.registerJSON(open) { params, _ in
             gate.open(params["key"]!.stringValue!)

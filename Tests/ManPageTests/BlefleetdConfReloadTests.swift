@@ -28,6 +28,12 @@ struct BlefleetdConfReloadTests {
         max-frame-bytes: 2048
         max-calls-per-client: 2
         max-connections-per-user: 3
+        max-connections: 5
+        idle-timeout-s: 0
+        max-batch-calls: 8
+        max-calls-per-user: 9
+        max-calls-in-flight: 10
+        reserved-control-calls: 4
         max-queued-notifications: 32
         mqtt: {url: "mqtt://broker.lan", gateway: other}
         history: {raw-days: 5}

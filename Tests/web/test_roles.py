@@ -84,7 +84,7 @@ def test_auth_file_roles(stack, browser, tmp_path):
         assert switched["result"]["totals"]["ok"] == 1, switched
         wait_until(lambda: leds(stack)["nano-02"] == (1 if on else 0), 10, "nano-02 switched on the board")
         daemon_log = (stack.work / "blefleetd.log").read_text()
-        assert any("State-changing call succeeded" in line and "client.user=teacher" in line and "led.set" in line
+        assert any("State-changing call succeeded" in line and "client.claimed-user=teacher" in line and "led.set" in line
                    for line in daemon_log.splitlines()), daemon_log[-3000:]
 
         # The pupil's page has nothing to press.

@@ -5,11 +5,14 @@ import NIOConcurrencyHelpers
 
 /// Decides what a peer may call. Root and members of the control group may call every
 /// method; members of the read-only group may call `.read` methods; everyone else is
-/// refused with `-32000` and a message naming the group to join. Membership is the uid's
-/// primary group plus its supplementary groups (`getgrouplist`), and the gid and the
-/// supplementary groups the peer connected with (`SO_PEERGROUPS`: a unit's `DynamicUser=`
-/// has its `SupplementaryGroups=` there and nowhere in NSS); the resulting role is cached for
-/// ``Configuration/cacheLifetime``.
+/// refused with `-32000` and a message naming the group to join. Membership is what NSS says
+/// now: the uid's primary group plus its supplementary groups (`getgrouplist`). Only a uid NSS
+/// does not know (a unit's `DynamicUser=`, whose `SupplementaryGroups=` are nowhere in NSS)
+/// is judged by the gid and the groups its process connected with (`SO_PEERGROUPS`): for a
+/// known user those are a snapshot from connect time, and would keep a user removed from the
+/// group in control for as long as the connection stays open. The role is cached for
+/// ``Configuration/cacheLifetime`` and every call asks for it again, so a removal ends the
+/// user's control on open connections within that lifetime.
 public final class AccessPolicy: Sendable {
     public struct Configuration: Sendable {
         /// Members may call every method.
@@ -70,9 +73,7 @@ public final class AccessPolicy: Sendable {
     }
 
     private func lookUpRole(for credentials: PeerCredentials) -> AccessRole {
-        var groups = AccessPolicy.lookUpGroups(uid: credentials.uid)
-        groups.insert(credentials.gid)
-        groups.formUnion(credentials.groups)
+        let groups = AccessPolicy.lookUpGroups(uid: credentials.uid) ?? Set(credentials.groups).union([credentials.gid])
         if let control = AccessPolicy.groupID(named: configuration.controlGroup), groups.contains(control) {
             return .control
         }
@@ -102,13 +103,14 @@ public final class AccessPolicy: Sendable {
         }
     }
 
-    /// The primary and supplementary groups of the user with `uid`; empty if it has no passwd entry.
-    static func lookUpGroups(uid: UInt32) -> Set<UInt32> {
+    /// The primary and supplementary groups of the user with `uid` as NSS has them now; `nil`
+    /// if NSS does not know the uid (no passwd entry).
+    static func lookUpGroups(uid: UInt32) -> Set<UInt32>? {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 16_384)
         guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name else {
-            return []
+            return nil
         }
         let primary = entry.pw_gid
         var count: Int32 = 64

@@ -115,6 +115,16 @@ public struct JSONRPCDispatcher: Sendable {
 
     /// Answers one frame already read.
     public func handle(_ incoming: RPCIncoming, connection: RPCConnection) async -> [UInt8]? {
+        await handle(incoming, connection: connection, runningFirst: Int.max, refusingTheRest: nil)
+    }
+
+    /// Answers one frame already read, running only its first `admitted` calls (a batch's
+    /// items in order; a single call is one) and answering the others with `refusal`: the
+    /// calls past a cap (``RPCError`` `-32004`, busy).
+    public func handle(
+        _ incoming: RPCIncoming, connection: RPCConnection, runningFirst admitted: Int, refusingTheRest refusal: RPCError?
+    ) async -> [UInt8]? {
+        if admitted <= 0, let refusal { return refuse(incoming, with: refusal) }
         switch incoming {
         case .refused(let error):
             return refused(error, pid: connection.credentials.pid)
@@ -123,6 +133,10 @@ public struct JSONRPCDispatcher: Sendable {
         case .batch(let items):
             let replies = await withTaskGroup(of: (Int, RPCReply?).self) { group in
                 for (position, item) in items.enumerated() {
+                    if position >= admitted, let refusal {
+                        group.addTask { (position, Self.refusal(of: item, with: refusal)) }
+                        continue
+                    }
                     group.addTask { (position, await self.handle(item, connection: connection)) }
                 }
                 var collected: [(Int, RPCReply)] = []
@@ -155,7 +169,7 @@ public struct JSONRPCDispatcher: Sendable {
             switch admit(request, credentials: credentials, role: role) {
             case .failure(let error):
                 outcome = .error(error)
-            case .success(let (entry, params, _)):
+            case .success(let (entry, params, role)):
                 switch entry.run {
                 case .waits: return .waits
                 case .discovery: outcome = .result(openRPCDocument)
@@ -165,6 +179,7 @@ public struct JSONRPCDispatcher: Sendable {
                     } catch {
                         outcome = .error(rpcError(for: error, method: request.method, credentials: credentials))
                     }
+                    Self.logIfStateChanging(entry.descriptor, outcome, callLogger(request, credentials: credentials, role: role))
                 }
             }
             return .answered(request.id.flatMap { Self.write(RPCReply(id: $0, outcome: outcome)) })
@@ -179,18 +194,21 @@ public struct JSONRPCDispatcher: Sendable {
 
     /// ``refuse(frame:with:)`` for a frame already read.
     public func refuse(_ incoming: RPCIncoming, with error: RPCError) -> [UInt8]? {
-        func refusal(_ item: RPCIncoming.Item) -> RPCReply? {
-            switch item {
-            case .invalid(let id, let invalid): return RPCReply(id: id, outcome: .error(invalid))
-            case .request(let request): return request.id.map { RPCReply(id: $0, outcome: .error(error)) }
-            }
-        }
         switch incoming {
         case .refused(let refusal): return Self.write(RPCReply(id: .null, outcome: .error(refusal)))
-        case .single(let item): return refusal(item).flatMap(Self.write)
+        case .single(let item): return Self.refusal(of: item, with: error).flatMap(Self.write)
         case .batch(let items):
-            let replies = items.compactMap(refusal)
+            let replies = items.compactMap { Self.refusal(of: $0, with: error) }
             return replies.isEmpty ? nil : Self.write(replies)
+        }
+    }
+
+    /// The reply to `item` refused with `error` (an invalid item keeps its own error); `nil`
+    /// for a notification.
+    private static func refusal(of item: RPCIncoming.Item, with error: RPCError) -> RPCReply? {
+        switch item {
+        case .invalid(let id, let invalid): RPCReply(id: id, outcome: .error(invalid))
+        case .request(let request): request.id.map { RPCReply(id: $0, outcome: .error(error)) }
         }
     }
 
@@ -221,7 +239,7 @@ public struct JSONRPCDispatcher: Sendable {
                 "rpc.method": "\(request.method)", "client.uid": "\(credentials.uid)",
                 "client.pid": "\(credentials.pid)", "client.role": "\(role.rawValue)",
             ]
-            if let user = Self.clientUser(request) { metadata["client.user"] = "\(user)" }
+            if let user = Self.claimedUser(request) { metadata["client.claimed-user"] = "\(user)" }
             // A refused client may try again and again: a line a minute per user at most.
             refusals.note(credentials.uid) { unlogged in
                 metadata["rpc.refusals.unlogged"] = "\(unlogged)"
@@ -245,11 +263,7 @@ public struct JSONRPCDispatcher: Sendable {
         case .success(let admitted): (entry, params, role) = admitted
         }
         let descriptor = entry.descriptor
-        var callLogger = logger
-        callLogger[metadataKey: "rpc.method"] = "\(request.method)"
-        callLogger[metadataKey: "client.uid"] = "\(connection.credentials.uid)"
-        callLogger[metadataKey: "client.pid"] = "\(connection.credentials.pid)"
-        if let user = Self.clientUser(request) { callLogger[metadataKey: "client.user"] = "\(user)" }
+        let callLogger = self.callLogger(request, credentials: connection.credentials, role: role)
         let outcome: RPCReply.Outcome
         do {
             switch entry.run {
@@ -262,18 +276,37 @@ public struct JSONRPCDispatcher: Sendable {
         } catch {
             outcome = .error(rpcError(for: error, method: request.method, credentials: connection.credentials))
         }
-        if descriptor.access == .write {
-            switch outcome {
-            case .result: callLogger.info("State-changing call succeeded")
-            case .error(let error): callLogger.info("State-changing call failed", metadata: ["rpc.error.code": "\(error.code)"])
-            }
-        }
+        Self.logIfStateChanging(descriptor, outcome, callLogger)
         return outcome
     }
 
-    /// Whom a client says it calls for (`_meta.user`: blefleet-web's user), for the log only:
-    /// printable characters, at most 64. The call is still the connection's, with its role.
-    static func clientUser(_ request: RPCRequest) -> String? {
+    /// A logger for one call: its method, and who made it as the kernel says (`client.uid`,
+    /// `client.pid`, `client.role`), whatever its params are (named or positional). Whom the
+    /// client says it calls for is beside them as a claim (`client.claimed-user`), never as
+    /// the caller.
+    private func callLogger(_ request: RPCRequest, credentials: PeerCredentials, role: AccessRole) -> Logger {
+        var callLogger = logger
+        callLogger[metadataKey: "rpc.method"] = "\(request.method)"
+        callLogger[metadataKey: "client.uid"] = "\(credentials.uid)"
+        callLogger[metadataKey: "client.pid"] = "\(credentials.pid)"
+        callLogger[metadataKey: "client.role"] = "\(role.rawValue)"
+        if let user = Self.claimedUser(request) { callLogger[metadataKey: "client.claimed-user"] = "\(user)" }
+        return callLogger
+    }
+
+    /// Every call that changes state is logged, with its caller's uid, as it ends.
+    private static func logIfStateChanging(_ descriptor: RPCMethodDescriptor, _ outcome: RPCReply.Outcome, _ logger: Logger) {
+        guard descriptor.access == .write else { return }
+        switch outcome {
+        case .result: logger.info("State-changing call succeeded")
+        case .error(let error): logger.info("State-changing call failed", metadata: ["rpc.error.code": "\(error.code)"])
+        }
+    }
+
+    /// Whom a client says it calls for (`_meta.user`: blefleet-web's user), for the log only,
+    /// as a claim: printable characters, at most 64. The call is still the connection's, with
+    /// its uid and role.
+    static func claimedUser(_ request: RPCRequest) -> String? {
         guard let given = request.meta?["user"]?.stringValue else { return nil }
         let printable = String(String.UnicodeScalarView(given.unicodeScalars.filter { $0.properties.generalCategory != .control }.prefix(64)))
         return printable.isEmpty ? nil : printable

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import Synchronization
 
@@ -10,13 +11,17 @@ final class AcceptedConnection: Sendable {
     typealias Channel = NIOAsyncChannel<ReadFrame, ByteBuffer>
 
     let credentials: PeerCredentials
+    /// When the connection was last active (frames read as they are read, replies written),
+    /// for its idle timeout; `nil` when the server has none.
+    let activity: NIOLockedValueBox<IdleClock>?
     private let channel: Channel
     /// Taken to serve, or closed: either way, dropping it does nothing more.
     private let taken = Atomic(false)
 
-    init(channel: Channel, credentials: PeerCredentials) {
+    init(channel: Channel, credentials: PeerCredentials, activity: NIOLockedValueBox<IdleClock>? = nil) {
         self.channel = channel
         self.credentials = credentials
+        self.activity = activity
     }
 
     /// The channel, for the one task that serves it (and closes it when done).
@@ -26,22 +31,34 @@ final class AcceptedConnection: Sendable {
     }
 
     /// Writes `frame` (one line) and closes the connection without serving it. What the client
-    /// sent meanwhile is read and dropped first, for a second at most: a Unix socket closed with
-    /// unread data resets the connection, and the client would lose the line.
-    func refuse(with frame: [UInt8]) {
-        guard !taken.exchange(true, ordering: .relaxed) else { return }
-        var buffer = ByteBuffer(bytes: frame)
-        buffer.writeInteger(UInt8(ascii: "\n"))
+    /// sent meanwhile is read and dropped first, for `lingering` at most: a Unix socket closed
+    /// with unread data resets the connection, and the client would lose the line. `done`
+    /// runs once the connection is closed.
+    func refuse(with frame: [UInt8], lingering: Duration = .seconds(1), done: @escaping @Sendable () -> Void = {}) {
+        guard !taken.exchange(true, ordering: .relaxed) else { return done() }
         Task { [channel] in
             try? await channel.executeThenClose { inbound, outbound in
-                try await outbound.write(buffer)
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { for try await _ in inbound {} }
-                    group.addTask { try await Task.sleep(for: .seconds(1)) }
-                    _ = try await group.next()
-                    group.cancelAll()
-                }
+                try await Self.refuse(inbound: inbound, outbound: outbound, with: frame, lingering: lingering)
             }
+            done()
+        }
+    }
+
+    /// Writes `frame` (one line), then reads and drops the client's input until it ends or
+    /// `lingering` has passed; the caller closes the connection.
+    static func refuse(
+        inbound: NIOAsyncChannelInboundStream<ReadFrame>, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+        with frame: [UInt8], lingering: Duration
+    ) async throws {
+        var buffer = ByteBuffer(bytes: frame)
+        buffer.writeInteger(UInt8(ascii: "\n"))
+        try await outbound.write(buffer)
+        guard lingering > .zero else { return }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { for try await _ in inbound {} }
+            group.addTask { try await Task.sleep(for: lingering) }
+            _ = try await group.next()
+            group.cancelAll()
         }
     }
 

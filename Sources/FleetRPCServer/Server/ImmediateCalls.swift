@@ -1,4 +1,5 @@
 import JSONRPC
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// A frame as the connection's task gets it: read once, on the event loop.
@@ -14,7 +15,9 @@ enum ReadFrame: Sendable {
 /// call that only reads a snapshot costs no task and no thread hop. The rest goes on, read,
 /// to the connection's task. A client that does not read its replies (the channel is not
 /// writable) gets nothing more here: its frames go to the task, whose bounded admission
-/// deals with it. A peer with no role is closed after its refusal.
+/// deals with it. Nothing is answered here for a peer with no role: the task refuses it
+/// once, as it connects, and closes it. Every frame read makes the connection active
+/// (``IdleClock``).
 final class ImmediateCalls: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ReadFrame
@@ -23,15 +26,21 @@ final class ImmediateCalls: ChannelInboundHandler {
     private let dispatcher: JSONRPCDispatcher
     private let credentials: PeerCredentials
     private let maxFrameBytes: Int
+    private let activity: NIOLockedValueBox<IdleClock>?
 
-    init(dispatcher: JSONRPCDispatcher, credentials: PeerCredentials, maxFrameBytes: Int) {
+    init(
+        dispatcher: JSONRPCDispatcher, credentials: PeerCredentials, maxFrameBytes: Int,
+        activity: NIOLockedValueBox<IdleClock>? = nil
+    ) {
         self.dispatcher = dispatcher
         self.credentials = credentials
         self.maxFrameBytes = maxFrameBytes
+        self.activity = activity
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        activity?.withLockedValue { $0.active(at: .now) }
         guard frame.readableBytes <= maxFrameBytes else {
             context.fireChannelRead(wrapInboundOut(.tooLarge))
             return
@@ -39,7 +48,7 @@ final class ImmediateCalls: ChannelInboundHandler {
         let bytes = frame.readableBytesView
         guard !bytes.allSatisfy(Self.isWhitespace) else { return }
         let incoming = RPCIncoming(parsing: bytes)
-        guard context.channel.isWritable,
+        guard context.channel.isWritable, dispatcher.policy.cachedRole(for: credentials) != AccessRole.none,
             case .answered(let reply) = dispatcher.answerAtOnce(incoming, credentials: credentials)
         else {
             context.fireChannelRead(wrapInboundOut(.incoming(incoming)))
@@ -49,13 +58,7 @@ final class ImmediateCalls: ChannelInboundHandler {
         var buffer = context.channel.allocator.buffer(capacity: reply.count + 1)
         buffer.writeBytes(reply)
         buffer.writeInteger(UInt8(ascii: "\n"))
-        // A peer with no role at all is told why once, and its connection closed.
-        guard dispatcher.policy.cachedRole(for: credentials) == AccessRole.none else {
-            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
-            return
-        }
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
     }
 
     static func isWhitespace(_ byte: UInt8) -> Bool {

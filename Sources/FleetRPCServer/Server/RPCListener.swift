@@ -1,4 +1,5 @@
 import Glibc
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOExtras
 import NIOPosix
@@ -21,6 +22,7 @@ struct RPCListener: Sendable {
     ) async throws -> RPCListener {
         let quiescing = ServerQuiescingHelper(group: group)
         let maxFrameBytes = configuration.maxFrameBytes
+        let idleTimeout = configuration.idleTimeout
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: configuration.backlog)
             .serverChannelInitializer { channel in
@@ -32,12 +34,14 @@ struct RPCListener: Sendable {
         let setUp: @Sendable (any Channel) -> EventLoopFuture<AcceptedConnection> = { channel in
             PeerCredentials.ofPeer(of: channel).flatMapThrowing { credentials in
                 let pipeline = channel.pipeline.syncOperations
+                let activity = idleTimeout.map { NIOLockedValueBox(IdleClock(timeout: $0, now: .now)) }
                 try pipeline.addHandler(QuiesceInput())
                 try RPCConnectionHandler.addFrameHandlers(
-                    to: pipeline, dispatcher: dispatcher, credentials: credentials, maxFrameBytes: maxFrameBytes)
+                    to: pipeline, dispatcher: dispatcher, credentials: credentials, maxFrameBytes: maxFrameBytes,
+                    activity: activity)
                 let connection = try AcceptedConnection.Channel(
                     wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: false))
-                return AcceptedConnection(channel: connection, credentials: credentials)
+                return AcceptedConnection(channel: connection, credentials: credentials, activity: activity)
             }
         }
         switch configuration.listener {

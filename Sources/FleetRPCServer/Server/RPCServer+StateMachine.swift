@@ -125,13 +125,17 @@ extension RPCServer {
             case close
             /// Its user has `limit` connections open already: say so, and close it.
             case refuse(limit: Int)
+            /// `limit` connections are open, the most the server keeps: say so, and close it.
+            case refuseFull(limit: Int)
         }
 
         /// A connection of `uid` was accepted; a user other than root has at most
-        /// `perUserLimit` open at once.
-        mutating func connectionAccepted(uid: UInt32, perUserLimit: Int) -> AcceptAction {
+        /// `perUserLimit` open at once, and all of them together (root's counted) at most
+        /// `totalLimit` unless it is root's.
+        mutating func connectionAccepted(uid: UInt32, perUserLimit: Int, totalLimit: Int = .max) -> AcceptAction {
             switch state {
             case .serving(let socket, var open):
+                if uid != 0, open.count >= totalLimit { return .refuseFull(limit: totalLimit) }
                 if uid != 0, open.count(of: uid) >= perUserLimit { return .refuse(limit: perUserLimit) }
                 let id = open.opened(uid: uid)
                 state = .serving(socket, open)
@@ -147,7 +151,7 @@ extension RPCServer {
             case resume([Waiter])
         }
 
-        /// A connection of `uid` that ``connectionAccepted(uid:perUserLimit:)`` let in has closed.
+        /// A connection of `uid` that ``connectionAccepted(uid:perUserLimit:totalLimit:)`` let in has closed.
         mutating func connectionClosed(uid: UInt32) -> ConnectionClosedAction {
             switch state {
             case .serving(let socket, var open):

@@ -26,8 +26,13 @@ public final class RPCServer: Service, Sendable {
     let state = Mutex(Lifecycle())
     private let group: any EventLoopGroup
     private let handler: RPCConnectionHandler
-    /// Connections refused for their user's count, logged once a minute per user.
+    /// Connections refused for their user's count or the server's, logged once a minute per user.
     private let refusedConnections = ThrottledNotes()
+    /// Refused connections still being told why (each reads what its client sent for a second
+    /// at most, so the line is not lost): past ``maxLingeringRefusals`` the next are told and
+    /// closed at once, so that refusals hold no more descriptors than that.
+    private let lingeringRefusals = Atomic<Int>(0)
+    static let maxLingeringRefusals = 64
 
     public init(
         configuration: RPCServerConfiguration, dispatcher: JSONRPCDispatcher, logger: Logger,
@@ -41,6 +46,9 @@ public final class RPCServer: Service, Sendable {
 
     /// Connections open now (or with calls still finishing).
     public var connectionCount: Int { state.withLock { $0.connectionCount } }
+
+    /// Calls in flight now on every connection together (a batch's items each count).
+    public var callsInFlight: Int { handler.callsInFlight }
 
     /// Creates the listening socket (file mode and group set) unless already done: binding
     /// twice is a no-op.
@@ -82,23 +90,20 @@ public final class RPCServer: Service, Sendable {
                         for try await accepted in inbound {
                             let uid = accepted.credentials.uid
                             switch state.withLock({
-                                $0.connectionAccepted(uid: uid, perUserLimit: configuration.maxConnectionsPerUser)
+                                $0.connectionAccepted(
+                                    uid: uid, perUserLimit: configuration.maxConnectionsPerUser,
+                                    totalLimit: configuration.maxConnections)
                             }) {
                             case .serve(let id): connections.addTask { await self.serve(accepted, id: id) }
                             case .close: accepted.close()
                             case .refuse(let limit):
-                                let error = RPCError(
-                                    .busy,
+                                refuse(
+                                    accepted, limit: limit, why: "its user has too many open",
                                     "uid \(uid) has \(limit) connections to blefleetd open, the most one user may (max-connections-per-user); close one first.")
-                                accepted.refuse(with: RPCResponse(id: .null, error: error).serialized())
-                                refusedConnections.note(uid) { suppressed in
-                                    logger.notice(
-                                        "Refused a connection: its user has too many open",
-                                        metadata: [
-                                            "client.uid": "\(uid)", "client.pid": "\(accepted.credentials.pid)",
-                                            "rpc.limit": "\(limit)", "rpc.refusals.unlogged": "\(suppressed)",
-                                        ])
-                                }
+                            case .refuseFull(let limit):
+                                refuse(
+                                    accepted, limit: limit, why: "the server has as many open as it keeps",
+                                    "blefleetd has \(limit) connections open, the most it keeps (max-connections); try again later.")
                             }
                         }
                     }
@@ -128,6 +133,24 @@ public final class RPCServer: Service, Sendable {
         case .none: break
         case .quiesce(let socket): socket.quiesce()
         case .close(let socket): socket.close()
+        }
+    }
+
+    /// Tells a connection the server does not serve why (`-32004`, `message`) and closes it.
+    private func refuse(_ accepted: AcceptedConnection, limit: Int, why: String, _ message: String) {
+        let uid = accepted.credentials.uid
+        let frame = RPCResponse(id: .null, error: RPCError(.busy, message)).serialized()
+        let lingering = lingeringRefusals.add(1, ordering: .relaxed).newValue <= Self.maxLingeringRefusals
+        accepted.refuse(with: frame, lingering: lingering ? .seconds(1) : .zero) {
+            self.lingeringRefusals.subtract(1, ordering: .relaxed)
+        }
+        refusedConnections.note(uid) { suppressed in
+            logger.notice(
+                "Refused a connection: \(why)",
+                metadata: [
+                    "client.uid": "\(uid)", "client.pid": "\(accepted.credentials.pid)",
+                    "rpc.limit": "\(limit)", "rpc.refusals.unlogged": "\(suppressed)",
+                ])
         }
     }
 
