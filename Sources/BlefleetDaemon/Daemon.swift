@@ -148,7 +148,11 @@ public struct Daemon: Sendable {
                     },
                     read: { boards, sensor, since, until, resolution in
                         do {
-                            return try await history.read(boards, sensor: sensor, since: since, until: until, resolution: resolution)
+                            return try await history.read(
+                                boards, sensor: sensor, since: since, until: until, resolution: resolution,
+                                maxRawPoints: FleetMethods.HistoryRead.maxRawPoints)
+                        } catch HistoryError.tooManyRawPoints {
+                            throw FleetMethods.HistoryRead.tooManyRawPoints
                         } catch {
                             throw RPCError(.historyUnavailable, "\(error)")
                         }

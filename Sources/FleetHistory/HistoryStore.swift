@@ -397,9 +397,11 @@ public actor HistoryStore {
     /// The history of `sensor` of each board in `boards` between `since` and `until`
     /// (milliseconds since the epoch, `until` included), at `resolution`. A board with
     /// nothing kept gets a series without points.
+    /// Raw readings are read `maxRawPoints` at most for all the boards together: past that,
+    /// ``HistoryError/tooManyRawPoints(_:)`` is thrown, nothing more read.
     public func read(
         _ boards: [(address: BoardAddress, name: String?)], sensor: String, since: Int64, until: Int64,
-        resolution: HistoryResolution
+        resolution: HistoryResolution, maxRawPoints: Int = .max
     ) async throws(HistoryError) -> [HistorySeries] {
         // What is queued is written first: a reading already shown is never missing here.
         await flush()
@@ -409,6 +411,7 @@ public actor HistoryStore {
         }
         do {
             var result: [HistorySeries] = []
+            var rawLeft = maxRawPoints
             for board in boards {
                 let idRows = try await connection.query(
                     "SELECT id FROM series WHERE board = ? AND sensor = ?", [.text(board.address.rawValue), .text(sensor)])
@@ -439,9 +442,12 @@ public actor HistoryStore {
                         latest = HistoryPoint(time: Int64(time), value: value)
                     }
                 } else {
+                    // One row more than is left tells that there are too many, reading no more.
                     let rows = try await connection.query(
-                        "SELECT t, value FROM reading WHERE series = ? AND t >= ? AND t <= ? ORDER BY t",
-                        [.integer(id), .integer(Int(since)), .integer(Int(until))])
+                        "SELECT t, value FROM reading WHERE series = ? AND t >= ? AND t <= ? ORDER BY t LIMIT ?",
+                        [.integer(id), .integer(Int(since)), .integer(Int(until)), .integer(rawLeft == .max ? -1 : rawLeft + 1)])
+                    guard rows.count <= rawLeft else { throw HistoryError.tooManyRawPoints(maxRawPoints) }
+                    rawLeft -= rows.count
                     points = rows.compactMap { row in
                         guard let time = row.column("t")?.integer, let value = row.column("value")?.double else { return nil }
                         return HistoryPoint(time: Int64(time), value: value)
@@ -450,6 +456,8 @@ public actor HistoryStore {
                 result.append(HistorySeries(address: board.address, name: board.name, sensor: sensor, points: points, latest: latest))
             }
             return result
+        } catch let error as HistoryError {
+            throw error
         } catch {
             throw .failed(Self.describe(error))
         }
@@ -474,9 +482,12 @@ public enum HistoryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The query failed.
     case failed(String)
     case `internal`(String)
+    /// A raw read would return more readings than this.
+    case tooManyRawPoints(Int)
 
     public var description: String {
         switch self {
+        case .tooManyRawPoints(let limit): "The span holds more than \(limit) raw readings of these boards."
         case .off(let reason): "The history is off: \(reason)."
         case .failed(let detail): "The history could not be read: \(detail)."
         case .internal(let detail): "The history failed: \(detail)."

@@ -90,6 +90,29 @@ import TestSupport
         }
     }
 
+    /// Raw readings are bounded for all boards together: exactly the bound is read, one more
+    /// is refused, and buckets of the same span are not bounded by it.
+    @Test func rawReadsStopAtTheirBound() async throws {
+        try await withStore { store in
+            for second in 0..<6 {
+                store.record(board, sensor: "temperature", value: Double(second), at: morning.addingTimeInterval(Double(second)))
+                store.record(other, sensor: "temperature", value: Double(second), at: morning.addingTimeInterval(Double(second)))
+            }
+            await store.flush()
+            let since = milliseconds(morning)
+            let until = milliseconds(morning.addingTimeInterval(60))
+            let both = [(address: board, name: String?.none), (address: other, name: String?.none)]
+            let exact = try await store.read(both, sensor: "temperature", since: since, until: until, resolution: .raw, maxRawPoints: 12)
+            #expect(exact.map(\.points.count) == [6, 6])
+            await #expect(throws: HistoryError.tooManyRawPoints(11)) {
+                _ = try await store.read(both, sensor: "temperature", since: since, until: until, resolution: .raw, maxRawPoints: 11)
+            }
+            let buckets = try await store.read(
+                both, sensor: "temperature", since: since, until: until, resolution: .fiveMinutes, maxRawPoints: 1)
+            #expect(buckets.map(\.points.count) == [1, 1])
+        }
+    }
+
     /// The daemon writes every few seconds: a reading already shown (blectl temp) must not
     /// be missing from a history.read that follows it before the next write.
     @Test func aReadingNotYetWrittenIsInTheNextRead() async throws {

@@ -71,6 +71,17 @@ extension FleetMethods {
         }
 
         public typealias Result = HistoryResult
+
+        /// Raw readings one reply carries at most, for all its boards together (about 5 MB of
+        /// JSON): a span that holds more is refused with ``tooManyRawPoints`` when raw was
+        /// asked for, and read in 5-minute buckets when the resolution was left to the daemon.
+        public static let maxRawPoints = 100_000
+
+        /// The answer to a raw read of more than ``maxRawPoints`` readings.
+        public static let tooManyRawPoints = RPCError(
+            .invalidParams,
+            "Too many readings: the span holds more than \(maxRawPoints) raw readings of these boards, the most one reply "
+                + "carries; ask for a shorter span, fewer boards, or resolution 5m.")
     }
 }
 

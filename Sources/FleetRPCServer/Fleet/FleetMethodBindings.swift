@@ -168,12 +168,19 @@ public enum FleetMethodBindings {
                 throw RPCError(.boardNotFound, "No board matches \(named); `blectl boards` lists the known boards.")
             }
             let until = params.until ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
-            let resolution = params.resolution ?? .suited(toSpanMilliseconds: until - params.since)
+            var resolution = params.resolution ?? .suited(toSpanMilliseconds: until - params.since)
             // Each board's figures with the decimals its profile gives the sensor.
             let profiles = Dictionary(snapshots.map { ($0.address, $0.profile) }, uniquingKeysWith: { first, _ in first })
-            let series = try await history.read(
-                match.boards.map { ($0.address, $0.alias ?? $0.name) }, sensor, params.since, until, resolution
-            ).map { series in
+            let boards = match.boards.map { ($0.address, $0.alias ?? $0.name) }
+            var read: [HistorySeries]
+            do {
+                read = try await history.read(boards, sensor, params.since, until, resolution)
+            } catch let error as RPCError where error == FleetMethods.HistoryRead.tooManyRawPoints && params.resolution == nil {
+                // Raw was the daemon's choice, not the caller's: 5-minute buckets, said in the result.
+                resolution = .fiveMinutes
+                read = try await history.read(boards, sensor, params.since, until, resolution)
+            }
+            let series = read.map { series in
                 series.told(withDecimals: profiles[series.address]?.sensor(named: sensor)?.decimals)
             }
             return HistoryResult(
