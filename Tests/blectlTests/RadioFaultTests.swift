@@ -296,6 +296,54 @@ struct RadioFaultTests {
             print("hung hci0: found stuck after \(detected); status after recovery: \(recovered)")
         }
     }
+    /// Issue 52: a controller whose transport stalls while its link layer keeps its links up
+    /// at the boards. The daemon finds it stuck, resets it through the kernel, and every board
+    /// is served again through whichever adapter hears it. The figures are printed (the
+    /// issue's goals: reset within 10 s, every board served within 15 s); the bounds here are
+    /// what this lane reaches with room for a loaded machine (measured 19 s and 20 s).
+    @Test(arguments: lanes(realOnly: true))
+    func aControllerWhoseTransportStallsWithItsLinksLiveIsResetAndItsBoardsServedAgain(lane: Lane) async throws {
+        try await RunningDaemon.with(
+            lane: lane, boards: 6, testbedArguments: ["--centrals", "2"],
+            configuration: "socket-group: root\nadapter: [hci0, hci1]\n"
+        ) { testbed, daemon in
+            try await BlefleetdEndToEndTests.waitForReadyBoards(6, socket: daemon.socket, lane: lane, timeout: 30)
+            let on = try await Self.led(true, "all", socket: daemon.socket, deadlineMs: 20_000)
+            #expect(on["totals"]?["ok"]?.int64Value == 6, "\(on)")
+            try await Self.waitForLEDs(true, testbed, lane: lane, within: 20)
+            let before = try await SeveralAdaptersTests.status(daemon.socket)
+            #expect(SeveralAdaptersTests.adapters(before)["hci0"]?.used ?? 0 >= 2, "hci0 serves boards: \(before)")
+            _ = try await testbed.run(["fault", "hang", "hci0", "--until-reset", "--links-live"])
+            let hung = ContinuousClock.now
+            // Found stuck, and reset through the kernel (only a reset frees what it holds).
+            let recovery: JSONValue
+            do {
+                recovery = try await SeveralAdaptersTests.waitForStatus(
+                    daemon.socket, lane: lane, "hci0 reset", timeout: .seconds(60)
+                ) {
+                    $0["adapters"]?.arrayValue?.contains {
+                        $0["name"]?.stringValue == "hci0" && $0["lastRecovery"]?["step"]?.stringValue == "reset"
+                    } == true
+                }
+            } catch {
+                throw FixtureError("\(error)\n\(daemon.log.suffix(30_000))")
+            }
+            let reset = hung.duration(to: .now)
+            // Every board served again: a call with a short deadline, until every board answers.
+            var served: Duration?
+            var last = JSONValue.null
+            while served == nil, hung.duration(to: .now) < .seconds(60) {
+                last = try await Self.led(false, "all", socket: daemon.socket, deadlineMs: 3_000)
+                if last["totals"]?["ok"]?.int64Value == 6 { served = hung.duration(to: .now) }
+            }
+            let allServed = try #require(served, "not every board served again within 60 s: \(last)\n\(daemon.log.suffix(30_000))")
+            try await Self.waitForLEDs(false, testbed, lane: lane, within: 10)
+            try await BlefleetdEndToEndTests.waitForReadyBoards(6, socket: daemon.socket, lane: lane, timeout: 30)
+            try await Self.waitForNoOrphans(testbed, socket: daemon.socket, lane: lane)
+            print("stalled hci0 (links live): reset seen after \(reset), every board served after \(allServed); \(recovery)")
+        }
+    }
+
     /// Waits until the daemon's status shows `adapter` found stuck after `before` (a status
     /// taken before the fault): recovering or failed now, or a recovery that began since
     /// (`lastRecovery.started` other than before's). A power cycle or reset that works at once

@@ -268,8 +268,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "no data); its links end at the boards with a supervision timeout. For SECONDS "
                     "(then it reports those links lost), or until its host resets it (HCI_Reset: "
                     "powering it off and on, through BlueZ or the kernel's management interface). "
+                    "With --links-live its transport stalls instead while its link layer goes on (a USB "
+                    "dongle whose transport hangs): its links stay up at the boards, which do not "
+                    "advertise, until the reset ends them there. "
                     "The real lane's alone: BlueZoo has no controller."))
     p.add_argument("adapter", metavar="ADAPTER", help="hci0, hci1, ...")
+    p.add_argument("--links-live", action="store_true",
+                   help="its links live on at the boards until it is reset (a stalled transport)")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--for", dest="seconds", type=_positive(float), metavar="SECONDS",
                      help="hang this long")
@@ -526,7 +531,8 @@ def fault_request(args) -> dict:
     if args.action == "slow":
         return {"op": "fault", "kind": "slow", "board": args.name, "delay": args.delay}
     if args.action == "hang":
-        return {"op": "fault", "kind": "hang", "adapter": args.adapter, "seconds": args.seconds}
+        return {"op": "fault", "kind": "hang", "adapter": args.adapter, "seconds": args.seconds,
+                "linksLive": args.links_live}
     return {"op": "fault", "kind": "clear"}
 
 

@@ -253,9 +253,10 @@ class Controller:
             seconds = request.get("seconds")
             if seconds is not None and not 0 < float(seconds) <= 3600:
                 raise TestbedError(f"a hang of {seconds} s is not between 0 and an hour")
+            links_live = bool(request.get("linksLive"))
             await self.lane.fault_hang(self._central(request.get("adapter")),
-                                       None if seconds is None else float(seconds))
-            self.faults.append({"kind": "hang", "adapter": request.get("adapter"),
+                                       None if seconds is None else float(seconds), links_live)
+            self.faults.append({"kind": "hang", "adapter": request.get("adapter"), "linksLive": links_live,
                                 "until": "reset" if seconds is None else
                                 time.strftime("%H:%M:%S", time.localtime(time.time() + float(seconds)))})
             return None

@@ -104,7 +104,7 @@ class BlueZooLane:
     async def fault_slow(self, board, seconds: float) -> None:
         await self._knob("FaultSlow", "yd", board.adapter_index, seconds)
 
-    async def fault_hang(self, central: int, seconds: float | None) -> None:
+    async def fault_hang(self, central: int, seconds: float | None, links_live: bool = False) -> None:
         raise TestbedError("fault hang is the real lane's alone: BlueZoo emulates no controller that "
                            "could stop answering (start the testbed with --real)")
 
@@ -262,10 +262,11 @@ class RealLane:
     async def fault_slow(self, board, seconds: float) -> None:
         await self.vm.agent_async(f"fault slow {board.adapter_index} {round(seconds * 1000)}")
 
-    async def fault_hang(self, central: int, seconds: float | None) -> None:
-        """`seconds` None: until the controller gets an HCI_Reset."""
+    async def fault_hang(self, central: int, seconds: float | None, links_live: bool = False) -> None:
+        """`seconds` None: until the controller gets an HCI_Reset. `links_live`: its transport
+        stalls while its link layer keeps its links up at the boards (btvirt's `stall`)."""
         ms = 0 if seconds is None else max(1, round(seconds * 1000))
-        await self.vm.agent_async(f"fault hang {central} {ms}")
+        await self.vm.agent_async(f"fault {'stall' if links_live else 'hang'} {central} {ms}")
 
     async def fault_clear(self) -> None:
         await self.vm.agent_async("fault clear")

@@ -7,7 +7,9 @@
 /// carried notifications every few seconds, all fall silent while other adapters' traffic
 /// goes on, or when its connects keep failing while other adapters' succeed. Recovery
 /// escalates: restart discovery, then power the adapter off and on through BlueZ, then
-/// reset it through the kernel; each step gets a window to show the controller works again
+/// reset it through the kernel (links fallen silent begin with the reset: a controller whose
+/// transport hangs answers nothing, and a power cycle through BlueZ waits on it); each step
+/// gets a window to show the controller works again
 /// (the evidence that fits the symptom: a command that completes, an advertisement heard, a
 /// connect), else the next step runs. After the last step the adapter counts as failed,
 /// and the reset is tried again now and then. Meanwhile placement gives its boards to the
@@ -69,6 +71,11 @@ public struct AdapterHealth: Sendable, Hashable {
         /// elsewhere; or nothing carried for this long over links that carried something at
         /// most ``chattyGap`` apart.
         public var silence: Duration = .seconds(10)
+        /// Nothing carried for this long over links that carried something at most
+        /// ``chattyGap`` apart, while other adapters' traffic goes on: the links fell silent.
+        /// Shorter than ``silence``: two or more links that notified every few seconds, all
+        /// silent at once, is the controller (its boards are served again only once it is reset).
+        public var linksSilence: Duration = .seconds(5)
         /// A link counts for silence once two of its notifications came at most this far apart.
         public var chattyGap: Duration = .seconds(3)
         /// How many such links must fall silent together (one alone is that board's doing).
@@ -209,7 +216,7 @@ public struct AdapterHealth: Sendable, Hashable {
         }
         switch state {
         case .healthy:
-            if let linksCarried, linksCarried.duration(to: now) >= thresholds.silence {
+            if let linksCarried, linksCarried.duration(to: now) >= thresholds.linksSilence {
                 return begin(.linksSilent, now: now)
             }
             // Silence counts only while discovery ran: an adapter that connects all the time
@@ -287,11 +294,15 @@ public struct AdapterHealth: Sendable, Hashable {
 
 extension AdapterSymptom {
     /// Where recovery begins: a controller that hears nothing may only have lost its scan;
-    /// one whose commands time out or whose connects fail needs at least a power cycle.
+    /// one whose commands time out or whose connects fail needs at least a power cycle; one
+    /// whose links all fell silent (its transport hangs, its links may live on at the boards)
+    /// is reset through the kernel at once: a power cycle through BlueZ waits on a controller
+    /// that answers nothing, and only a reset frees its boards.
     var firstStep: RecoveryStep {
         switch self {
         case .hearsNothing: .restartDiscovery
-        case .commandsTimeOut, .connectsFail, .linksSilent: .powerCycle
+        case .commandsTimeOut, .connectsFail: .powerCycle
+        case .linksSilent: .reset
         }
     }
 }

@@ -27,7 +27,7 @@
 #                         or closes it again, as a USB dongle plugged in or pulled out
 #   fault VERB ID ...     a fault in the patched btvirt (knob 10 of its patch: connect ID
 #                         STATUS COUNT RATE SEED | drop ID | drop-every ID MS SEED | slow ID
-#                         MS | hang ID MS | clear): appended to /run/btvirt-faults, btvirt
+#                         MS | hang ID MS | stall ID MS | clear): appended to /run/btvirt-faults, btvirt
 #                         gets SIGUSR1; answers once btvirt has applied it
 #   trace on|off          btmon records every controller's HCI traffic to $VMDIR/btmon.log
 #   dmesg [hciN ...]      the kernel's last lines (or its last lines naming hciN ...)
