@@ -192,7 +192,7 @@ let package = Package(
         .target(
             name: "FleetRPCServer",
             dependencies: [
-                "FleetRPC", "JSONRPC",
+                "FleetRPC", "JSONRPC", "FleetModel",
                 "FleetCore",
                 "FleetWire",
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -41,6 +41,9 @@ final class ClientCore: Sendable {
         self.socketPath = socketPath
     }
 
+    /// Whether the connection has ended (the daemon closed it, or ``finish(_:)`` was called).
+    var isClosed: Bool { state.withLock { $0.closed != nil } }
+
     func makeID() -> Int64 {
         state.withLock { state in
             defer { state.nextID += 1 }

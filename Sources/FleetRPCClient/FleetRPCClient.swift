@@ -29,6 +29,10 @@ public final class FleetRPCClient: Sendable {
         core.finish(.connectionClosed(method: nil))
     }
 
+    /// Whether the connection has ended: the daemon closed it (an idle connection is closed
+    /// after its `idle-timeout-s`), or ``close()`` was called. Every later call fails.
+    public var isClosed: Bool { core.isClosed }
+
     /// Closes the connection; waiting calls fail with ``FleetRPCClientError/connectionClosed(method:)``.
     public func close() {
         core.finish(.connectionClosed(method: nil))

@@ -59,7 +59,7 @@ actor DaemonLine {
 
     /// The groups the daemon serves, connecting first if this line is not connected.
     func daemonAccess() async -> DaemonStatus.Access? {
-        if client == nil { _ = try? await connection() }
+        if client == nil || client?.isClosed == true { _ = try? await connection() }
         return access
     }
 
@@ -69,7 +69,10 @@ actor DaemonLine {
     }
 
     private func connection() async throws(FleetRPCClientError) -> FleetRPCClient {
-        if let client { return client }
+        // A connection the daemon closed (idle for its idle-timeout-s: the pages' calls and
+        // the scrapes hold nothing there) is made again, not tried.
+        if let client, !client.isClosed { return client }
+        client?.close()
         let made = try FleetRPCClient(socketPath: socketPath)
         client = made
         maxFrameBytes = nil

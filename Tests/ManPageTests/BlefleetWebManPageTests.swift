@@ -20,7 +20,8 @@ struct BlefleetWebManPageTests {
         let synopsis = try #require(page.section("SYNOPSIS"))
         let flags = try Self.flags()
         #expect(Set(flags) == [
-            "--socket", "--listen", "--auth-file", "--max-connections", "--idle-timeout", "--log-target", "--log-level",
+            "--socket", "--listen", "--auth-file", "--max-connections", "--max-connections-per-address",
+            "--max-streams-per-user", "--idle-timeout", "--log-target", "--log-level",
         ])
         for flag in flags {
             let macro = "Fl \(flag.dropFirst())"

@@ -316,3 +316,31 @@ def test_a_request_without_credentials_holds_no_connection(small_frames, tmp_pat
         text = log.read_text()
         assert "web login" in text and "web.user=ada" in text, text[-2000:]
         assert "web login failed" in text and "web.user.claimed=eve" in text, text[-2000:]
+
+
+def test_calls_after_the_daemon_closed_an_idle_line_are_answered(tmp_path):
+    """blefleetd closes a connection that holds nothing and stays silent for its idle-timeout-s:
+    blefleet-web's lines for the pages' calls and the scrapes are such connections. The next
+    call after the daemon closed them is answered (the line is made again), not failed."""
+    if "bluezoo" not in LANES:
+        pytest.skip("blefleet-web's tests run on the BlueZoo lane")
+    work = Path(tempfile.mkdtemp(prefix="bfwebi-", dir="/tmp"))
+    made = None
+    try:
+        made = Stack(work, BOARDS)
+        made.config.write_text(made.config.read_text() + "idle-timeout-s: 1\n")
+        made.start_daemon()
+        made.start_web()
+        wait_until(lambda: len(call(made.port, "boards.list")["result"]["boards"]) == BOARDS, 30, "the boards listed")
+        assert up(made.port)
+        log = work / "blefleetd.log"
+        closed = log.read_text().count("Closing an idle connection")
+        # The daemon closes both lines once they have been silent for a second.
+        wait_until(lambda: log.read_text().count("Closing an idle connection") >= closed + 2, 30,
+                   "the daemon closing blefleet-web's idle lines")
+        assert len(call(made.port, "boards.list")["result"]["boards"]) == BOARDS
+        assert up(made.port)
+    finally:
+        if made:
+            made.stop()
+        shutil.rmtree(work, ignore_errors=True)

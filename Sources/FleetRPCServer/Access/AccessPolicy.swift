@@ -1,3 +1,4 @@
+import FleetModel
 import FleetRPC
 public import JSONRPC
 import Glibc
@@ -73,11 +74,11 @@ public final class AccessPolicy: Sendable {
     }
 
     private func lookUpRole(for credentials: PeerCredentials) -> AccessRole {
-        let groups = AccessPolicy.lookUpGroups(uid: credentials.uid) ?? Set(credentials.groups).union([credentials.gid])
-        if let control = AccessPolicy.groupID(named: configuration.controlGroup), groups.contains(control) {
+        let groups = LocalAccounts.groups(uid: credentials.uid) ?? Set(credentials.groups).union([credentials.gid])
+        if let control = LocalAccounts.groupID(named: configuration.controlGroup), groups.contains(control) {
             return .control
         }
-        if let name = configuration.readOnlyGroup, let readOnly = AccessPolicy.groupID(named: name), groups.contains(readOnly) {
+        if let name = configuration.readOnlyGroup, let readOnly = LocalAccounts.groupID(named: name), groups.contains(readOnly) {
             return .readOnly
         }
         return .none
@@ -101,36 +102,5 @@ public final class AccessPolicy: Sendable {
             }
             return RPCError(.permissionDenied, message + ".")
         }
-    }
-
-    /// The primary and supplementary groups of the user with `uid` as NSS has them now; `nil`
-    /// if NSS does not know the uid (no passwd entry).
-    static func lookUpGroups(uid: UInt32) -> Set<UInt32>? {
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 16_384)
-        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name else {
-            return nil
-        }
-        let primary = entry.pw_gid
-        var count: Int32 = 64
-        while true {
-            var groups = [gid_t](repeating: 0, count: Int(count))
-            var found = count
-            if getgrouplist(name, primary, &groups, &found) >= 0 {
-                return Set(groups.prefix(Int(found))).union([primary])
-            }
-            guard found > count, found < 65_536 else { return [primary] }
-            count = found
-        }
-    }
-
-    /// The gid of the group called `name`, if it exists.
-    static func groupID(named name: String) -> UInt32? {
-        var entry = group()
-        var result: UnsafeMutablePointer<group>?
-        var buffer = [CChar](repeating: 0, count: 65_536)
-        guard getgrnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
-        return entry.gr_gid
     }
 }

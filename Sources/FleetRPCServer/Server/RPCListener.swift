@@ -1,3 +1,4 @@
+import FleetModel
 import Glibc
 import NIOConcurrencyHelpers
 import NIOCore
@@ -51,7 +52,7 @@ struct RPCListener: Sendable {
         case .path(let path):
             var groupID: gid_t?
             if let name = configuration.socketGroup {
-                guard let gid = AccessPolicy.groupID(named: name) else { throw RPCServerError.groupNotFound(name) }
+                guard let gid = LocalAccounts.groupID(named: name) else { throw RPCServerError.groupNotFound(name) }
                 groupID = gid
             }
             let channel = try await bootstrap.bind(

@@ -1,11 +1,12 @@
 import Glibc
 
 /// This machine's accounts and groups as NSS tells them (`/etc/passwd`, `/etc/group` and
-/// whatever `nsswitch.conf` adds), as blefleet-web looks up the local accounts it serves.
+/// whatever `nsswitch.conf` adds): where the daemon's socket and blefleet-web look up the
+/// groups that give a local account its role.
 /// Each call may wait on a directory service: call it where blocking a while is acceptable.
-enum LocalAccounts {
+public enum LocalAccounts {
     /// The login name of `uid`, if NSS knows it.
-    static func name(uid: UInt32) -> String? {
+    public static func name(uid: UInt32) -> String? {
         withPasswd(uid) { entry in
             entry.pw_name.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: strlen($0)), as: UTF8.self) }
         } ?? nil
@@ -13,7 +14,7 @@ enum LocalAccounts {
 
     /// The primary and supplementary groups of `uid`; `nil` if NSS has no such user (a
     /// unit's `DynamicUser=` account, whose groups only its processes carry).
-    static func groups(uid: UInt32) -> Set<UInt32>? {
+    public static func groups(uid: UInt32) -> Set<UInt32>? {
         withPasswd(uid) { entry -> Set<UInt32> in
             let primary = entry.pw_gid
             guard let name = entry.pw_name else { return [primary] }
@@ -31,7 +32,7 @@ enum LocalAccounts {
     }
 
     /// The gid of the group called `name`, if it exists.
-    static func groupID(named name: String) -> UInt32? {
+    public static func groupID(named name: String) -> UInt32? {
         var entry = group()
         var result: UnsafeMutablePointer<group>?
         var buffer = [CChar](repeating: 0, count: 65_536)
