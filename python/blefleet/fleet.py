@@ -166,6 +166,11 @@ def _selection(select: Selection) -> str | list[str]:
     return [str(s) for s in select]
 
 
+# Why a connection ended when the daemon closed it without a word: an idle connection that
+# held nothing (idle-timeout-s), which a call makes again.
+_CLOSED_BY_DAEMON = "blefleetd closed the connection"
+
+
 class Fleet:
     """A connection to blefleetd. Make one with ``await Fleet.connect()``; use it as an async
     context manager, or ``await fleet.close()``. Calls may run concurrently on one connection."""
@@ -180,6 +185,9 @@ class Fleet:
         self._handlers: dict[str, list[NotificationHandler]] = {}
         self._close_handlers: list[Callable[[str], None]] = []
         self._closed: str | None = None
+        # The daemon's sentence when it refused the connection itself (an error with no id,
+        # such as a peer with no role): the reason the connection ended.
+        self._refusal: str | None = None
         self._read_task = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
@@ -255,7 +263,9 @@ class Fleet:
         """Calls any method of the daemon's API (``rpc.discover`` lists them) and returns its
         result as it came; a JSON-RPC error raises ``FleetError``."""
         if self._closed is not None:
-            raise DaemonUnreachable(self._closed)
+            if not self._reopenable():
+                raise DaemonUnreachable(self._closed)
+            await self._reopen()
         ident = next(self._ids)
         request: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
         if params is not None:
@@ -272,8 +282,25 @@ class Fleet:
         finally:
             self._waiting.pop(ident, None)
 
+    def _reopenable(self) -> bool:
+        """Whether a call may make the connection again: the daemon closed it as idle (one that
+        holds nothing: no subscription, no lease, nothing followed here) without a word."""
+        return (self._closed == _CLOSED_BY_DAEMON and self._refusal is None and not self._followers
+                and not any(self._handlers.values()) and not self._close_handlers)
+
+    async def _reopen(self) -> None:
+        reader, writer = (await Fleet.connect(self.socket_path))._take()
+        self._reader, self._writer = reader, writer
+        self._closed = None
+        self._read_task = asyncio.get_running_loop().create_task(self._read())
+
+    def _take(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """This connection's streams, for another Fleet that takes them over."""
+        self._read_task.cancel()
+        return self._reader, self._writer
+
     async def _read(self) -> None:
-        reason = "blefleetd closed the connection"
+        reason = _CLOSED_BY_DAEMON
         try:
             while True:
                 line = await self._reader.readline()
@@ -287,7 +314,7 @@ class Fleet:
                     self._deliver(item)
         except (ConnectionError, asyncio.LimitOverrunError, ValueError) as e:
             reason = f"the connection to blefleetd failed: {e}"
-        self._end(reason)
+        self._end(self._refusal or reason)
 
     def _deliver(self, item: Mapping[str, Any]) -> None:
         if "method" in item and "id" not in item:
@@ -306,8 +333,10 @@ class Fleet:
             return
         waiting = self._waiting.get(item.get("id"))  # type: ignore[arg-type]
         if waiting is None:
-            # An error without an id (a frame the daemon could not read) fails every call.
+            # An error without an id (a frame the daemon could not read, or the daemon refusing
+            # the connection) fails every call, and is why the connection ends if it does.
             if item.get("error") and item.get("id") is None:
+                self._refusal = str((item["error"] or {}).get("message") or "blefleetd refused the connection")
                 for method, future in self._waiting.values():
                     if not future.done():
                         error = item["error"]

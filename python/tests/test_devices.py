@@ -351,7 +351,8 @@ def test_the_read_only_group_scans_and_reads_the_control_group_connects_and_writ
     # A stranger gets nothing, not even a scan.
     stranger_scan = launch(*stranger, scan)
     assert stranger_scan.returncode != 0 and address not in stranger_scan.stdout, stranger_scan.stdout
-    assert "may not call devices.watch" in stranger_scan.stderr, stranger_scan.stderr
+    # The daemon refuses a peer with no role as it connects, and says why.
+    assert "uid 4242 may not use blefleetd" in stranger_scan.stderr, stranger_scan.stderr
 
     async def scenario():
         holder = await Line.open(lab.socket)  # root: the control group

@@ -141,3 +141,60 @@ def test_the_package_is_typed_and_installs_with_pip(tmp_path):
                                "print(blefleet.Fleet.__name__, blefleet.DEFAULT_SOCKET)", str(target)],
                               capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert imported.stdout.split() == ["Fleet", "/run/blefleet/blefleetd.sock"], imported.stderr
+
+
+def test_a_connection_the_daemon_closed_as_idle_is_made_again_by_the_next_call(tmp_path):
+    """blefleetd closes a connection that holds nothing and says nothing for idle-timeout-s; a
+    script that keeps a Fleet open between calls longer than that does not see it: the next call
+    makes the connection again. A connection the daemon refused says why."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from conftest import Daemon
+    from support import LANES
+    if "bluezoo" not in LANES:
+        pytest.skip("the Python package's tests run on the BlueZoo lane")
+    work = Path(tempfile.mkdtemp(prefix="bfidle-", dir="/tmp"))
+    work.chmod(0o755)
+    made = None
+    try:
+        # A read-only group opens the socket to every account: the daemon itself refuses strangers.
+        made = Daemon(work, config="idle-timeout-s: 1\nread-only-group: nogroup\n")
+
+        async def scenario() -> tuple[int, str, int]:
+            async with await Fleet.connect(made.socket) as fleet:
+                first = len(await fleet.boards())
+                while fleet.closed is None:  # the daemon closes it after a second of silence
+                    await asyncio.sleep(0.05)
+                reason = fleet.closed
+                return first, reason, len(await fleet.boards())
+        first, reason, again = run(scenario())
+        assert first == again == made.boards and reason == "blefleetd closed the connection", (first, reason, again)
+        # uid 4242 (no group of the daemon's) is told why it was refused.
+        stranger = subprocess.run(
+            ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", sys.executable, "-c",
+             "import asyncio, sys\nsys.path.insert(0, sys.argv[2])\nfrom blefleet import Fleet, DaemonUnreachable\n"
+             "async def main():\n    fleet = await Fleet.connect(sys.argv[1])\n    await asyncio.sleep(0.5)\n"
+             "    try:\n        await fleet.boards()\n    except DaemonUnreachable as e:\n        print('refused:', e)\n"
+             "asyncio.run(main())\n", made.socket, readable_package(work)],
+            capture_output=True, text=True, timeout=60, cwd="/")
+        assert "refused:" in stranger.stdout and "Permission denied" in stranger.stdout, (stranger.stdout, stranger.stderr)
+    finally:
+        if made:
+            made.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def readable_package(work) -> str:
+    """A copy of blefleet that another user can import (the checkout may be in a 0700 home)."""
+    import shutil
+    from pathlib import Path
+    site = Path(work) / "site"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "blefleet", site / "blefleet",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [site, *site.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return str(site)
