@@ -344,7 +344,9 @@ struct FleetTests {
                 for await _ in events { most = max(most, fleet.status.connectedCount) }
                 return most
             }
-            let result = await fleet.identify(Selection([.address(waiting.address)]))
+            // The lane's allowance, not the default 10 s: what is checked is where the slot goes,
+            // and a loaded real lane once took longer to rotate it ("still waiting for a slot").
+            let result = await fleet.identify(Selection([.address(waiting.address)]), timeout: lane.allowing(.seconds(10)))
             #expect(result.allSucceeded, "\(result.outcomes)")
             // It gave its slot back before the call answered (not later, when a reading or a
             // call of the other board takes it): no longer ready.
