@@ -72,6 +72,19 @@ def call(port: int, method: str, params: dict | None = None, headers: dict | Non
     return json.loads(text)
 
 
+def event_stream(port: int) -> socket.socket:
+    """A page's event stream (GET /events), open once its snapshot came."""
+    stream = socket.create_connection(("127.0.0.1", port))
+    stream.sendall(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    stream.settimeout(10)
+    seen = b""
+    while b"event: snapshot" not in seen:
+        chunk = stream.recv(65536)
+        assert chunk, "an event stream within the caps was closed"
+        seen += chunk
+    return stream
+
+
 def up(port: int) -> bool:
     return "blefleet_up 1" in http_get(port, "/metrics")[2]
 
@@ -186,17 +199,7 @@ def test_silent_and_dribbling_connections_are_closed_and_capped(small_frames, tm
                 return http_get(port, "/metrics", timeout=2)[0] == 200
             except OSError:
                 return False
-        streams = []
-        for _ in range(6):
-            stream = socket.create_connection(("127.0.0.1", port))
-            stream.sendall(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
-            stream.settimeout(10)
-            seen = b""
-            while b"event: snapshot" not in seen:
-                chunk = stream.recv(65536)
-                assert chunk, "an event stream within the cap was closed"
-                seen += chunk
-            streams.append(stream)
+        streams = [event_stream(port) for _ in range(6)]
         extra = socket.create_connection(("127.0.0.1", port))
         extra.settimeout(5)
         assert extra.recv(100) == b"", "a connection past --max-connections 6 was kept"
@@ -252,17 +255,7 @@ def test_a_thousand_held_connections_keep_out_no_scrape_and_no_page(small_frames
     user's page."""
     log = tmp_path / "web-held.log"
     with another_web(small_frames.socket, log, "--max-connections", "300", "--max-streams-per-user", "4") as port:
-        streams = []
-        for _ in range(4):
-            stream = socket.create_connection(("127.0.0.1", port))
-            stream.sendall(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
-            stream.settimeout(10)
-            seen = b""
-            while b"event: snapshot" not in seen:
-                chunk = stream.recv(65536)
-                assert chunk, "an event stream within the user's cap was closed"
-                seen += chunk
-            streams.append(stream)
+        streams = [event_stream(port) for _ in range(4)]
         status, _, text = http_get(port, "/events", timeout=10)
         assert status == 429 and "has 4 event streams open already" in text, (status, text)
         held = []

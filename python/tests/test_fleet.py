@@ -155,6 +155,7 @@ def test_a_connection_the_daemon_closed_as_idle_is_made_again_by_the_next_call(t
 
     from conftest import Daemon
     from support import LANES
+    from test_devices import readable_packages
     if "bluezoo" not in LANES:
         pytest.skip("the Python package's tests run on the BlueZoo lane")
     work = Path(tempfile.mkdtemp(prefix="bfidle-", dir="/tmp"))
@@ -179,7 +180,7 @@ def test_a_connection_the_daemon_closed_as_idle_is_made_again_by_the_next_call(t
              "import asyncio, sys\nsys.path.insert(0, sys.argv[2])\nfrom blefleet import Fleet, DaemonUnreachable\n"
              "async def main():\n    fleet = await Fleet.connect(sys.argv[1])\n    await asyncio.sleep(0.5)\n"
              "    try:\n        await fleet.boards()\n    except DaemonUnreachable as e:\n        print('refused:', e)\n"
-             "asyncio.run(main())\n", made.socket, readable_package(work)],
+             "asyncio.run(main())\n", made.socket, readable_packages(work)],
             capture_output=True, text=True, timeout=60, cwd="/")
         assert "refused:" in stranger.stdout and "Permission denied" in stranger.stdout, (stranger.stdout, stranger.stderr)
     finally:
@@ -187,14 +188,3 @@ def test_a_connection_the_daemon_closed_as_idle_is_made_again_by_the_next_call(t
             made.stop()
         shutil.rmtree(work, ignore_errors=True)
 
-
-def readable_package(work) -> str:
-    """A copy of blefleet that another user can import (the checkout may be in a 0700 home)."""
-    import shutil
-    from pathlib import Path
-    site = Path(work) / "site"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "blefleet", site / "blefleet",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    for path in [site, *site.rglob("*")]:
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    return str(site)
