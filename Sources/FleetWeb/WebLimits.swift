@@ -79,7 +79,6 @@ final class WebConnections: Sendable {
     let logger: Logger
     private let table = Mutex(Table())
     let refused = Atomic<Int>(0)
-    let reclaimed = Atomic<Int>(0)
     private let told = Mutex<ContinuousClock.Instant?>(nil)
 
     init(limit: Int, perAddress: Int, logger: Logger) {
@@ -105,15 +104,9 @@ final class WebConnections: Sendable {
             table.byAddress[address, default: 0] += 1
             return .admitted(reclaimed: taken?.channel)
         }
-        switch outcome {
-        case .refused:
+        if case .refused = outcome {
             let total = refused.add(1, ordering: .relaxed).newValue
             say("refusing connections: every one blefleet-web keeps (\(limit), \(perAddress) from one address) is serving a request", total)
-        case .admitted(let taken?):
-            reclaimed.add(1, ordering: .relaxed)
-            _ = taken
-        case .admitted(nil):
-            break
         }
         return outcome
     }
