@@ -194,8 +194,14 @@ class Fleet:
     async def connect(cls, socket_path: str | None = None) -> "Fleet":
         """Connects to ``socket_path``, else $BLEFLEET_SOCKET, else ``DEFAULT_SOCKET``."""
         path = socket_path or os.environ.get("BLEFLEET_SOCKET") or DEFAULT_SOCKET
+        reader, writer = await cls._open(path)
+        return cls(reader, writer, path)
+
+    @staticmethod
+    async def _open(path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """The socket's streams, or ``DaemonUnreachable`` saying why not."""
         try:
-            reader, writer = await asyncio.open_unix_connection(path, limit=_LINE_LIMIT)
+            return await asyncio.open_unix_connection(path, limit=_LINE_LIMIT)
         except FileNotFoundError:
             raise DaemonUnreachable(f"blefleetd's socket {path} does not exist: is blefleetd running?") from None
         except PermissionError:
@@ -205,7 +211,6 @@ class Fleet:
             raise DaemonUnreachable(f"nothing listens on {path}: is blefleetd running?") from None
         except OSError as e:
             raise DaemonUnreachable(f"cannot connect to {path}: {e.strerror or e}") from None
-        return cls(reader, writer, path)
 
     async def __aenter__(self) -> "Fleet":
         return self
@@ -289,15 +294,9 @@ class Fleet:
                 and not any(self._handlers.values()) and not self._close_handlers)
 
     async def _reopen(self) -> None:
-        reader, writer = (await Fleet.connect(self.socket_path))._take()
-        self._reader, self._writer = reader, writer
+        self._reader, self._writer = await self._open(self.socket_path)
         self._closed = None
         self._read_task = asyncio.get_running_loop().create_task(self._read())
-
-    def _take(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """This connection's streams, for another Fleet that takes them over."""
-        self._read_task.cancel()
-        return self._reader, self._writer
 
     async def _read(self) -> None:
         reason = _CLOSED_BY_DAEMON
