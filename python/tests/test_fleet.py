@@ -149,13 +149,12 @@ def test_a_connection_the_daemon_closed_as_idle_is_made_again_by_the_next_call(t
     makes the connection again. A connection the daemon refused says why."""
     import shutil
     import subprocess
-    import sys
     import tempfile
     from pathlib import Path
 
     from conftest import Daemon
     from support import LANES
-    from test_devices import readable_packages
+    from test_devices import BASE_PYTHON, readable_packages
     if "bluezoo" not in LANES:
         pytest.skip("the Python package's tests run on the BlueZoo lane")
     work = Path(tempfile.mkdtemp(prefix="bfidle-", dir="/tmp"))
@@ -176,10 +175,11 @@ def test_a_connection_the_daemon_closed_as_idle_is_made_again_by_the_next_call(t
         assert first == again == made.boards and reason == "blefleetd closed the connection", (first, reason, again)
         # uid 4242 (no group of the daemon's) is told why it was refused.
         stranger = subprocess.run(
-            ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", sys.executable, "-c",
-             "import asyncio, sys\nsys.path.insert(0, sys.argv[2])\nfrom blefleet import Fleet, DaemonUnreachable\n"
-             "async def main():\n    fleet = await Fleet.connect(sys.argv[1])\n    await asyncio.sleep(0.5)\n"
-             "    try:\n        await fleet.boards()\n    except DaemonUnreachable as e:\n        print('refused:', e)\n"
+            ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", BASE_PYTHON, "-c",
+             "import asyncio, sys\nsys.path.insert(0, sys.argv[2])\nfrom blefleet import Fleet, FleetError\n"
+             "async def main():\n    fleet = await Fleet.connect(sys.argv[1])\n"
+             # Whether the call is sent before the daemon's refusal comes or after, it says why.
+             "    try:\n        await fleet.boards()\n    except FleetError as e:\n        print('refused:', e)\n"
              "asyncio.run(main())\n", made.socket, readable_packages(work)],
             capture_output=True, text=True, timeout=60, cwd="/")
         assert "refused:" in stranger.stdout and "Permission denied" in stranger.stdout, (stranger.stdout, stranger.stderr)
