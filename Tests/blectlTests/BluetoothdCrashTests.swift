@@ -1,44 +1,40 @@
-import Synchronization
 import TestSupport
 import Testing
 
-/// bluetoothd 5.66 (Debian 12's, Raspberry Pi OS's) dies now and then under faults; on a
-/// gateway systemd restarts it (the package's drop-in for bluetooth.service), and so does the
-/// real lane's testbed. A real-lane scenario it died in did not happen as scheduled: it runs
-/// again, once, and says so; a failure without a crash is the test's.
+/// bluetoothd 5.66 (Debian 12's, Raspberry Pi OS's) serves the whole gateway: the fleet must
+/// not provoke it into dying (issue 55). On the real lane every death of it is written down by
+/// its supervisor in the VM, and `Testbed.with` fails a scenario that bluetoothd died in
+/// unasked, naming the test, the crash and its backtrace. These tests prove that the check
+/// can fail, and that a crash a scenario causes on purpose is no failure.
 @Suite(.serialized, .timeLimit(.minutes(6)))
 struct BluetoothdCrashTests {
-    final class Runs: Sendable {
-        private let count = Mutex(0)
-        func next() -> Int { count.withLock { $0 += 1; return $0 } }
-        var value: Int { count.withLock { $0 } }
+    @Test(arguments: RadioFaultTests.lanes(realOnly: true))
+    func aBluetoothdDeathNobodyAskedForFailsTheScenarioNamingTheCrash(lane: Lane) async throws {
+        await withKnownIssue("bluetoothd died unasked during the scenario") {
+            do {
+                try await Testbed.with(lane: lane, boards: 1) { testbed in
+                    // As if bluetoothd segfaulted by itself: the mark "asked for" is left off.
+                    try await testbed.run(["bluez", "segfault", "--unasked"])
+                    try await testbed.waitForBlueZ()
+                    #expect(try await testbed.state().allSatisfy(\.present))
+                }
+            } catch {
+                Issue.record(error)  // not the issue looked for: fails the test
+            }
+        } matching: { (issue: Issue) -> Bool in
+            let text = issue.comments.map(\.rawValue).joined(separator: "\n")
+            return text.contains("bluetoothd died 1 time(s) during aBluetoothdDeathNobodyAskedForFailsTheScenarioNamingTheCrash")
+                && text.contains("killed by SIGSEGV") && text.contains("backtrace: #0")
+        }
     }
 
     @Test(arguments: RadioFaultTests.lanes(realOnly: true))
-    func aScenarioThatBluetoothdCrashedInRunsAgainOnceOnAFreshTestbed(lane: Lane) async throws {
-        let runs = Runs()
-        try await Testbed.with(lane: lane, boards: 2) { testbed in
-            let run = runs.next()
-            let state = try await testbed.state()
-            #expect(state.count == 2 && state.allSatisfy(\.present), "\(state)")
-            if run == 1 {
-                // bluetoothd dies unasked; the fault this scenario counted on never happens.
-                try await testbed.run(["bluez", "segfault"])
-                throw FixtureError("the scheduled fault did not happen")
-            }
+    func aBluetoothdDeathTheScenarioAskedForIsNoFailure(lane: Lane) async throws {
+        try await Testbed.with(lane: lane, boards: 1) { testbed in
+            try await testbed.run(["bluez", "segfault"])
+            try await testbed.run(["bluez", "restart", "--crash"])
+            try await testbed.waitForBlueZ()
+            #expect(try await testbed.state().allSatisfy(\.present))
         }
-        #expect(runs.value == 2)
-    }
-
-    @Test(arguments: RadioFaultTests.lanes(realOnly: true))
-    func aScenarioThatFailsWithoutACrashFailsAndRunsOnce(lane: Lane) async throws {
-        let runs = Runs()
-        await withKnownIssue("the scenario's own failure") {
-            try await Testbed.with(lane: lane, boards: 1) { _ in
-                _ = runs.next()
-                throw FixtureError("the daemon did something wrong")
-            }
-        }
-        #expect(runs.value == 1)
     }
 }

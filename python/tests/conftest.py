@@ -20,9 +20,19 @@ sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "testbed" / "tests"))
 sys.path.insert(0, str(ROOT / "testbed"))
 
-from support import HUMIDITY_PROFILE, LANES, Testbed  # noqa: E402
+from support import HUMIDITY_PROFILE, LANES, Testbed, fail_on_unasked_crashes  # noqa: E402
 
 BIN = ROOT / ".build" / "debug"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A real-lane test during which the VM's bluetoothd died unasked fails, naming the crash
+    (issue 55; testbed/tests/support.py)."""
+    vm = os.environ.get("BLEFLEET_TESTBED_VM")
+    if "real" not in item.nodeid or not vm:
+        return None
+    return fail_on_unasked_crashes(item, nextitem, lambda: Path(vm))
 BOARDS = 4
 
 

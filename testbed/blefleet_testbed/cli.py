@@ -207,9 +207,13 @@ def build_parser() -> argparse.ArgumentParser:
     restart.add_argument("--crash", action="store_true",
                          help="it is killed (as when it segfaults) instead of stopped: no cleanup; "
                               "on the real lane its controllers stay powered and the kernel keeps the links")
-    with_run_dir(bluez.add_parser(
-        "segfault", help="real lane: bluetoothd dies of SIGSEGV unasked, as 5.66 does by itself under faults; "
-                         "it is restarted, the crash counted (`state`: bluez_crashes), the boards registered again"))
+    p = with_run_dir(bluez.add_parser(
+        "segfault", help="real lane: bluetoothd dies of SIGSEGV, as 5.66 does by itself under faults; "
+                         "it is restarted, the crash counted (`state`: bluez_crashes) and marked as asked "
+                         "for, the boards registered again"))
+    p.add_argument("--unasked", action="store_true",
+                   help="not marked as asked for, as if bluetoothd died by itself: the tests' harness fails "
+                        "the test it happened in (to prove that it does)")
     with_run_dir(bluez.add_parser(
         "wait", help="wait until bluetoothd runs and the boards are registered with it (after a crash "
                      "the real lane restarts it and registers them again); fails if it does not come back"))
@@ -295,6 +299,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--owner-pid", type=_nonnegative(int), default=0, help="stop the VM when this process exits")
     p = vm.add_parser("stop", help="stop a VM")
     p.add_argument("--vm-dir", help="default $BLEFLEET_TESTBED_VM")
+    p = vm.add_parser(
+        "crashes", help="the VM's bluetoothd crashes, each with its last log lines and its core's backtrace",
+        description="Every death of the VM's bluetoothd that its supervisor wrote down, one paragraph each: "
+                    "the line (time, pid, signal, the kernel's line, the core), bluetoothd's last log lines "
+                    "before it, and the backtrace of its core. Exit status 0; 1 with --fail-unasked when "
+                    "one of them was not asked for (the tests' harness uses it).")
+    p.add_argument("--vm-dir", help="default $BLEFLEET_TESTBED_VM")
+    p.add_argument("--since", type=_nonnegative(int), default=0, metavar="N",
+                   help="leave out the first N lines (those written before a test began)")
+    p.add_argument("--unasked", action="store_true", help="only those no test asked for")
+    p.add_argument("--fail-unasked", action="store_true", help="exit status 1 when one was not asked for")
 
     ctl = sub.add_parser("_controller")
     ctl.add_argument("--run-dir", required=True)
@@ -487,6 +502,13 @@ def vm_command(args) -> int:
     path = args.vm_dir or os.environ.get("BLEFLEET_TESTBED_VM")
     if not path:
         raise TestbedError("no testbed VM: pass --vm-dir or set BLEFLEET_TESTBED_VM")
+    if args.action == "crashes":
+        from .lanes import crash_lines, crash_report, unasked
+        lines = crash_lines(Path(path))[args.since:]
+        chosen = unasked(lines) if args.unasked else lines
+        for line in chosen:
+            print(crash_report(Path(path), line))
+        return 1 if args.fail_unasked and unasked(lines) else 0
     vmmod.stop(Path(path).resolve())
     return 0
 
@@ -573,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.action == "wait":
                 request(run, {"op": "bluez-wait"})
             elif args.action == "segfault":
-                request(run, {"op": "bluez-segfault"})
+                request(run, {"op": "bluez-segfault", "unasked": args.unasked})
             else:
                 request(run, {"op": "bluez-restart", "crash": args.crash})
         elif args.command == "adapter":

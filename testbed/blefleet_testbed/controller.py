@@ -310,7 +310,7 @@ class Controller:
             if self.recovery_error is not None:
                 raise TestbedError(self.recovery_error)
             if op == "bluez-segfault":
-                await self.lane.segfault_bluez()
+                await self.lane.segfault_bluez(bool(request.get("unasked")))
                 await self.recover_from_crashes()
                 return None
             if op == "bluez-wait":

@@ -36,6 +36,52 @@ def crash_lines(vm_dir: Path) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
+ASKED_MARK = "(asked for:"
+BLUETOOTHD = "/usr/libexec/bluetooth/bluetoothd"
+
+
+def unasked(lines: list[str]) -> list[str]:
+    """The crashes nobody asked for: a test that crashes bluetoothd on purpose (`bluez
+    segfault`) has its crash marked "(asked for: ...)"; `bluez restart --crash` writes none."""
+    return [line for line in lines if ASKED_MARK not in line]
+
+
+def crash_report(vm_dir: Path, line: str) -> str:
+    """One crash as a test's failure names it: its line, bluetoothd's last log lines before
+    it, and the backtrace of its core (gdb on the host, which shares the VM's root file
+    system: the same bluetoothd and libraries; Debian's bluetoothd is stripped, so its own
+    frames are addresses)."""
+    import re
+    import shutil
+    import subprocess
+    parts = [line]
+    pid = re.search(r"\(pid (\d+)\)", line)
+    try:
+        log = (vm_dir / "bluetoothd.log").read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        log = []
+    if pid:
+        # The supervisor's line about this death names its pid; bluetoothd's own lines are
+        # those before it, back to the supervisor's previous line.
+        marker = f"--- bluetoothd (pid {pid.group(1)}) "
+        end = next((i for i, text in enumerate(log) if text.startswith(marker)), None)
+        if end is not None:
+            begin = max((i for i in range(end) if log[i].startswith("---")), default=-1)
+            tail = log[begin + 1:end]
+            if tail:
+                parts.append("bluetoothd's last lines: " + " | ".join(dict.fromkeys(tail[-6:])))
+    core = re.search(r"core: (\S+)", line)
+    if core and (vm_dir / core.group(1)).exists() and shutil.which("gdb"):
+        try:
+            out = subprocess.run(["gdb", "-batch", "-nx", "-ex", "bt 24", BLUETOOTHD, str(vm_dir / core.group(1))],
+                                 capture_output=True, text=True, timeout=120).stdout
+            frames = list(dict.fromkeys(x.strip() for x in out.splitlines() if x.startswith("#")))
+            parts.append("backtrace: " + (" / ".join(frames) if frames else "(gdb found no frames)"))
+        except (OSError, subprocess.TimeoutExpired) as e:
+            parts.append(f"backtrace: (gdb failed: {e})")
+    return "\n  ".join(parts)
+
+
 def make_lane(controller):
     return RealLane(controller) if controller.args.real else BlueZooLane(controller)
 
@@ -150,7 +196,7 @@ class BlueZooLane:
                 raise TestbedError("BlueZoo did not own org.bluez within 20 s")
             await asyncio.sleep(0.02)
 
-    async def segfault_bluez(self) -> None:
+    async def segfault_bluez(self, unasked: bool = False) -> None:
         raise TestbedError("bluez segfault is the real lane's alone: a BlueZoo that dies is not restarted "
                            "(start the testbed with --real)")
 
@@ -392,11 +438,11 @@ class RealLane:
         stay powered and the kernel keeps their links."""
         await self.vm.agent_async("bluez-crash" if crash else "bluez-stop")
 
-    async def segfault_bluez(self) -> None:
-        """bluetoothd dies of SIGSEGV unasked, as 5.66 does by itself under faults: the VM's
-        supervisor writes the crash down and restarts it; `follow_crashes` registers the
-        boards again."""
-        await self.vm.agent_async("bluez-segfault")
+    async def segfault_bluez(self, unasked: bool = False) -> None:
+        """bluetoothd dies of SIGSEGV, as 5.66 does by itself under faults: the VM's
+        supervisor writes the crash down (marked as asked for unless `unasked`) and restarts
+        it; `follow_crashes` registers the boards again."""
+        await self.vm.agent_async("bluez-segfault unasked" if unasked else "bluez-segfault")
 
     async def cause_of_failure(self) -> str | None:
         """A command failed: is it because bluetoothd or the VM went away?"""

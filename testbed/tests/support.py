@@ -41,6 +41,34 @@ sensors:
 """
 
 
+def fail_on_unasked_crashes(item, nextitem, vm_dir: Callable[[], Path | None]) -> bool:
+    """pytest_runtest_protocol of the real lane's tests: runs `item` and fails it when the VM's
+    bluetoothd died during it without being asked to (its supervisor writes every death down;
+    `bluez segfault` marks its own as asked for), naming each crash, bluetoothd's last lines
+    and its core's backtrace (`scripts/testbed vm crashes`)."""
+    from _pytest.runner import runtestprotocol
+    from blefleet_testbed.lanes import crash_lines, crash_report, unasked
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    before_dir = vm_dir()
+    before = len(crash_lines(before_dir)) if before_dir else 0
+    reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    path = vm_dir()
+    died = unasked(crash_lines(path)[before if before_dir else 0:]) if path else []
+    if died:
+        message = (f"bluetoothd died {len(died)} time(s) during {item.nodeid} on the real lane, unasked:\n  "
+                   + "\n  ".join(crash_report(path, line) for line in died))
+        report = next((r for r in reports if r.when == "call"), reports[-1])
+        if report.failed:
+            report.sections.append(("bluetoothd died unasked", message))
+        else:
+            report.outcome = "failed"
+            report.longrepr = message
+    for report in reports:
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
 def run_cli(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
     result = subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout)
     if check and result.returncode != 0:

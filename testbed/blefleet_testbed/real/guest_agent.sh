@@ -11,8 +11,11 @@
 #                         drop-in for bluetooth.service has systemd do):
 #                         each such crash is one line "TIME REASON" in $VMDIR/bluetoothd.crashes
 #   bluez-status          "ok running", or why not
-#   bluez-segfault        bluetoothd gets SIGSEGV, unasked (as 5.66 segfaults by itself under
-#                         faults): its supervisor counts the crash and restarts it
+#   bluez-segfault [unasked]
+#                         bluetoothd gets SIGSEGV (as 5.66 segfaults by itself under faults): its
+#                         supervisor writes the crash down, marked "(asked for: bluez segfault)",
+#                         and restarts it; with `unasked` the mark is left off, as if bluetoothd
+#                         died by itself (to prove that the harness fails on such a crash)
 #   bluez-reset           bluetoothd stops, every controller powers off, the stored
 #                         device cache is wiped, bluetoothd starts: a fresh testbed
 #                         (btvirt starts again first if a controller is unusable)
@@ -48,12 +51,17 @@ supervisor_pid() { first_line /run/bluetoothd.supervisor; }
 # bluetoothd runs under this loop, as on a gateway with the package's drop-in for
 # bluetooth.service (Restart=on-failure, RestartSec=1s): an exit nobody asked for (bluetoothd 5.66 segfaults now and then under faults) is
 # one line in $VMDIR/bluetoothd.crashes (the time, how it ended, the kernel's line about it)
-# and bluetoothd starts again. bluez-stop and bluez-crash first say that the exit is wanted
+# and bluetoothd starts again. A death by a signal leaves its core in $VMDIR/cores/core.PID
+# (named in the line; the host, which shares this root file system, reads its backtrace:
+# `scripts/testbed vm crashes`). bluez-stop and bluez-crash first say that the exit is wanted
 # (/run/bluetoothd.stopping): the loop ends then. Five exits in a row within a second of
 # their start end it too (systemd's start limit): a bluetoothd that cannot start is not
 # restarted for ever.
 bluez_supervise() {
   quick=0
+  mkdir -p "$VMDIR/cores"
+  echo "$VMDIR/cores/core.%p" >/proc/sys/kernel/core_pattern
+  ulimit -c unlimited
   while [ ! -e /run/bluetoothd.stopping ]; do
     echo "--- bluetoothd starts $(date +%T.%N)" >>"$VMDIR/bluetoothd.log"
     started=$(cut -d. -f1 /proc/uptime)
@@ -66,10 +74,12 @@ bluez_supervise() {
     if [ "$rc" -gt 128 ]; then reason="killed by SIG$(kill -l $((rc - 128)))"
     else reason="exited with status $rc"; fi
     kernel=$(dmesg | grep -F "bluetoothd[$pid]" | tail -n 1 | sed 's/^\[[ 0-9.]*\] //')
+    core=""
+    [ -e "$VMDIR/cores/core.$pid" ] && core="; core: cores/core.$pid"
     asked=""
     if [ -e /run/bluetoothd.segfault-asked ]; then asked=" (asked for: bluez segfault)"; rm -f /run/bluetoothd.segfault-asked; fi
-    echo "$(date +%T) bluetoothd (pid $pid) $reason${kernel:+; kernel: $kernel}$asked" >>"$VMDIR/bluetoothd.crashes"
-    echo "--- bluetoothd $reason $(date +%T.%N), unasked: restarting it" >>"$VMDIR/bluetoothd.log"
+    echo "$(date +%T) bluetoothd (pid $pid) $reason${kernel:+; kernel: $kernel}$core$asked" >>"$VMDIR/bluetoothd.crashes"
+    echo "--- bluetoothd (pid $pid) $reason $(date +%T.%N), unasked: restarting it" >>"$VMDIR/bluetoothd.log"
     if [ $(( $(cut -d. -f1 /proc/uptime) - started )) -le 1 ]; then quick=$((quick + 1)); else quick=0; fi
     if [ "$quick" -ge 5 ]; then
       echo "--- bluetoothd exited 5 times in a row at start: not restarted again" >>"$VMDIR/bluetoothd.log"
@@ -109,12 +119,13 @@ bluez_crash() {
   echo "--- bluetoothd killed $(date +%T.%N)" >>"$VMDIR/bluetoothd.log"
 }
 
-# SIGSEGV to bluetoothd, unasked; answers once its supervisor has written the crash down.
+# SIGSEGV to bluetoothd, as when it segfaults; answers once its supervisor has written the
+# crash down. Marked as asked for, unless $1 is `unasked`.
 bluez_segfault() {
   pid=$(bluez_pid)
   [ -n "$pid" ] && running "$pid" || { echo "error bluetoothd is not running"; return; }
   before=$(cat "$VMDIR/bluetoothd.crashes" 2>/dev/null | wc -l)
-  touch /run/bluetoothd.segfault-asked
+  [ "$1" = unasked ] || touch /run/bluetoothd.segfault-asked
   kill -SEGV "$pid"
   i=0
   until [ "$(cat "$VMDIR/bluetoothd.crashes" 2>/dev/null | wc -l)" -gt "$before" ]; do
@@ -349,7 +360,7 @@ run() {
     ping) echo "ok pong" ;;
     bluez-stop) bluez_stop && echo "ok" ;;
     bluez-crash) bluez_crash && echo "ok" ;;
-    bluez-segfault) bluez_segfault ;;
+    bluez-segfault) bluez_segfault "$2" ;;
     bluez-start) bluez_start && echo "ok" ;;
     bluez-reset) bluez_reset && echo "ok" ;;
     bluez-status)
