@@ -75,7 +75,8 @@ import JSONRPC
                 "boards.forget", "boards.alias", "boards.identify", "gatt.read", "gatt.write", "gatt.notify", "events.subscribe",
                 "events.unsubscribe",
                 "daemon.status", "switch.set", "sensor.read", "history.read",
-                "devices.watch", "devices.unwatch", "device.connect", "device.disconnect", "device.services", "device.read",
+                "devices.watch", "devices.unwatch", "devices.connected", "device.connect", "device.disconnect", "device.services",
+                "device.read",
                 "device.write", "device.notify",
             ])
         // The read-only group may scan and read any device; connecting and writing need control.

@@ -85,6 +85,16 @@ import JSONRPC
             ])
         case "devices.watch", "devices.unwatch":
             return try json([DevicesWatchResult(watching: true)])
+        case "devices.connected":
+            return try json([
+                DevicesConnectedResult(devices: [
+                    .init(
+                        address: "F0:0D:00:00:00:01", addressType: "random", name: "nano-01", adapter: "hci0",
+                        serviceUuids: ["00001801-0000-1000-8000-00805f9b34fb"]),
+                    .init(address: "F0:0D:00:00:00:02", addressType: nil, name: nil, adapter: "hci1", serviceUuids: []),
+                ]),
+                DevicesConnectedResult(devices: []),
+            ])
         case "device.connect", "device.services":
             let services = [
                 GattServiceInfo(

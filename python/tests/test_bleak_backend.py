@@ -41,6 +41,7 @@ QUEUED = "AA:BB:CC:DD:EE:07"   # connect: its turn in the adapter's queue did no
 ABORTED = "AA:BB:CC:DD:EE:08"  # connect: le-connection-abort-by-local twice, then connected
 POWERED_OFF = "AA:BB:CC:DD:EE:09"  # connect: the adapter is off (-32002)
 NO_BLUEZ = "AA:BB:CC:DD:EE:0A"     # connect: BlueZ is not running (-32005)
+LIMITED = "AA:BB:CC:DD:EE:0B"      # connect: the user holds leases-per-user devices (-32012)
 
 
 def u16(short: int) -> str:
@@ -213,6 +214,9 @@ class FakeDaemon:
             if address == WAITED:
                 raise RpcError(-32003, f"No connection slot of hci0 became free for {address} in time: all 2 are in use "
                                        "(2 device links leased by clients).")
+            if address == LIMITED:
+                raise RpcError(-32012, "uid 1000 already holds 4 devices (leased or connecting), the most one user may "
+                                       "(leases-per-user: 4): disconnect one first.")
             if address == QUEUED:
                 raise RpcError(-32003, f"{address} was still waiting for its turn to connect through hci0 at its "
                                        "deadline (3 connects queued there).")
@@ -603,12 +607,13 @@ def test_timeouts_are_timeout_errors(fake: FakeDaemon) -> None:
 
 
 def test_a_full_house_is_out_of_slots_as_the_retry_libraries_read_it(fake: FakeDaemon) -> None:
-    """A connect that found no slot (all in use, or its turn in the queue not come) is a
+    """A connect that found no slot (all in use, its turn in the queue not come, or the user's
+    share of the slots, leases-per-user, taken) is a
     BleakError saying "connection slot": bleak-retry-connector's OUT_OF_SLOTS_ERRORS, which it
     backs off from and retries, not the TimeoutError it takes for a device gone missing."""
     async def scenario() -> list[BaseException]:
         errors = []
-        for address in (WAITED, QUEUED):
+        for address in (WAITED, QUEUED, LIMITED):
             with pytest.raises(BleakError) as refused:
                 await BleakClient(address, timeout=3, backend=BleakClientBlefleet, socket_path=fake.path).connect()
             errors.append(refused.value)
@@ -617,7 +622,7 @@ def test_a_full_house_is_out_of_slots_as_the_retry_libraries_read_it(fake: FakeD
         assert isinstance(error, BleakFleetOutOfSlotsError) and not isinstance(error, TimeoutError), repr(error)
         # bleak-retry-connector 4.x: OUT_OF_SLOTS_ERRORS = {"available connection", "connection slot", ...}
         assert "connection slot" in str(error), error
-    assert fake.closed(2)
+    assert fake.closed(3)
 
 
 def test_a_connect_longer_than_one_call_of_the_daemon_is_several(fake: FakeDaemon) -> None:

@@ -6,6 +6,7 @@ are the referee."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -47,7 +48,9 @@ def test_discover_lists_every_device_heard_with_its_advertisement(lab, tmp_path)
         asyncio.run(main())
     """).stdout
     lines = {line.split()[0]: line.split() for line in out.splitlines()}
-    for i in range(1, lab.boards + 1):
+    # Every board that advertises: the fleet's own do not while linked (as a Nano 33 BLE does
+    # not while connected), and a scan on BlueZ does not hear them then either.
+    for i in range(1 + lab.fleet, lab.boards + 1):
         address = lab.testbed.address(f"nano-{i:02d}")
         assert address in lines, out
         assert lines[address][1] == f"nano-{i:02d}"
@@ -205,3 +208,74 @@ def test_notifications_on_a_characteristic_the_fleet_follows(lab, tmp_path):
     while not fleet_reads_22():
         assert time.monotonic() < deadline, "the fleet stopped following nano-01 after the script's stop_notify"
         time.sleep(0.2)
+
+
+@pytest.mark.skipif(not hasattr(__import__("bleak"), "BleakAdapter"), reason="bleak < 3.1 has no BleakAdapter")
+def test_bleak_adapter_lists_the_connected_devices_and_a_client_joins_one(lab, tmp_path):
+    """bleak 3.1's BleakAdapter.get_connected_devices: the devices linked now (the fleet's boards
+    among them), filtered by service as on BlueZ; a BLEDevice of that list connects."""
+    out = launch(lab, tmp_path, """
+        import asyncio, sys
+        from bleak import BleakAdapter, BleakClient
+
+        async def main():
+            adapter = await BleakAdapter.get()
+            connected = await adapter.get_connected_devices(service_uuids=[sys.argv[1]])
+            print("connected", " ".join(sorted(d.address for d in connected)))
+            print("none", len(await adapter.get_connected_devices(["0000feed-0000-1000-8000-00805f9b34fb"])))
+            elsewhere = await BleakAdapter.get(bluez={"adapter": "hci9"})
+            print("hci9", len(await elsewhere.get_connected_devices(service_uuids=[sys.argv[1]])))
+            board = next(d for d in connected if d.name == "nano-01")
+            async with BleakClient(board) as client:
+                print("joined", client.is_connected, len((await client.read_gatt_char(sys.argv[2]))))
+
+        asyncio.run(main())
+    """, "cd48409a-f3cc-11ed-a05b-0242ac120003", TEMPERATURE).stdout
+    fleet = {lab.testbed.address("nano-01"), lab.testbed.address("nano-02")}
+    listed = set(out.split("connected ", 1)[1].splitlines()[0].split())
+    assert fleet <= listed, out
+    assert "none 0" in out and "hci9 0" in out and "joined True" in out, out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("bleak_retry_connector") is None,
+                    reason="bleak-retry-connector needs bleak >= 3.0")
+def test_establish_connection_in_four_scripts_takes_turns_on_two_slots(lab, tmp_path):
+    """bleak-retry-connector's establish_connection, unchanged, in four scripts at once, each to
+    a device of its own, on an adapter that lends clients two slots (the lab: three, one kept
+    for the fleet) to a user who may hold three: every script connects in turn, twice, and
+    reads; none is told its device is "not found" for a full house, and nothing of the retry
+    library goes to BlueZ around the daemon."""
+    script = tmp_path / "retry.py"
+    script.write_text(textwrap.dedent("""
+        import asyncio, logging, sys
+        from bleak import BleakClient, BleakScanner
+        from bleak_retry_connector import establish_connection
+
+        async def main(address, characteristic):
+            device = await BleakScanner.find_device_by_address(address, timeout=20)
+            assert device is not None, f"{address} not heard"
+            for cycle in range(2):
+                client = await establish_connection(BleakClient, device, address)
+                try:
+                    print("read", cycle, len(await client.read_gatt_char(characteristic)), flush=True)
+                    await asyncio.sleep(1.5)  # the script's work: the slot stays taken meanwhile
+                finally:
+                    await client.disconnect()
+
+        logging.basicConfig(level=logging.DEBUG, format="%(name)s %(message)s")
+        asyncio.run(main(sys.argv[1], sys.argv[2]))
+    """))
+    env = dict(os.environ, BLEFLEET_SOCKET=lab.socket, PYTHONPATH=str(ROOT / "python"))
+    env["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent"
+    names = ("nano-02", "nano-03", "nano-04", "nano-05")
+    scripts = [subprocess.Popen([sys.executable, "-m", "blefleet.bleak", str(script), lab.testbed.address(name), TEMPERATURE],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in names]
+    outcomes = []
+    for name, process in zip(names, scripts):
+        out, err = process.communicate(timeout=240)
+        outcomes.append((name, process.returncode, out, err))
+    for name, code, out, err in outcomes:
+        assert code == 0, (name, err[-3000:])
+        assert "read 0" in out and "read 1" in out, (name, out)
+        assert "not found" not in err.lower(), (name, err[-3000:])
+        assert "dbus" not in err.lower() or "blefleetd owns the adapters" in err, (name, err[-3000:])

@@ -17,6 +17,23 @@ public actor BlueZObjectMirror {
     public private(set) var owner: String?
     /// Whether a snapshot is loaded (false while BlueZ is absent or loading).
     public private(set) var isLoaded = false
+    /// When each device object (by path) was last heard advertising, by ``clock``: it
+    /// appeared with an RSSI, or BlueZ changed what it says of an advertisement (RSSI,
+    /// data, TX power). What BlueZ remembers of a device it has not heard since the mirror
+    /// loaded has no entry: a scan session reports what it heard, not what BlueZ remembers.
+    public private(set) var heardAt: [String: ContinuousClock.Instant] = [:]
+
+    /// Every device object with its Device1 properties, and ``heardAt``, in one look.
+    public func devicesAndHearings() -> (
+        devices: [(path: String, properties: BlueZObjectTree.Properties)], heardAt: [String: ContinuousClock.Instant]
+    ) {
+        (tree.objects(implementing: BlueZInterfaces.device), heardAt)
+    }
+
+    /// The Device1 properties that change only when an advertisement is heard.
+    public static let advertisementProperties: Set<String> = [
+        "RSSI", "ManufacturerData", "ServiceData", "TxPower", "AdvertisingData", "AdvertisingFlags",
+    ]
 
     let logger: Logger
     let clock: any RadioClock
@@ -165,6 +182,7 @@ public actor BlueZObjectMirror {
         loadingOwner = nil
         isLoaded = false
         tree = BlueZObjectTree()
+        heardAt = [:]
         broadcast(.serviceLost)
     }
 
@@ -277,6 +295,7 @@ public actor BlueZObjectMirror {
     public func apply(_ event: BlueZMirrorEvent) {
         switch event {
         case .interfacesAdded(let path, let interfaces):
+            if let device = interfaces[BlueZInterfaces.device], device["RSSI"] != nil { heardAt[path] = clock.now }
             var current = tree.objects[path] ?? [:]
             for (interface, properties) in interfaces {
                 current[interface, default: [:]].merge(properties) { _, new in new }
@@ -286,11 +305,15 @@ public actor BlueZObjectMirror {
         case .interfacesRemoved(let path, let interfaces):
             guard var current = tree.objects[path] else { return }
             for interface in interfaces { current[interface] = nil }
+            if interfaces.contains(BlueZInterfaces.device) { heardAt[path] = nil }
             tree.set(current, at: path)
             broadcast(event)
         case .propertiesChanged(let path, let interface, let changed, let invalidated):
             // Properties of objects we do not know (removed meanwhile) are ignored.
             guard tree.objects[path]?[interface] != nil else { return }
+            if interface == BlueZInterfaces.device, !Self.advertisementProperties.isDisjoint(with: changed.keys) {
+                heardAt[path] = clock.now
+            }
             tree.change(path, interface, changed, invalidated: invalidated)
             broadcast(event)
         case .serviceLost, .serviceLoaded:

@@ -74,6 +74,20 @@ public struct DeviceAdvertisement: Sendable, Hashable {
     }
 }
 
+/// A device connected to an adapter with its services resolved
+/// (``DeviceProxy/connectedDevices(services:adapter:)``).
+public struct ConnectedDevice: Sendable, Hashable {
+    public let address: BoardAddress
+    /// `public` or `random`.
+    public let addressType: String?
+    /// The device's name (not BlueZ's alias made of its address).
+    public let name: String?
+    /// The adapter of the link (`hci0`).
+    public let adapter: String
+    /// 128-bit, lowercase.
+    public let serviceUUIDs: [String]
+}
+
 /// A client following a characteristic's notifications (``DeviceProxy/followAttribute(_:handle:onValue:onEnd:)``).
 public final class DeviceFollow: Sendable {
     private let session: BlueZNotificationSession

@@ -419,18 +419,58 @@ public final class DeviceProxy: Sendable {
         }
     }
 
+    // MARK: Connected devices
+
+    /// The devices connected now with their services resolved that offer one of `services`
+    /// (any, when empty), on `adapter` (a name like `hci0` or an address; every adapter when
+    /// nil; none for an adapter the daemon does not have), as bleak's BlueZ backend lists them
+    /// for `BleakAdapter.get_connected_devices`.
+    public func connectedDevices(services: [GattUUID], adapter: String?) async -> [ConnectedDevice] {
+        let tree = await client.mirror.tree
+        // An adapter the daemon does not have has no links (as BlueZ lists none for it).
+        let adapterPath = adapter.map { tree.adapter(matching: $0)?.path ?? "" }
+        let wanted = Set(services.map(\.bluetooth))
+        return tree.objects(implementing: BlueZInterfaces.device)
+            .map { BlueZDevice(path: $0.path, properties: $0.properties) }
+            .filter { device in
+                device.connected && device.servicesResolved && (adapterPath == nil || device.adapterPath == adapterPath)
+                    && (wanted.isEmpty || !wanted.isDisjoint(with: device.uuids))
+            }
+            .compactMap { device in
+                BoardAddress(device.address).map { address in
+                    ConnectedDevice(
+                        address: address, addressType: device.addressType, name: device.name,
+                        adapter: Fleet.adapterName(device.adapterPath), serviceUUIDs: device.uuids.map(\.uuidString))
+                }
+            }
+            .sorted { ($0.adapter, $0.address.rawValue) < ($1.adapter, $1.address.rawValue) }
+    }
+
     // MARK: Advertisements
 
+    /// How recently a device must have been heard for a new watch to report it at once: a
+    /// scan session reports what it hears, not every device BlueZ remembers (bonded devices
+    /// that are off, links that no longer advertise).
+    public static let recentlyHeard: Duration = .seconds(10)
+
     /// Reports each device the adapters hear, from the fleet's one discovery session: first
-    /// every device BlueZ knows now, then each change of what it advertises (RSSI, name,
-    /// data). With `services`, only devices that advertise one of them. Discovery reports
-    /// every device while a watch runs. ``AdvertisementWatch/cancel()`` ends it.
+    /// every device heard in the last ``recentlyHeard``, then each change of a device BlueZ
+    /// reports (RSSI, name, data, link), as BlueZ's PropertiesChanged would tell a scanner;
+    /// with `services`, only devices that advertise one of them. `removed` is told when BlueZ
+    /// drops a device this watch reported (its address and adapter), as bleak's BlueZ
+    /// scanner forgets it then. Discovery reports every device while a watch runs.
+    /// ``AdvertisementWatch/cancel()`` ends it.
     public func watchAdvertisements(
-        services: [GattUUID], deliver: @escaping @Sendable (DeviceAdvertisement) -> Void
+        services: [GattUUID], deliver: @escaping @Sendable (DeviceAdvertisement) -> Void,
+        removed: @escaping @Sendable (BoardAddress, _ adapter: String) -> Void = { _, _ in }
     ) async -> AdvertisementWatch {
         let services = Set(services.map(\.bluetooth))
         await widenDiscovery(+1)
-        let known = Mutex<[String: BlueZObjectTree.Properties]>([:])
+        struct Seen {
+            var properties: [String: BlueZObjectTree.Properties] = [:]
+            var reported: Set<String> = []
+        }
+        let seen = Mutex(Seen())
         let deviceInterface = BlueZInterfaces.device
         @Sendable func report(_ path: String, _ properties: BlueZObjectTree.Properties) {
             let advertisement = BlueZAdvertisement(path: path, properties: properties)
@@ -439,38 +479,57 @@ public final class DeviceProxy: Sendable {
                     .union(advertisement.serviceData.keys.compactMap(BluetoothUUID.init))
                 guard !offered.isDisjoint(with: services) else { return }
             }
-            if let advertisement = DeviceAdvertisement(advertisement) { deliver(advertisement) }
+            guard let advertisement = DeviceAdvertisement(advertisement) else { return }
+            seen.withLock { _ = $0.reported.insert(path) }
+            deliver(advertisement)
         }
         let observation = await client.mirror.observe(interfaces: [deviceInterface]) { event in
             switch event {
             case .interfacesAdded(let path, let interfaces):
                 guard let properties = interfaces[deviceInterface] else { return }
-                known.withLock { $0[path] = properties }
+                seen.withLock { $0.properties[path] = properties }
                 report(path, properties)
             case .propertiesChanged(let path, _, let changed, let invalidated):
-                let merged = known.withLock { known -> BlueZObjectTree.Properties? in
-                    guard var properties = known[path] else { return nil }
+                let merged = seen.withLock { seen -> BlueZObjectTree.Properties? in
+                    guard var properties = seen.properties[path] else { return nil }
                     properties.merge(changed) { _, new in new }
                     for name in invalidated { properties[name] = nil }
-                    known[path] = properties
+                    seen.properties[path] = properties
                     return properties
                 }
                 if let merged { report(path, merged) }
             case .interfacesRemoved(let path, let interfaces) where interfaces.contains(deviceInterface):
-                _ = known.withLock { $0.removeValue(forKey: path) }
+                let gone = seen.withLock { seen -> BlueZObjectTree.Properties? in
+                    let properties = seen.properties.removeValue(forKey: path)
+                    return seen.reported.remove(path) != nil ? properties : nil
+                }
+                if let gone, let address = BoardAddress(gone["Address"]?.string ?? "") {
+                    removed(address, Fleet.adapterName(BlueZObjectTree.parent(of: path)))
+                }
             case .serviceLost:
-                known.withLock { $0 = [:] }
+                // bluetoothd left: its devices are gone, as a scanner on BlueZ would be told.
+                let gone = seen.withLock { seen -> [(String, BlueZObjectTree.Properties)] in
+                    defer { seen = Seen() }
+                    return seen.reported.compactMap { path in seen.properties[path].map { (path, $0) } }
+                }
+                for (path, properties) in gone {
+                    if let address = BoardAddress(properties["Address"]?.string ?? "") {
+                        removed(address, Fleet.adapterName(BlueZObjectTree.parent(of: path)))
+                    }
+                }
             default:
                 break
             }
         }
-        for (path, properties) in await client.mirror.tree.objects(implementing: deviceInterface) {
-            let fresh = known.withLock { known -> Bool in
-                guard known[path] == nil else { return false }
-                known[path] = properties
+        let (objects, heardAt) = await client.mirror.devicesAndHearings()
+        let recent = client.clock.now.advanced(by: .zero - Self.recentlyHeard)
+        for (path, properties) in objects {
+            let fresh = seen.withLock { seen -> Bool in
+                guard seen.properties[path] == nil else { return false }
+                seen.properties[path] = properties
                 return true
             }
-            if fresh { report(path, properties) }
+            if fresh, let heard = heardAt[path], heard >= recent { report(path, properties) }
         }
         return AdvertisementWatch { [weak self] in
             observation.cancel()

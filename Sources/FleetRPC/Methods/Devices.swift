@@ -23,7 +23,7 @@ extension FleetMethods {
         public static let descriptor = RPCMethodDescriptor(
             name: "devices.watch",
             summary:
-                "Receive the advertisements of every device the adapters hear as \(DeviceAdvertisementNotification.method) notifications on this connection (first every device known now); a second call replaces the filter.",
+                "Receive the advertisements of every device the adapters hear as \(DeviceAdvertisementNotification.method) notifications on this connection (first every device heard in the last 10 s, not every device BlueZ remembers), and \(DeviceRemovedNotification.method) when BlueZ drops one of them; a second call replaces the filter.",
             params: [
                 RPCParamDescriptor(
                     "services", .array(of: .uuid), "Only devices that advertise one of these service UUIDs (default: every device)."),
@@ -55,6 +55,40 @@ extension FleetMethods {
             access: .read,
             errors: [.permissionDenied])
         public typealias Result = DevicesWatchResult
+    }
+
+    /// `devices.connected`.
+    public enum DevicesConnected: RPCMethod {
+        public static let descriptor = RPCMethodDescriptor(
+            name: "devices.connected",
+            summary:
+                "The devices connected to the adapters now (the fleet's links, clients' leases, other programs' links) whose services are resolved and that offer one of services, as BlueZ lists them: what bleak's BleakAdapter.get_connected_devices asks.",
+            params: [
+                RPCParamDescriptor(
+                    "services", .array(of: .uuid), "Only devices that offer one of these service UUIDs (default: 1801, which almost every device has)."),
+                RPCParamDescriptor(
+                    "adapter", .string(), "Only this adapter's (hci0, or its address; none for an adapter the daemon lacks); default every adapter."),
+            ],
+            result: RPCResultDescriptor("devices", "The connected devices.", schema: Schemas.connectedDevices),
+            access: .read,
+            errors: [.permissionDenied, .bluezUnavailable, .invalidParams])
+
+        public struct Params: RPCMethodParams, Hashable {
+            public var services: [String]?
+            public var adapter: String?
+
+            public init(services: [String]? = nil, adapter: String? = nil) {
+                self.services = services
+                self.adapter = adapter
+            }
+
+            public init(checked params: RPCCheckedParams) throws(RPCError) {
+                self.init(
+                    services: try params.optional("services") { $0.arrayValue?.compactMap(\.stringValue) },
+                    adapter: try params.optionalString("adapter"))
+            }
+        }
+        public typealias Result = DevicesConnectedResult
     }
 
     /// `device.connect`.
@@ -250,6 +284,31 @@ extension FleetMethods {
     }
 }
 
+/// `devices.connected`'s result.
+public struct DevicesConnectedResult: Sendable, Hashable, Codable {
+    public struct Device: Sendable, Hashable, Codable {
+        public var address: String
+        /// `public` or `random`.
+        public var addressType: String?
+        /// The device's name, if it has one (not BlueZ's made-up alias).
+        public var name: String?
+        /// The adapter of the link (`hci0`).
+        public var adapter: String
+        /// The services it offers, 128-bit, lowercase.
+        public var serviceUuids: [String]
+
+        public init(address: String, addressType: String?, name: String?, adapter: String, serviceUuids: [String]) {
+            self.address = address
+            self.addressType = addressType
+            self.name = name
+            self.adapter = adapter
+            self.serviceUuids = serviceUuids
+        }
+    }
+    public var devices: [Device]
+    public init(devices: [Device]) { self.devices = devices }
+}
+
 public struct DevicesWatchResult: Sendable, Hashable, Codable {
     public var watching: Bool
     public init(watching: Bool) { self.watching = watching }
@@ -375,6 +434,22 @@ public struct DeviceAdvertisementNotification: Sendable, Hashable, Codable {
     }
 }
 
+/// `device.removed`: BlueZ dropped a device ``FleetMethods/DevicesWatch`` reported (it was not
+/// heard for a while, was removed, or bluetoothd stopped).
+public struct DeviceRemovedNotification: Sendable, Hashable, Codable {
+    public static let method = "device.removed"
+    public var address: String
+    /// The adapter whose device it was (`hci0`).
+    public var adapter: String
+    public var time: String
+
+    public init(address: String, adapter: String, time: String) {
+        self.address = address
+        self.adapter = adapter
+        self.time = time
+    }
+}
+
 /// `device.value`: a value a followed characteristic notified (``FleetMethods/DeviceNotify``).
 public struct DeviceValueNotification: Sendable, Hashable, Codable {
     public static let method = "device.value"
@@ -406,6 +481,21 @@ public struct DeviceDisconnectedNotification: Sendable, Hashable, Codable {
 }
 
 extension Schemas {
+    static let connectedDevices: JSONValue = [
+        "type": "object", "required": ["devices"],
+        "properties": [
+            "devices": [
+                "type": "array",
+                "items": [
+                    "type": "object", "required": ["address", "adapter", "serviceUuids"],
+                    "properties": [
+                        "address": ["type": "string"], "addressType": ["type": "string"], "name": ["type": "string"],
+                        "adapter": ["type": "string"], "serviceUuids": ["type": "array", "items": ["type": "string"]],
+                    ],
+                ],
+            ]
+        ],
+    ]
     static let watching: JSONValue = [
         "type": "object", "required": ["watching"], "properties": ["watching": ["type": "boolean"]],
     ]

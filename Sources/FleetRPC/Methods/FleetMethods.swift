@@ -9,8 +9,9 @@ public enum FleetMethods {
         BoardsList.self, BoardsScan.self, BoardsConnect.self, BoardsDisconnect.self, BoardsForget.self,
         BoardsAlias.self, BoardsIdentify.self, LedSet.self, TemperatureRead.self, SwitchSet.self, SensorRead.self, GattRead.self, GattWrite.self, GattNotify.self,
         EventsSubscribe.self, EventsUnsubscribe.self, DaemonStatus.self, HistoryRead.self,
-        DevicesWatch.self, DevicesUnwatch.self, DeviceConnect.self, DeviceDisconnect.self, DeviceServices.self,
-        DeviceRead.self, DeviceWrite.self, DeviceNotify.self,
+        DevicesWatch.self, DevicesUnwatch.self, DevicesConnected.self, DeviceConnect.self, DeviceDisconnect.self,
+        DeviceServices.self,
+        DeviceRead.self, DeviceWrite.self, DeviceNotify.self, DevicePair.self, DeviceUnpair.self,
     ]
 
     /// The errors of a method that works on boards.

@@ -112,6 +112,10 @@ final class DeviceBindings: Sendable {
                         serviceData: advertisement.serviceData.mapValues(HexBytes.encode),
                         serviceUuids: advertisement.serviceUUIDs, adapter: advertisement.adapter,
                         connected: advertisement.connected, time: Self.now()))
+            } removed: { address, adapter in
+                _ = connection.notify(
+                    method: DeviceRemovedNotification.method,
+                    params: DeviceRemovedNotification(address: address.rawValue, adapter: adapter, time: Self.now()))
             }
             let replaced = connections.withLock { connections -> AdvertisementWatch? in
                 guard connections[connection.id] != nil else { return watch }  // closed meanwhile
@@ -128,6 +132,21 @@ final class DeviceBindings: Sendable {
             }
             watch?.cancel()
             return DevicesWatchResult(watching: false)
+        }
+        dispatcher.register(FleetMethods.DevicesConnected.self) { params, _ in
+            let services = try (params.services ?? ["1801"]).map { text throws(RPCError) -> GattUUID in
+                guard let uuid = GattUUID(text) else {
+                    throw RPCError(.invalidParams, "services: \"\(text)\" is not a UUID (like 180f or 0000180f-0000-1000-8000-00805f9b34fb).")
+                }
+                return uuid
+            }
+            let devices = await fleet.devices.connectedDevices(services: services, adapter: params.adapter)
+            return DevicesConnectedResult(
+                devices: devices.map {
+                    .init(
+                        address: $0.address.rawValue, addressType: $0.addressType, name: $0.name, adapter: $0.adapter,
+                        serviceUuids: $0.serviceUUIDs)
+                })
         }
         dispatcher.register(FleetMethods.DeviceConnect.self) { [self] params, context in
             let connection = context.connection

@@ -21,6 +21,7 @@ BLUEZ_UNAVAILABLE = -32005
 NOT_CONNECTED = -32006
 GATT_ERROR = -32007
 CHARACTERISTIC_NOT_FOUND = -32008
+LIMIT_REACHED = -32012
 
 
 class BleakFleetError(BleakError):
@@ -72,7 +73,11 @@ ABORT_BY_LOCAL = "le-connection-abort-by-local"
 
 
 def out_of_slots(error: FleetError) -> bool:
-    """Whether a connect failed for want of a connection slot."""
+    """Whether a connect failed for want of a connection slot: none came free in time, or the
+    user already holds as many devices as one user may (leases-per-user), the proxy's slots
+    for that user."""
+    if error.code == LIMIT_REACHED:
+        return True
     return error.code in (TIMEOUT, BUSY) and any(phrase in error.message for phrase in _OUT_OF_SLOTS)
 
 
@@ -119,7 +124,9 @@ def to_bleak(error: FleetError, path: str, *, address: str | None = None, handle
     exception: BaseException
     if connecting and out_of_slots(error):
         message = error.message
-        if "connection slot" not in message:  # its turn in the queue: no slot came to it either
+        if error.code == LIMIT_REACHED:
+            message = f"{message.rstrip('.')}: no connection slot for this user until one of its devices is disconnected."
+        elif "connection slot" not in message:  # its turn in the queue: no slot came to it either
             message = f"{message.rstrip('.')}: no connection slot came free for it in time."
         return BleakFleetOutOfSlotsError(message, error.code, error.method, error.data)
     if (unavailable := not_available(error)) is not None:

@@ -8,6 +8,7 @@ time they pick the platform's backend; those, and the originals in
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 from typing import Any
@@ -42,6 +43,15 @@ def _adapter_backend() -> Any:
     return _answer(BleakAdapterBlefleet)
 
 
+async def _no_bluez_manager() -> Any:
+    """bleak's own BlueZ manager while installed: blefleetd owns the adapters, so a library that
+    goes to BlueZ's D-Bus objects beside bleak (bleak-retry-connector's BlueZ helpers: stale
+    links, services cache, waiting for a disconnect) is told there is no BlueZ here, as on a
+    machine without it, and leaves the fleet's devices alone."""
+    raise FileNotFoundError(errno.ENOENT, "blefleetd owns the adapters: BlueZ is not used directly through the fleet",
+                            "/run/dbus/system_bus_socket")
+
+
 # (module holding the function, the function's name, its replacement)
 _PATCHES: list[tuple[str, str, Any]] = [
     ("bleak", "get_platform_client_backend_type", _client_backend),
@@ -50,6 +60,7 @@ _PATCHES: list[tuple[str, str, Any]] = [
     ("bleak.backends.scanner", "get_platform_scanner_backend_type", _scanner_backend),
     ("bleak", "get_platform_adapter_backend_type", _adapter_backend),
     ("bleak.backends.adapter", "get_platform_adapter_backend_type", _adapter_backend),
+    ("bleak.backends.bluezdbus.manager", "get_global_bluez_manager", _no_bluez_manager),
 ]
 _originals: dict[tuple[str, str], Any] = {}
 
@@ -63,7 +74,7 @@ def install(socket_path: str | None = None) -> None:
     for module_name, name, replacement in _PATCHES:
         try:
             module = importlib.import_module(module_name)
-        except ImportError:  # bleak.backends.adapter is bleak >= 3.1
+        except ImportError:  # bleak.backends.adapter is bleak >= 3.1; bluezdbus needs dbus-fast
             continue
         if not hasattr(module, name):
             continue

@@ -136,7 +136,8 @@ class BleakScannerBlefleet(BaseBleakScanner):
             registered(device, data)
 
     async def start(self) -> None:
-        """``devices.watch``: the devices heard now, then each change, as detections."""
+        """``devices.watch``: the devices heard in the last seconds, then each change, as
+        detections; a device BlueZ drops (``device.removed``) is no longer seen."""
         await self.stop()
         self.seen_devices = {}
         try:
@@ -145,6 +146,7 @@ class BleakScannerBlefleet(BaseBleakScanner):
             raise unreachable(e, self.socket_path) from None
         self._fleet = fleet
         fleet.on_notification("device.advertisement", self._on_advertisement)
+        fleet.on_notification("device.removed", self._on_removed)
         params: dict[str, Any] = {"services": list(self._service_uuids)} if self._service_uuids else {}
         try:
             await fleet.call("devices.watch", params, timeout=60)
@@ -184,6 +186,18 @@ class BleakScannerBlefleet(BaseBleakScanner):
         if self._scanning_mode == "passive" and self._or_patterns:
             return any(_pattern_matches(pattern, params) for pattern in self._or_patterns)
         return True
+
+    def _on_removed(self, params: dict[str, Any]) -> None:
+        """BlueZ dropped a device: it is no longer among those seen (as bleak's BlueZ scanner
+        forgets it), unless another adapter reported it last."""
+        address = str(params.get("address") or "").upper()
+        seen = self.seen_devices.get(address)
+        if seen is None:
+            return
+        details = seen[0].details
+        if isinstance(details, dict) and details.get("adapter") not in (None, params.get("adapter")):
+            return
+        del self.seen_devices[address]
 
     def _on_advertisement(self, params: dict[str, Any]) -> None:
         address = params.get("address")

@@ -1,0 +1,54 @@
+import DBus
+import Logging
+import Synchronization
+import Testing
+
+@testable import BlueZ
+
+/// When the mirror last heard each device: what a new scan session is told of (the devices
+/// heard, not every device BlueZ remembers). Time moves only when the test says.
+@Suite struct MirrorHearingTests {
+    final class StoppedClock: RadioClock {
+        let instant = Mutex(ContinuousClock.now)
+        var now: ContinuousClock.Instant { instant.withLock { $0 } }
+        func advance(_ duration: Duration) { instant.withLock { $0 = $0.advanced(by: duration) } }
+        func sleep(until deadline: ContinuousClock.Instant) async throws { throw CancellationError() }
+    }
+
+    static let remembered = "/org/bluez/hci0/dev_CA_FE_00_00_00_01"
+    static let heard = "/org/bluez/hci0/dev_CA_FE_00_00_00_02"
+
+    static func device(_ path: String, rssi: Int16? = nil) -> [String: BlueZObjectTree.Properties] {
+        var properties: BlueZObjectTree.Properties = ["Address": .string("CA:FE:00:00:00:0" + String(path.last!))]
+        if let rssi { properties["RSSI"] = .int16(rssi) }
+        return [BlueZInterfaces.device: properties]
+    }
+
+    @Test func onlyAdvertisementsCountAsHearingADevice() async {
+        let clock = StoppedClock()
+        let mirror = BlueZObjectMirror(logger: Logger(label: "test"), clock: clock)
+        // What BlueZ remembered when the mirror loaded was not heard by it.
+        await mirror.load([Self.remembered: Self.device(Self.remembered)], owner: ":1.1")
+        #expect(await mirror.heardAt.isEmpty)
+        let start = clock.now
+        await mirror.apply(.interfacesAdded(path: Self.heard, interfaces: Self.device(Self.heard, rssi: -60)))
+        #expect(await mirror.heardAt == [Self.heard: start])
+        // A change that is not an advertisement (the link) is not a hearing; an RSSI is.
+        clock.advance(.seconds(3))
+        await mirror.apply(.propertiesChanged(
+            path: Self.remembered, interface: BlueZInterfaces.device, changed: ["Connected": .boolean(true)], invalidated: []))
+        #expect(await mirror.heardAt[Self.remembered] == nil)
+        await mirror.apply(.propertiesChanged(
+            path: Self.heard, interface: BlueZInterfaces.device, changed: ["RSSI": .int16(-58)], invalidated: []))
+        #expect(await mirror.heardAt[Self.heard] == start.advanced(by: .seconds(3)))
+        await mirror.apply(.propertiesChanged(
+            path: Self.remembered, interface: BlueZInterfaces.device,
+            changed: ["ManufacturerData": .array(elementSignature: "{qv}", [])], invalidated: []))
+        #expect(await mirror.heardAt[Self.remembered] == start.advanced(by: .seconds(3)))
+        // Removed, or BlueZ gone: nothing is heard any more.
+        await mirror.apply(.interfacesRemoved(path: Self.heard, interfaces: [BlueZInterfaces.device]))
+        #expect(await mirror.heardAt[Self.heard] == nil)
+        await mirror.lose()
+        #expect(await mirror.heardAt.isEmpty)
+    }
+}
