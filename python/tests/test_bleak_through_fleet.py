@@ -279,3 +279,27 @@ def test_establish_connection_in_four_scripts_takes_turns_on_two_slots(lab, tmp_
         assert "read 0" in out and "read 1" in out, (name, out)
         assert "not found" not in err.lower(), (name, err[-3000:])
         assert "dbus" not in err.lower() or "blefleetd owns the adapters" in err, (name, err[-3000:])
+
+
+def test_use_cached_is_the_value_bluez_holds_not_a_read(lab, tmp_path):
+    """read_gatt_char(use_cached=True) answers with the value BlueZ holds (the last notified),
+    as bleak's BlueZ backend does, without asking the device: after the board's temperature
+    changed, a cached read still says the old one, a plain read the new."""
+    lab.testbed.cli("board", "temp", "nano-04", "14")
+    out = launch(lab, tmp_path, """
+        import asyncio, subprocess, sys
+        from bleak import BleakClient
+
+        async def main(address, uuid, testbed, run_dir):
+            seen = asyncio.Queue()
+            async with BleakClient(address) as client:
+                await client.start_notify(uuid, lambda char, data: seen.put_nowait(bytes(data)))
+                print("notified", (await asyncio.wait_for(seen.get(), 10)).hex())
+                await client.stop_notify(uuid)
+                subprocess.run([testbed, "board", "temp", "nano-04", "33", "--run-dir", run_dir], check=True)
+                print("cached", (await client.read_gatt_char(uuid, use_cached=True)).hex())
+                print("read", (await client.read_gatt_char(uuid)).hex())
+
+        asyncio.run(main(*sys.argv[1:]))
+    """, lab.testbed.address("nano-04"), TEMPERATURE, str(ROOT / "scripts" / "testbed"), str(lab.testbed.run_dir)).stdout
+    assert "notified 0e" in out and "cached 0e" in out and "read 21" in out, out

@@ -359,6 +359,15 @@ public final class DeviceProxy: Sendable {
         }
     }
 
+    /// The value BlueZ holds of the characteristic (or descriptor) with `handle`, the last one
+    /// read or notified, without asking the device (empty when it holds none), as bleak's
+    /// BlueZ backend answers `use_cached=True`.
+    public func cachedAttribute(_ address: BoardAddress, handle: UInt16, descriptor: Bool) async throws(DeviceError) -> [UInt8] {
+        let found = try await attribute(address, handle: handle, descriptor: descriptor)
+        let properties = await client.mirror.tree.properties(found.path, found.interface)
+        return properties?["Value"]?.bytes ?? []
+    }
+
     /// Writes the characteristic (or descriptor) with `handle`.
     public func writeAttribute(
         _ address: BoardAddress, handle: UInt16, descriptor: Bool, value: [UInt8], withResponse: Bool, timeout: Duration

@@ -166,7 +166,13 @@ extension FleetMethods {
         public static let descriptor = RPCMethodDescriptor(
             name: "device.read",
             summary: "Read a characteristic or descriptor of a connected device by handle (value as hex).",
-            params: [deviceAddress, handle, descriptorFlag, RPCParamDescriptor("timeoutMs", .integer(minimum: 1, maximum: 600_000), "Time limit, ms (default 10000).")],
+            params: [
+                deviceAddress, handle, descriptorFlag,
+                RPCParamDescriptor("timeoutMs", .integer(minimum: 1, maximum: 600_000), "Time limit, ms (default 10000)."),
+                RPCParamDescriptor(
+                    "cached", .boolean,
+                    "Return the value BlueZ holds (the last read or notified; empty if none) without asking the device (default false)."),
+            ],
             result: RPCResultDescriptor("value", "The bytes read, as hex.", schema: Schemas.deviceValue),
             access: .read,
             errors: gattErrors)
@@ -176,19 +182,22 @@ extension FleetMethods {
             public var handle: Int
             public var descriptor: Bool?
             public var timeoutMs: Int?
+            public var cached: Bool?
 
-            public init(address: BoardAddress, handle: Int, descriptor: Bool? = nil, timeoutMs: Int? = nil) {
+            public init(address: BoardAddress, handle: Int, descriptor: Bool? = nil, timeoutMs: Int? = nil, cached: Bool? = nil) {
                 self.address = address
                 self.handle = handle
                 self.descriptor = descriptor
                 self.timeoutMs = timeoutMs
+                self.cached = cached
             }
 
             public init(checked params: RPCCheckedParams) throws(RPCError) {
                 let address = try params.address("address")
                 self.init(
                     address: address, handle: try params.int("handle"),
-                    descriptor: try params.optionalBool("descriptor"), timeoutMs: try params.optionalInt("timeoutMs"))
+                    descriptor: try params.optionalBool("descriptor"), timeoutMs: try params.optionalInt("timeoutMs"),
+                    cached: try params.optionalBool("cached"))
             }
         }
         public typealias Result = DeviceValueResult

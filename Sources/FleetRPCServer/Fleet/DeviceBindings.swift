@@ -189,9 +189,12 @@ final class DeviceBindings: Sendable {
         }
         dispatcher.register(FleetMethods.DeviceRead.self) { params, _ in
             do {
-                let value = try await fleet.devices.readAttribute(
-                    params.address, handle: UInt16(params.handle), descriptor: params.descriptor ?? false,
-                    timeout: .milliseconds(params.timeoutMs ?? 10_000))
+                let handle = UInt16(params.handle), descriptor = params.descriptor ?? false
+                let value =
+                    params.cached == true
+                    ? try await fleet.devices.cachedAttribute(params.address, handle: handle, descriptor: descriptor)
+                    : try await fleet.devices.readAttribute(
+                        params.address, handle: handle, descriptor: descriptor, timeout: .milliseconds(params.timeoutMs ?? 10_000))
                 return DeviceValueResult(value: HexBytes.encode(value))
             } catch {
                 throw Self.rpcError(error)

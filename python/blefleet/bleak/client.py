@@ -209,16 +209,21 @@ class BleakClientBlefleet(BaseBleakClient):
 
     async def read_gatt_char(self, characteristic: BleakGATTCharacteristic, *, use_cached: bool = False,
                              **kwargs: Any) -> bytearray:
-        """``device.read`` of the characteristic's handle (the daemon keeps no cache: ``use_cached``
-        reads too)."""
-        reply = await self._call("device.read", {"handle": characteristic.handle, "timeoutMs": _GATT_TIMEOUT_MS},
-                                 characteristic.handle)
+        """``device.read`` of the characteristic's handle; ``use_cached`` is the value BlueZ holds
+        (the last read or notified, empty if none) without asking the device, as bleak's BlueZ
+        backend answers it."""
+        params: dict[str, Any] = {"handle": characteristic.handle, "timeoutMs": _GATT_TIMEOUT_MS}
+        if use_cached:
+            params["cached"] = True
+        reply = await self._call("device.read", params, characteristic.handle)
         return bytearray.fromhex(str(reply["value"]))
 
     async def read_gatt_descriptor(self, descriptor: BleakGATTDescriptor, *, use_cached: bool = False,
                                    **kwargs: Any) -> bytearray:
-        reply = await self._call("device.read", {"handle": descriptor.handle, "descriptor": True,
-                                                 "timeoutMs": _GATT_TIMEOUT_MS})
+        params: dict[str, Any] = {"handle": descriptor.handle, "descriptor": True, "timeoutMs": _GATT_TIMEOUT_MS}
+        if use_cached:
+            params["cached"] = True
+        reply = await self._call("device.read", params)
         return bytearray.fromhex(str(reply["value"]))
 
     async def write_gatt_char(self, characteristic: BleakGATTCharacteristic, data: SizedBuffer,
