@@ -77,12 +77,12 @@ import JSONRPC
                 "daemon.status", "switch.set", "sensor.read", "history.read",
                 "devices.watch", "devices.unwatch", "devices.connected", "device.connect", "device.disconnect", "device.services",
                 "device.read",
-                "device.write", "device.notify",
+                "device.write", "device.notify", "device.pair", "device.unpair",
             ])
         // The read-only group may scan and read any device; connecting and writing need control.
         #expect(
             FleetMethods.descriptors.filter { $0.name.hasPrefix("device") && $0.access == .write }.map(\.name).sorted()
-                == ["device.connect", "device.disconnect", "device.write"])
+                == ["device.connect", "device.disconnect", "device.pair", "device.unpair", "device.write"])
         #expect(FleetMethods.SwitchSet.descriptor.access == .write)
         #expect(FleetMethods.SensorRead.descriptor.access == .read)
         #expect(FleetMethods.LedSet.descriptor.access == .write)

@@ -117,6 +117,10 @@ import JSONRPC
             return try json([DeviceWrittenResult()])
         case "device.notify":
             return try json([DeviceNotifyingResult(notifying: true)])
+        case "device.pair":
+            return try json([DevicePairedResult(address: a.rawValue, adapter: "hci0", bonded: true, alreadyPaired: false)])
+        case "device.unpair":
+            return try json([DeviceUnpairedResult(address: a.rawValue, adapters: ["hci0", "hci1"]), DeviceUnpairedResult(address: a.rawValue, adapters: [])])
         default:
             // led.set, switch.set, boards.connect/disconnect/forget, gatt.write, gatt.notify.
             return try json([result(Done())])

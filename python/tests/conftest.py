@@ -38,16 +38,18 @@ BOARDS = 4
 
 class Daemon:
     def __init__(self, work: Path, boards: int = BOARDS, config: str = "", fleet: int | None = None,
-                 lane: str = "bluezoo") -> None:
+                 lane: str = "bluezoo", testbed_options: tuple[str, ...] = ()) -> None:
         """`boards` on the testbed; `config` added to blefleetd's; `fleet`: how many of the
         boards join the fleet (its `allow` list in `config` says which; default all); `lane`:
-        BlueZoo, or real BlueZ in the VM of $BLEFLEET_TESTBED_VM."""
+        BlueZoo, or real BlueZ in the VM of $BLEFLEET_TESTBED_VM; `testbed_options` more
+        options of `scripts/testbed start` (`--encrypted`)."""
         self.work = work
         self.boards = boards
         self.fleet = boards if fleet is None else fleet
         self.lane = lane
         self.socket = str(work / "d.sock")
-        options = ["--boards", str(boards), "--humidity", "--temperature", "distinct:-1", "--owner-pid", str(os.getpid())]
+        options = ["--boards", str(boards), "--humidity", "--temperature", "distinct:-1", "--owner-pid", str(os.getpid()),
+                   *testbed_options]
         environment = dict(os.environ)
         if lane == "real":
             options += ["--real", "--vm", os.environ["BLEFLEET_TESTBED_VM"]]
@@ -61,12 +63,17 @@ class Daemon:
         config_file = work / "blefleetd.conf"
         config_file.write_text(f"socket-group: root\nprofile-dir: {profiles}\n{extra}")
         self.log = work / "blefleetd.log"
-        with open(self.log, "wb") as out:
-            self.process = subprocess.Popen(
-                [str(BIN / "blefleetd"), "--config", str(config_file), "--socket", self.socket, "--state-dir",
-                 str(work / "state"), "--bus", self.testbed.bus_address, "--log-target", "stderr"],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment)
-        deadline = time.monotonic() + (180 if lane == "real" else 60)
+        self._command = [str(BIN / "blefleetd"), "--config", str(config_file), "--socket", self.socket, "--state-dir",
+                         str(work / "state"), "--bus", self.testbed.bus_address, "--log-target", "stderr"]
+        self._environment = environment
+        self.start()
+
+    def start(self) -> None:
+        """Starts blefleetd and waits until its fleet is ready."""
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen(self._command, stdout=out, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, env=self._environment)
+        deadline = time.monotonic() + (180 if self.lane == "real" else 60)
         while not self.ready():
             assert self.process.poll() is None, f"blefleetd exited: {self.log.read_text()[-3000:]}"
             assert time.monotonic() < deadline, f"blefleetd has not {self.fleet} boards ready: {self.log.read_text()[-3000:]}"
@@ -85,12 +92,16 @@ class Daemon:
         boards = json.loads(out.stdout)["boards"]
         return len(boards) == self.fleet and all(b["state"] == "ready" for b in boards)
 
-    def stop(self) -> None:
+    def stop_daemon(self) -> None:
+        """Stops blefleetd (SIGTERM), the testbed staying up."""
         self.process.terminate()
         try:
             self.process.wait(15)
         except subprocess.TimeoutExpired:
             self.process.kill()
+
+    def stop(self) -> None:
+        self.stop_daemon()
         self.testbed.stop()
 
 

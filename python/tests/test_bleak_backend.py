@@ -122,6 +122,7 @@ class FakeDaemon:
         self.events: list[tuple[str, int]] = []
         self.values: dict[int, str] = {0x000B: "64", 0x000E: b"Battery".hex(), 0x0011: "00"}
         self.peers: list[Peer] = []
+        self.paired: set[str] = set()  # what BlueZ holds a bond with
         self._numbers = iter(range(1, 1000))
         self._ready = threading.Event()
         self.loop = asyncio.new_event_loop()
@@ -236,8 +237,23 @@ class FakeDaemon:
         if method == "device.disconnect":
             peer.leases.discard(address)
             return {"address": address, "connected": False}
+        if method == "device.unpair":
+            if address != THERMO:
+                raise RpcError(-32001, f"BlueZ knows no device {address} on any adapter: there is no pairing to remove.")
+            self.paired.discard(address)
+            for other in self.peers:
+                other.leases.discard(address)
+            return {"address": address, "adapters": ["hci0"]}
         if not self._leased(address):
             raise RpcError(-32006, f"{address} is not connected")
+        if method == "device.pair":
+            assert isinstance(params.get("timeoutMs"), int), params
+            if params.get("passkey") not in (None, 123456):
+                raise RpcError(-32013, f"Pairing with {address} failed: {address} shows passkey 123456, not the "
+                                       f"{params['passkey']:06d} given.")
+            already = address in self.paired
+            self.paired.add(address)
+            return {"address": address, "adapter": "hci0", "paired": True, "bonded": True, "alreadyPaired": already}
         handle = params["handle"]
         if method == "device.read":
             if handle == 0x0013:
@@ -697,15 +713,44 @@ def test_other_errors_are_bleak_errors_with_the_daemons_sentence(fake: FakeDaemo
         assert str(tmp_path / "none.sock") in str(error) and "BLEFLEET_SOCKET" in str(error), error
 
 
-def test_pairing_is_refused_with_a_sentence(fake: FakeDaemon) -> None:
+def test_pair_and_unpair_are_the_daemons_device_pair_and_unpair(fake: FakeDaemon) -> None:
+    gone: list[str] = []
+
+    async def scenario() -> tuple[BaseException, BaseException, bool]:
+        client = BleakClient(THERMO, backend=BleakClientBlefleet, socket_path=fake.path,
+                             disconnected_callback=lambda c: gone.append(c.address))
+        await client.connect()
+        await client.pair()
+        await client.pair()  # paired already: nothing more, as bleak's BlueZ backend does
+        # A passkey that is not the one the device shows: the daemon's sentence, a BleakError.
+        with pytest.raises(BleakError, match="shows passkey 123456, not the 000042 given") as wrong:
+            await client.pair(passkey=42)
+        await client.unpair()  # the device goes from BlueZ, and this client is disconnected
+        connected = client.is_connected
+        # Unpairing needs no connection; a device BlueZ does not know is bleak's "not found".
+        with pytest.raises(BleakDeviceNotFoundError) as unknown:
+            await BleakClient(UNHEARD, backend=BleakClientBlefleet, socket_path=fake.path).unpair()
+        return wrong.value, unknown.value, connected
+    wrong, unknown, connected = run(scenario())
+    assert getattr(wrong, "code") == -32013
+    assert getattr(unknown, "identifier", THERMO) == UNHEARD
+    assert not connected and gone == [THERMO]
+    pairs = [params for _, method, params in fake.requests if method == "device.pair"]
+    assert [p.get("passkey") for p in pairs] == [None, None, 42], pairs
+    assert all(p["address"] == THERMO and p["timeoutMs"] == 60_000 for p in pairs), pairs
+    assert [params for _, method, params in fake.requests if method == "device.unpair"] == [
+        {"address": THERMO}, {"address": UNHEARD}]
+    assert fake.paired == set()
+
+
+def test_connect_with_pair_pairs_after_connecting(fake: FakeDaemon) -> None:
     async def scenario() -> None:
-        async with BleakClient(THERMO, backend=BleakClientBlefleet, socket_path=fake.path) as client:
-            # Both a BleakError (a script's `except BleakError` catches it) and NotImplementedError.
-            for call, words in ((client.pair, "pairing is not available through blefleetd"), (client.unpair, "unpairing")):
-                with pytest.raises(BleakError, match=words) as refused:
-                    await call()
-                assert isinstance(refused.value, NotImplementedError)
+        async with BleakClient(THERMO, backend=BleakClientBlefleet, socket_path=fake.path, pair=True) as client:
+            assert client.is_connected
     run(scenario())
+    methods = [method for _, method, _ in fake.requests if method.startswith("device.")]
+    assert methods[:2] == ["device.connect", "device.pair"], methods
+    assert fake.paired == {THERMO}
 
 
 # -- plain BleakClient/BleakScanner: install() and the launcher ------------------------------

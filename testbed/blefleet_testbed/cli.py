@@ -152,6 +152,9 @@ def add_start_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--humidity", action="store_true",
                    help="the boards run a lab's variant of the sketch that also offers relative humidity "
                         "(uint16, 0.01 %%RH, read + notify) in the sensor service")
+    p.add_argument("--encrypted", action="store_true",
+                   help="the last board also offers a characteristic readable only over an encrypted link "
+                        "(flags encrypt-read): a central pairs first")
     p.add_argument("--notify-interval", type=_positive(float), default=1.0,
                    help="seconds between sensor refreshes / notifications (default 1)")
     p.add_argument("--owner-pid", type=_nonnegative(int), default=0,
@@ -387,6 +390,8 @@ def start(args) -> int:
         argv.append("--stock-bluezoo")
     if args.humidity:
         argv.append("--humidity")
+    if args.encrypted:
+        argv.append("--encrypted")
     if args.real:
         argv.append("--real")
     if args.vm:

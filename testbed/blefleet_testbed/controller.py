@@ -124,7 +124,8 @@ class Controller:
         sdbus.set_default_bus(self.bus)
         a = self.args
         self.sim = Simulator(self.bus, self.lane, a.boards, profile.TemperaturePattern.parse(a.temperature),
-                             a.latency_ms, a.jitter_ms, a.notify_interval, humidity=a.humidity)
+                             a.latency_ms, a.jitter_ms, a.notify_interval, humidity=a.humidity,
+                             encrypted=a.encrypted)
         self.sim.export()
         await self.lane.start_bluez(fresh=True)
         await self.sim.provision_all()

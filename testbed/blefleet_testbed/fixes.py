@@ -21,6 +21,10 @@ starts; `bluezoo_launcher --stock` skips it so tests can show each defect.
      back) gets InProgress for another StartNotify until then, as bluetoothd 5.66 does.
   8. A board's GATT error reaches the central verbatim; over the air it is an ATT error
      code, which the central's bluetoothd turns into its own D-Bus error.
+  9. Pairing: Device1.Pair needs the default agent to be NoInputNoOutput (else it fails),
+     never answers AlreadyExists or InProgress, and Bonded stays false; a characteristic
+     that needs an encrypted link (encrypt-read, encrypt-write) is read and written without
+     one; RemoveDevice of a device the adapter does not have succeeds (BlueZ: DoesNotExist).
 
 Each fix is marked "Fix N" at the methods that implement it. Besides them, the knobs the
 testbed controller turns through org.blefleet.Testbed1 (TestbedKnobs): the RSSI each central
@@ -42,7 +46,8 @@ from bluezoo import device as bz_device
 from bluezoo import events
 from bluezoo.adapter import Adapter
 from bluezoo.device import Device
-from bluezoo.exceptions import (DBusBluezFailedError, DBusBluezInProgressError,
+from bluezoo.exceptions import (DBusBluezAlreadyExistsError, DBusBluezDoesNotExistError,
+                                DBusBluezFailedError, DBusBluezInProgressError,
                                 DBusBluezInvalidArgumentsError, DBusBluezNotAuthorizedError,
                                 DBusBluezNotPermittedError, DBusBluezNotReadyError,
                                 DBusBluezNotSupportedError)
@@ -130,6 +135,34 @@ class FixedDevice(Device):
                 log.info("%s expired from %s (TemporaryTimeout)", self, adapter)
                 create_background_task(adapter.del_device(self))
         self.expiry = asyncio.get_running_loop().call_later(SETTINGS.temporary_timeout, fire)
+
+    # -- Fix 9: pairing -----------------------------------------------------------------
+
+    async def pair(self) -> None:
+        """Fix 9 — Device1.Pair as src/device.c pair_device does it: AlreadyExists when the
+        device is bonded, InProgress while a pairing of it is under way, an LE device
+        connected first. The testbed's boards have neither keys nor a display: Just Works,
+        which needs nothing of an agent on the side that starts it. Paired and Bonded become
+        true on both sides, and a paired device is no longer temporary (Fix 3)."""
+        if self.paired:
+            raise DBusBluezAlreadyExistsError("Already Exists")
+        if not self.pairing_task.done():
+            raise DBusBluezInProgressError("In Progress")
+
+        async def task() -> None:
+            if not self.connected:
+                await self.connect()
+            await radio_delay()
+            if self.peer is not None:
+                self.peer.paired = self.peer.bonded = True
+            self.bonded = True  # BlueZoo's Bonded setter writes another attribute
+            await self.Paired.set_async(True)
+            emit_changed(self, DEVICE_IFACE, "Bonded", "b", True)
+            self.cancel_expiry()
+            log.info("%s paired and bonded on %s", self, self.adapter)
+
+        self.pairing_task = asyncio.create_task(task())
+        await self.pairing_task
 
     # -- Fix 4: RSSI from advertising reports -------------------------------------------
 
@@ -354,6 +387,7 @@ class FixedCharacteristicLink(GattCharacteristicClientLink):
     async def ReadValue(self, options: dict[str, tuple[str, Any]]) -> bytes:
         if gone := self._link_gone():
             raise gone
+        self._require_encryption("read")
         try:
             value = await self.client.ReadValue(self._GattCharacteristicClientLink__prepare_options(options))
         except sdbus.SdBusBaseError as e:
@@ -367,12 +401,23 @@ class FixedCharacteristicLink(GattCharacteristicClientLink):
     async def WriteValue(self, value: bytes, options: dict[str, tuple[str, Any]]) -> None:
         if gone := self._link_gone():
             raise gone
+        self._require_encryption("write")
         try:
             await self.client.WriteValue(value, self._GattCharacteristicClientLink__prepare_options(options))
         except sdbus.SdBusBaseError as e:
             raise (self._link_gone(during=True) or over_the_air(e, 0x03)) from None
         if gone := self._link_gone(during=True):
             raise gone
+
+    def _require_encryption(self, access: str) -> None:
+        """Fix 9 — an attribute that needs an encrypted link (flags encrypt-read,
+        encrypt-authenticated-read, secure-read, and their write kin): the board answers
+        Insufficient Encryption (or Authentication) without one, and the central's bluetoothd
+        turns that into "Not paired" (src/gatt-client.c create_gatt_dbus_error). The link of
+        a paired device is encrypted."""
+        needs = {f"encrypt-{access}", f"encrypt-authenticated-{access}", f"secure-{access}"}
+        if needs & set(self._flags()) and not self.service.device.paired:
+            raise DBusBluezNotPermittedError("Not paired")
 
     def __init__(self, client, service):
         super().__init__(client, service)
@@ -535,6 +580,17 @@ class FixedAdapter(Adapter):
         await app.cleanup()
         await self.update_uuids()
         await self.mock.links_lost(self)
+
+    # -- Fix 9: RemoveDevice ------------------------------------------------------------
+
+    @sdbus.dbus_method_async_override()
+    @dbus_method_async_except_logging
+    async def RemoveDevice(self, device: str) -> None:
+        """Fix 9 — Adapter1.RemoveDevice: "Possible errors: org.bluez.Error.InvalidArguments,
+        org.bluez.Error.Failed"; src/adapter.c answers DoesNotExist for a device it has not."""
+        if device not in self.devices:
+            raise DBusBluezDoesNotExistError("Does Not Exist")
+        await self.del_device(self.devices[device])
 
     # -- Fix 3 and 4: device bookkeeping -------------------------------------------------
 

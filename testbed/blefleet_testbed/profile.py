@@ -13,6 +13,11 @@ TEMPERATURE_UUID = "d888a9c3-f3cc-11ed-a05b-0242ac120003"
 # Not in the reference sketch: a lab's variant (`start --humidity`) adds the Nano 33 BLE
 # Sense's HTS221 relative humidity to the sensor service, uint16 in hundredths of %RH.
 HUMIDITY_UUID = "d888a9c4-f3cc-11ed-a05b-0242ac120003"
+# Not in the reference sketch either: a board that keeps a value for paired centrals only
+# (`start --encrypted`: the last board), a characteristic readable over an encrypted link
+# only (BlueZ's flag encrypt-read): read before pairing, BlueZ answers "Not paired".
+SECRET_UUID = "d888a9c5-f3cc-11ed-a05b-0242ac120003"
+SECRET_VALUE = b"paired-only"
 
 # Fixed attribute handles, as a board's firmware has them: the GATT object paths a
 # central sees (service000a/char000b, ...) stay the same across reboots and reconnects.
@@ -21,6 +26,7 @@ LED_STATUS_HANDLE = 0x000B
 SENSOR_SERVICE_HANDLE = 0x000D
 TEMPERATURE_HANDLE = 0x000E
 HUMIDITY_HANDLE = 0x0011
+SECRET_HANDLE = 0x0014
 
 CENTRAL_ADDRESS = "00:1A:7D:DA:71:13"
 CENTRAL_NAME = "hci0"

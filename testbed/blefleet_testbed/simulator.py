@@ -187,7 +187,7 @@ class Board:
     """One simulated board and what the testbed reports about it."""
 
     def __init__(self, index: int, adapter_index: int, pattern: profile.TemperaturePattern, count: int,
-                 radio: Radio, fixed_handles: bool = True, humidity: bool = False):
+                 radio: Radio, fixed_handles: bool = True, humidity: bool = False, secret: bool = False):
         self.index = index
         self.name = profile.board_name(index)
         self.address = profile.board_address(index)  # the lane may learn the real one later
@@ -226,6 +226,14 @@ class Board:
                 self, profile.HUMIDITY_UUID, f"{self.app_path}/service1", ["read", "notify"],
                 handle(profile.HUMIDITY_HANDLE))
             self.humidity.value = profile.encode_humidity(profile.humidity_hundredths(index))
+        # `start --encrypted`: readable over an encrypted link only (BlueZ enforces it, and
+        # asks this app only once the link is encrypted).
+        self.secret = None
+        if secret:
+            self.secret = GattCharacteristic(
+                self, profile.SECRET_UUID, f"{self.app_path}/service1", ["encrypt-read"],
+                handle(profile.SECRET_HANDLE))
+            self.secret.value = profile.SECRET_VALUE
         self.advertisement = Advertisement(self.name)
 
     def export(self) -> None:
@@ -236,6 +244,8 @@ class Board:
         self.manager.export_with_manager(f"{self.app_path}/service1/char0", self.temperature)
         if self.humidity is not None:
             self.manager.export_with_manager(f"{self.app_path}/service1/char1", self.humidity)
+        if self.secret is not None:
+            self.manager.export_with_manager(f"{self.app_path}/service1/char2", self.secret)
         self.advertisement.export_to_dbus(f"{self.app_path}/advertisement0")
 
     @property
@@ -291,11 +301,13 @@ class Board:
 
     async def read(self, chrc: GattCharacteristic, options: dict) -> bytes:
         self._require_present()
-        if "read" not in chrc.flags:
+        if "read" not in chrc.flags and "encrypt-read" not in chrc.flags:
             raise BluezNotPermittedError("Read not permitted")
         async with self._request():
             await self.radio.delay(self._off)
             self._require_present()
+        if chrc is self.secret:
+            return profile.SECRET_VALUE
         if chrc is self.humidity:
             return profile.encode_humidity(profile.humidity_hundredths(self.index))
         return profile.encode_celsius(self.sensor.celsius)
@@ -389,12 +401,13 @@ class Simulator:
     """All boards of one testbed, provisioned on whatever currently owns org.bluez."""
 
     def __init__(self, bus: sdbus.SdBus, lane, count: int, pattern: profile.TemperaturePattern,
-                 latency_ms: float, jitter_ms: float, notify_interval: float, humidity: bool = False):
+                 latency_ms: float, jitter_ms: float, notify_interval: float, humidity: bool = False,
+                 encrypted: bool = False):
         self.bus = bus
         self.lane = lane
         self.notify_interval = notify_interval
         self.boards = [Board(i, lane.adapter_index(i), pattern, count, Radio(latency_ms, jitter_ms, seed=i),
-                             fixed_handles=lane.fixed_handles, humidity=humidity)
+                             fixed_handles=lane.fixed_handles, humidity=humidity, secret=encrypted and i == count)
                        for i in range(1, count + 1)]
         self.by_name = {b.name: b for b in self.boards}
         self.tick_task: asyncio.Task | None = None

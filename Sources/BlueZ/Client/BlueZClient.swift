@@ -21,6 +21,8 @@ public final class BlueZClient: Sendable {
     let management: (any ControllerManagement)?
     /// Set once the management interface turned out unusable here (logged once).
     let managementUnusable = Atomic<Bool>(false)
+    /// The pairing agent, when BlueZ is reached over D-Bus (a simulated radio pairs without one).
+    let agent: BlueZAgent?
 
     public convenience init(connection: DBusConnection, management: ManagementInterface? = nil, logger: Logger) {
         self.init(bus: DBusBlueZBus(connection: connection), management: management, logger: logger)
@@ -35,6 +37,7 @@ public final class BlueZClient: Sendable {
         self.logger = logger
         self.clock = clock
         self.mirror = BlueZObjectMirror(logger: logger, clock: clock)
+        self.agent = (bus as? DBusBlueZBus).map { BlueZAgent(connection: $0.connection, logger: logger) }
     }
 
     /// Connects to the bus BlueZ is on: the system bus (`nil`), or a D-Bus address.

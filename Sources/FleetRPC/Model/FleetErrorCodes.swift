@@ -41,12 +41,16 @@ extension RPCErrorCode {
     /// may hold (`leases-per-user`), the subscriptions one connection may have. Give one back first.
     public static let limitReached = RPCErrorCode(
         -32012, name: "limitReached", meaning: "A bound on what one user or connection may hold is reached.")
+    /// Pairing with a device failed: it or the daemon's agent refused (a passkey missing or
+    /// not matching), or it did not answer.
+    public static let pairingFailed = RPCErrorCode(
+        -32013, name: "pairingFailed", meaning: "Pairing with the device failed: it refused, or a passkey was missing or wrong.")
 
     /// Every code the daemon answers with: JSON-RPC 2.0's own, then blefleet's.
     public static let allCases: [RPCErrorCode] =
         specified + [
             permissionDenied, boardNotFound, adapterUnavailable, timeout, busy, bluezUnavailable, notConnected, gattError,
-            characteristicNotFound, shuttingDown, frameTooLarge, historyUnavailable, limitReached,
+            characteristicNotFound, shuttingDown, frameTooLarge, historyUnavailable, limitReached, pairingFailed,
         ]
 }
 

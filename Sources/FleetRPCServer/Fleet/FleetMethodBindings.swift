@@ -187,6 +187,7 @@ public enum FleetMethodBindings {
                 sensor: sensor, since: params.since, until: until, resolution: resolution, series: series, unmatched: match.unmatched)
         }
         DeviceBindings(fleet: fleet, subscriptions: subscriptions).register(on: &dispatcher)
+        DevicePairingBindings.register(on: &dispatcher, fleet: fleet)
         dispatcher.registerDiscovery(FleetMethods.Discover.self, title: "blefleet", version: environment.version)
     }
 

@@ -12,11 +12,11 @@ from bleak.backends.client import BaseBleakClient, NotifyCallback
 from bleak.backends.descriptor import BleakGATTDescriptor
 from bleak.backends.device import BLEDevice
 from bleak.backends.service import BleakGATTService, BleakGATTServiceCollection
-from bleak.exc import BleakDBusError, BleakError
+from bleak.exc import BleakDBusError, BleakDeviceNotFoundError, BleakError
 from bleak.uuids import normalize_uuid_str
 
 from ..fleet import DaemonUnreachable, Fleet, FleetError
-from ._errors import ABORT_BY_LOCAL, TIMEOUT, BleakFleetNotAvailableError, out_of_slots, to_bleak, unreachable
+from ._errors import ABORT_BY_LOCAL, NOT_HEARD, TIMEOUT, out_of_slots, to_bleak, unreachable
 from ._errors import socket_path as _socket_path
 
 if TYPE_CHECKING:
@@ -40,8 +40,9 @@ _CONNECT_LIMIT = 600.0
 # Tasks that close a connection after the device went away, kept from the garbage collector.
 _closing: set[asyncio.Task[None]] = set()
 
-PAIRING_UNAVAILABLE = ("pairing is not available through blefleetd: pair (and trust) the device once on the "
-                       "daemon's host, e.g. with bluetoothctl, then connect through the fleet")
+# How long a pairing may take (device.pair's timeoutMs): a passkey typed on the device by a
+# person included. bleak's BlueZ backend gives Device1.Pair no limit of its own.
+_PAIR_TIMEOUT = 60.0
 
 
 def build_services(services: list[Mapping[str, Any]], mtu: Callable[[], int],
@@ -76,7 +77,8 @@ class BleakClientBlefleet(BaseBleakClient):
     while connected: ``disconnect()``, the end of the script or a closed socket ends it. The
     socket is the keyword ``socket_path=`` (passed on by ``BleakClient``), else
     $BLEFLEET_SOCKET, else /run/blefleet/blefleetd.sock. The daemon chooses the adapter
-    (``bluez={"adapter": ...}`` is ignored); ``pair``/``unpair`` are not available."""
+    (``bluez={"adapter": ...}`` is ignored). ``pair()``, ``unpair()`` and ``pair=True`` are
+    the daemon's ``device.pair`` and ``device.unpair``: BlueZ keeps the bond."""
 
     def __init__(self, address_or_ble_device: BLEDevice | str, services: set[str] | None = None, *,
                  disconnected_callback: Callable[[], None] | None, timeout: float,
@@ -121,8 +123,6 @@ class BleakClientBlefleet(BaseBleakClient):
         service tree from the answer. ``timeout`` (seconds, bleak's) becomes ``timeoutMs``."""
         if self._connected:
             raise BleakError("Client is already connected")
-        if pair:
-            _logger.warning("%s; connecting without pairing", PAIRING_UNAVAILABLE)
         timeout = float(kwargs.get("timeout", self._timeout))
         await self._drop_connection()
         try:
@@ -162,6 +162,8 @@ class BleakClientBlefleet(BaseBleakClient):
             self.services = build_services(list(reply.get("services") or []), lambda: self.mtu_size,
                                            self._requested_services)
             self._connected = True
+            if pair:  # as bleak's BlueZ backend: paired on connect unless paired already
+                await self._pair(fleet, {})
         except FleetError as e:
             await self._drop_connection()
             raise to_bleak(e, self.socket_path, address=self.address, connecting=True) from None
@@ -190,11 +192,74 @@ class BleakClientBlefleet(BaseBleakClient):
             await self._drop_connection()
 
     async def pair(self, *args: Any, **kwargs: Any) -> None:
-        raise BleakFleetNotAvailableError(PAIRING_UNAVAILABLE, method="pair")
+        """``device.pair``: pairs with the connected device and BlueZ keeps the bond, as bleak's
+        BlueZ backend pairs (trusted, then ``Device1.Pair``; a paired device is left as it
+        is). The daemon's agent accepts Just Works; ``passkey=`` (an int) is the passkey the
+        device shows, entered or compared when it asks for one; a passkey to type on the device
+        is logged as a warning. ``timeout=`` in seconds (default 60)."""
+        fleet = self._fleet
+        if fleet is None or not self._connected:
+            raise BleakError("Not connected")
+        try:
+            await self._pair(fleet, kwargs)
+        except FleetError as e:
+            raise to_bleak(e, self.socket_path, address=self.address) from None
+
+    async def _pair(self, fleet: Fleet, options: Mapping[str, Any]) -> None:
+        params: dict[str, Any] = {"address": self.address}
+        if options.get("passkey") is not None:
+            params["passkey"] = int(options["passkey"])
+        timeout = float(options.get("timeout") or _PAIR_TIMEOUT)
+        params["timeoutMs"] = max(int(timeout * 1000), 1)
+
+        def shown(notification: dict[str, Any]) -> None:
+            if not self._ours(notification):
+                return
+            kind = notification.get("kind")
+            if kind == "display-passkey":
+                _logger.warning("pairing with %s: type the passkey %06d on the device", self.address,
+                                int(notification.get("passkey") or 0))
+            elif kind == "display-pin-code":
+                _logger.warning("pairing with %s: type the PIN code %s on the device", self.address,
+                                notification.get("pinCode"))
+            elif kind == "confirm-passkey":
+                _logger.info("pairing with %s: passkey %06d accepted", self.address,
+                             int(notification.get("passkey") or 0))
+
+        unhook = fleet.on_notification("device.pairing", shown)
+        try:
+            reply = await fleet.call("device.pair", params, timeout=timeout + _MARGIN)
+        finally:
+            unhook()
+        if reply.get("alreadyPaired"):
+            _logger.debug("BLE device @ %s is already paired", self.address)
 
     async def unpair(self) -> None:
-        raise BleakFleetNotAvailableError("unpairing is not available through blefleetd: remove the device on the "
-                                          "daemon's host, e.g. with bluetoothctl remove ADDRESS", method="unpair")
+        """``device.unpair``: BlueZ forgets the device on every adapter that knows it (its
+        pairing and bond go, its link drops), as bleak's BlueZ backend removes it; this client
+        is disconnected. ``BleakDeviceNotFoundError`` when no adapter knows it."""
+        fleet = self._fleet
+        own = fleet is None or fleet.closed is not None
+        try:
+            if own:
+                try:
+                    fleet = await Fleet.connect(self.socket_path)
+                except DaemonUnreachable as e:
+                    raise unreachable(e, self.socket_path) from None
+            assert fleet is not None
+            try:
+                await fleet.call("device.unpair", {"address": self.address}, timeout=_CALL_TIMEOUT)
+            except FleetError as e:
+                if e.code == NOT_HEARD:
+                    raise BleakDeviceNotFoundError(self.address,
+                                                   f"Device with address {self.address} was not found.") from None
+                raise to_bleak(e, self.socket_path, address=self.address) from None
+        finally:
+            if own and fleet is not None:
+                await fleet.close()
+        # As bleak's BlueZ backend: the client is disconnected (the link went with the device).
+        self._on_disconnected("unpair() was called")
+        await self._drop_connection()
 
     # -- GATT ----------------------------------------------------------------------------
 
