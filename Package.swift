@@ -164,8 +164,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: swiftSettings
+            exclude: ["Dashboard"],
+            swiftSettings: swiftSettings,
+            plugins: ["EmbedDashboard"]
         ),
+        .executableTarget(name: "EmbedFiles", path: "Sources/EmbedFiles"),
+        .plugin(name: "EmbedDashboard", capability: .buildTool(), dependencies: ["EmbedFiles"]),
         .target(
             name: "ClientCommandLine",
             dependencies: [

@@ -9,7 +9,8 @@ import NIOCore
 /// blefleet-web's HTTP side (Hummingbird): the dashboard, its event stream, JSON-RPC calls
 /// passed on to the daemon, and Prometheus' `/metrics`.
 ///
-/// - `GET /`: the dashboard (``DashboardPage``).
+/// - `GET /`: the dashboard (``Dashboard``: `index.html`, and its `dashboard.css`,
+///   `dashboard.js`, `view.mjs`).
 /// - `GET /events`: `text/event-stream`: `snapshot` (the fleet), then `fleet` (each daemon
 ///   event as it came), `board` (a board read again after it changed), `daemon` (it went
 ///   away); a new `snapshot` once it is back.
@@ -53,11 +54,12 @@ public enum WebServer {
             router.add(middleware: LocalAccountRoles(roles: roles, feed: feed, logger: logger))
         }
         router.add(middleware: SameOriginCalls())
-        router.get("/") { _, context -> Response in
-            Response(
-                status: .ok,
-                headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-cache"],
-                body: ResponseBody(byteBuffer: ByteBuffer(string: DashboardPage.html(for: context.webUser()))))
+        for (path, file) in Dashboard.files {
+            router.get(RouterPath(path)) { _, _ -> Response in
+                Response(
+                    status: .ok, headers: [.contentType: file.contentType, .cacheControl: "no-cache"],
+                    body: ResponseBody(byteBuffer: file.bytes))
+            }
         }
         router.get("/me") { _, context -> Response in
             let user = context.webUser()
@@ -301,7 +303,8 @@ struct SecurityHeaders<Context: RequestContext>: RouterMiddleware {
         -> Response
     {
         var response = try await next(request, context)
-        response.headers[.contentSecurityPolicy] = "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; object-src 'none'"
+        response.headers[.contentSecurityPolicy] =
+            "script-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'; object-src 'none'"
         response.headers[.init("X-Frame-Options")!] = "DENY"
         response.headers[.xContentTypeOptions] = "nosniff"
         response.headers[.init("Referrer-Policy")!] = "no-referrer"
