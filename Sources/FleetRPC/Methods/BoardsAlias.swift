@@ -14,7 +14,7 @@ extension FleetMethods {
             access: .write,
             errors: [.permissionDenied, .boardNotFound])
 
-        public struct Params: RPCMethodParams, Hashable {
+        public struct Params: RPCMethodParams, Codable, Hashable {
             /// The board's Bluetooth address.
             public var address: BoardAddress
             /// The new alias; an empty string removes it.
@@ -23,13 +23,6 @@ extension FleetMethods {
             public init(address: BoardAddress, alias: String) {
                 self.address = address
                 self.alias = alias
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                guard let address = try params.typed("address", as: BoardAddress.self) else {
-                    throw .invalidParams("missing required parameter \"address\"")
-                }
-                self.init(address: address, alias: try params.string("alias"))
             }
         }
         public typealias Result = BoardInfo

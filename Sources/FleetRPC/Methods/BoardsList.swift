@@ -11,16 +11,12 @@ extension FleetMethods {
             access: .read,
             errors: [.permissionDenied])
 
-        public struct Params: RPCMethodParams, Hashable {
+        public struct Params: RPCMethodParams, Codable, Hashable {
             /// Only these boards (default: all known boards).
             public var select: Selection?
 
             public init(select: Selection? = nil) {
                 self.select = select
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                self.init(select: try params.optionalSelection("select"))
             }
         }
         public typealias Result = BoardsListResult

@@ -11,16 +11,12 @@ extension FleetMethods {
             access: .write,
             errors: [.permissionDenied, .adapterUnavailable, .bluezUnavailable, .busy, .timeout])
 
-        public struct Params: RPCMethodParams, Hashable {
+        public struct Params: RPCMethodParams, Codable, Hashable {
             /// How long to scan.
             public var seconds: Double
 
             public init(seconds: Double) {
                 self.seconds = seconds
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                self.init(seconds: try params.double("seconds"))
             }
         }
         public typealias Result = BoardsListResult

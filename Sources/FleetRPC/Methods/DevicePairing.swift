@@ -21,7 +21,7 @@ extension FleetMethods {
             access: .write,
             errors: [.permissionDenied, .notConnected, .pairingFailed, .busy, .timeout, .adapterUnavailable, .bluezUnavailable])
 
-        public struct Params: RPCMethodParams, Hashable {
+        public struct Params: RPCMethodParams, Codable, Hashable {
             public var address: BoardAddress
             public var passkey: Int?
             public var pinCode: String?
@@ -32,13 +32,6 @@ extension FleetMethods {
                 self.passkey = passkey
                 self.pinCode = pinCode
                 self.timeoutMs = timeoutMs
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                let address = try params.address("address")
-                self.init(
-                    address: address, passkey: try params.optionalInt("passkey"), pinCode: try params.optionalString("pinCode"),
-                    timeoutMs: try params.optionalInt("timeoutMs"))
             }
         }
         public typealias Result = DevicePairedResult

@@ -32,15 +32,11 @@ extension FleetMethods {
             access: .read,
             errors: [.permissionDenied, .bluezUnavailable])
 
-        public struct Params: RPCMethodParams, Hashable {
+        public struct Params: RPCMethodParams, Codable, Hashable {
             public var services: [String]?
 
             public init(services: [String]? = nil) {
                 self.services = services
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                self.init(services: try params.optional("services") { $0.arrayValue?.compactMap(\.stringValue) })
             }
         }
         public typealias Result = DevicesWatchResult
@@ -73,19 +69,13 @@ extension FleetMethods {
             access: .read,
             errors: [.permissionDenied, .bluezUnavailable, .invalidParams])
 
-        public struct Params: RPCMethodParams, Hashable {
+        public struct Params: RPCMethodParams, Codable, Hashable {
             public var services: [String]?
             public var adapter: String?
 
             public init(services: [String]? = nil, adapter: String? = nil) {
                 self.services = services
                 self.adapter = adapter
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                self.init(
-                    services: try params.optional("services") { $0.arrayValue?.compactMap(\.stringValue) },
-                    adapter: try params.optionalString("adapter"))
             }
         }
         public typealias Result = DevicesConnectedResult
@@ -105,18 +95,13 @@ extension FleetMethods {
             access: .write,
             errors: deviceErrors)
 
-        public struct Params: RPCMethodParams, Hashable {
+        public struct Params: RPCMethodParams, Codable, Hashable {
             public var address: BoardAddress
             public var timeoutMs: Int?
 
             public init(address: BoardAddress, timeoutMs: Int? = nil) {
                 self.address = address
                 self.timeoutMs = timeoutMs
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                let address = try params.address("address")
-                self.init(address: address, timeoutMs: try params.optionalInt("timeoutMs"))
             }
         }
         public typealias Result = DeviceServicesResult
@@ -133,15 +118,11 @@ extension FleetMethods {
             access: .write,
             errors: [.permissionDenied])
 
-        public struct Params: RPCMethodParams, Hashable {
+        public struct Params: RPCMethodParams, Codable, Hashable {
             public var address: BoardAddress
 
             public init(address: BoardAddress) {
                 self.address = address
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                self.init(address: try params.address("address"))
             }
         }
         public typealias Result = DeviceReleasedResult
@@ -177,7 +158,7 @@ extension FleetMethods {
             access: .read,
             errors: gattErrors)
 
-        public struct Params: RPCMethodParams, Hashable {
+        public struct Params: RPCMethodParams, Codable, Hashable {
             public var address: BoardAddress
             public var handle: Int
             public var descriptor: Bool?
@@ -190,14 +171,6 @@ extension FleetMethods {
                 self.descriptor = descriptor
                 self.timeoutMs = timeoutMs
                 self.cached = cached
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                let address = try params.address("address")
-                self.init(
-                    address: address, handle: try params.int("handle"),
-                    descriptor: try params.optionalBool("descriptor"), timeoutMs: try params.optionalInt("timeoutMs"),
-                    cached: try params.optionalBool("cached"))
             }
         }
         public typealias Result = DeviceValueResult
@@ -271,7 +244,7 @@ extension FleetMethods {
             access: .read,
             errors: gattErrors + [.limitReached])
 
-        public struct Params: RPCMethodParams, Hashable {
+        public struct Params: RPCMethodParams, Codable, Hashable {
             public var address: BoardAddress
             public var handle: Int
             public var on: Bool?
@@ -280,13 +253,6 @@ extension FleetMethods {
                 self.address = address
                 self.handle = handle
                 self.on = on
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                let address = try params.address("address")
-                self.init(
-                    address: address, handle: try params.int("handle"),
-                    on: try params.optionalBool("on"))
             }
         }
         public typealias Result = DeviceNotifyingResult

@@ -2,7 +2,7 @@
 /// exactly one of `select` and `address` is given.
 public import JSONRPC
 
-public struct GattCharacteristicParams: RPCMethodParams, Hashable {
+public struct GattCharacteristicParams: RPCMethodParams, Codable, Hashable {
     /// The boards.
     public var select: Selection?
     /// One board's address.
@@ -17,12 +17,6 @@ public struct GattCharacteristicParams: RPCMethodParams, Hashable {
         self.address = address
         self.service = service
         self.characteristic = characteristic
-    }
-
-    public init(checked params: RPCCheckedParams) throws(RPCError) {
-        self.init(
-            select: try params.optionalSelection("select"), address: try params.typed("address", as: BoardAddress.self),
-            service: try params.string("service"), characteristic: try params.string("characteristic"))
     }
 
     /// The boards: the selection, or the one board of `address` (the descriptor asks for

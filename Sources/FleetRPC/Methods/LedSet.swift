@@ -15,7 +15,7 @@ extension FleetMethods {
             access: .write,
             errors: boardErrors)
 
-        public struct Params: RPCMethodParams, Hashable {
+        public struct Params: RPCMethodParams, Codable, Hashable {
             /// The boards to switch.
             public var select: Selection
             /// `true` switches the LED on, `false` off.
@@ -27,12 +27,6 @@ extension FleetMethods {
                 self.select = select
                 self.on = on
                 self.timeoutMs = timeoutMs
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                self.init(
-                    select: try params.selection("select"), on: try params.bool("on"),
-                    timeoutMs: try params.optionalInt("timeoutMs"))
             }
         }
         public typealias Result = FleetResult<Done>

@@ -19,7 +19,7 @@ extension FleetMethods {
             access: .read,
             errors: boardErrors + [.invalidParams])
 
-        public struct Params: RPCMethodParams, Hashable {
+        public struct Params: RPCMethodParams, Codable, Hashable {
             public var select: Selection
             public var sensor: String
             public var maxAgeMs: Int?
@@ -30,12 +30,6 @@ extension FleetMethods {
                 self.sensor = sensor
                 self.maxAgeMs = maxAgeMs
                 self.timeoutMs = timeoutMs
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                self.init(
-                    select: try params.selection("select"), sensor: try params.string("sensor"),
-                    maxAgeMs: try params.optionalInt("maxAgeMs"), timeoutMs: try params.optionalInt("timeoutMs"))
             }
         }
         public typealias Result = FleetResult<SensorValue>

@@ -17,7 +17,7 @@ extension FleetMethods {
             access: .write,
             errors: boardErrors + [.invalidParams])
 
-        public struct Params: RPCMethodParams, Hashable {
+        public struct Params: RPCMethodParams, Codable, Hashable {
             public var select: Selection
             public var `switch`: String
             public var on: Bool
@@ -28,12 +28,6 @@ extension FleetMethods {
                 self.switch = name
                 self.on = on
                 self.timeoutMs = timeoutMs
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                self.init(
-                    select: try params.selection("select"), switch: try params.string("switch"), on: try params.bool("on"),
-                    timeoutMs: try params.optionalInt("timeoutMs"))
             }
         }
         public typealias Result = FleetResult<Done>

@@ -17,7 +17,7 @@ extension FleetMethods {
             access: .read,
             errors: boardErrors)
 
-        public struct Params: RPCMethodParams, Hashable {
+        public struct Params: RPCMethodParams, Codable, Hashable {
             /// The boards to read.
             public var select: Selection
             /// A held reading at most this old is returned without reading the board again.
@@ -29,12 +29,6 @@ extension FleetMethods {
                 self.select = select
                 self.maxAgeMs = maxAgeMs
                 self.timeoutMs = timeoutMs
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                self.init(
-                    select: try params.selection("select"), maxAgeMs: try params.optionalInt("maxAgeMs"),
-                    timeoutMs: try params.optionalInt("timeoutMs"))
             }
         }
         public typealias Result = FleetResult<TemperatureReading>

@@ -14,9 +14,23 @@ extension RPCMethod {
 }
 
 /// The params of a method: written by a client, read by the server from params the
-/// method's descriptor has already checked (so reading them needs no second JSON pass).
+/// method's descriptor has already checked. Params that are `Decodable` are read by their
+/// `Codable` conformance (one declaration: the stored properties, named as on the wire);
+/// others read ``RPCCheckedParams`` themselves.
 public protocol RPCMethodParams: Encodable, Sendable {
     init(checked params: RPCCheckedParams) throws(RPCError)
+}
+
+extension RPCMethodParams where Self: Decodable {
+    /// Decodes the checked params: the descriptor has already checked every name, type and
+    /// range, so a failure here is a params type that disagrees with its descriptor.
+    public init(checked params: RPCCheckedParams) throws(RPCError) {
+        do {
+            self = try JSONCodec.decode(Self.self, from: JSONCodec.encode(params.values))
+        } catch {
+            throw .invalidParams(JSONCodec.describe(error))
+        }
+    }
 }
 
 /// The params of a method that takes none.

@@ -2,7 +2,7 @@ import ArgumentParser
 import BlectlCore
 import FleetRPC
 
-struct Led: AsyncParsableCommand {
+struct Led: AsyncParsableCommand, BoardsAction {
     static let configuration = CommandConfiguration(
         commandName: "led",
         abstract: "Switch the LED of the selected boards on or off.",
@@ -18,20 +18,17 @@ struct Led: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("on or off.", valueName: "on|off"))
     var state: State
 
-    @Argument(help: "The boards to switch.", completion: BoardCompletion.kind)
-    var selectors: [String] = []
-
-    @Flag(help: "Switch every board.")
-    var all = false
+    @OptionGroup var boards: SelectedBoards<Led>
+    static let action = "switch"
 
     func validate() throws {
         if options.broker != nil {
-            guard all, selectors.isEmpty else {
+            guard boards.all, boards.selectors.isEmpty else {
                 throw ValidationError("With --broker, switch every board of every gateway: blectl --broker URL led \(state.rawValue) --all.")
             }
             return
         }
-        _ = try Selectors.required(selectors, all: all, example: "blectl led \(state.rawValue) nano-07, blectl led \(state.rawValue) --all")
+        _ = try boards.selection(example: "blectl led \(state.rawValue) nano-07, blectl led \(state.rawValue) --all")
     }
 
     func run() async throws {
@@ -40,8 +37,7 @@ struct Led: AsyncParsableCommand {
             return
         }
         let session = try Session(options)
-        let selection = try Selectors.required(selectors, all: all, example: "")
-        let reply = try await session.call(FleetMethods.LedSet.self, .init(select: selection, on: state == .on))
+        let reply = try await session.call(FleetMethods.LedSet.self, .init(select: try boards.selection(example: ""), on: state == .on))
         try FleetOutput.print(reply, session: session, verb: state.rawValue) { Tables.outcomes($0, verb: state.rawValue) }
     }
 }
