@@ -2,6 +2,7 @@
 import DBus
 import Logging
 import Synchronization
+import TestSupport
 import Testing
 
 /// A device's link and who took it down: bluetoothd (`Device1.Disconnect`) or the kernel
@@ -14,11 +15,23 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
     /// Whether the kernel's disconnect takes the link (else it answers success and keeps it).
     let kernelTakes: Bool
     let resolved: Bool
+    /// How long a `WriteValue` takes to be answered (nil: never).
+    let writeTakes: Duration?
     private let mirror = Mutex<BlueZObjectMirror?>(nil)
+    static let characteristic = path + "/service000a/char000b"
 
-    init(resolved: Bool, kernelTakes: Bool = true) {
+    /// How the kernel answers a question about the link (Get Connection Information): after
+    /// this long, with this failure status (nil: an RSSI).
+    let rssiAnswer: (after: Duration, status: UInt8?)
+
+    init(
+        resolved: Bool, kernelTakes: Bool = true, writeTakes: Duration? = .milliseconds(20),
+        rssiAnswer: (after: Duration, status: UInt8?) = (.zero, nil)
+    ) {
         self.resolved = resolved
         self.kernelTakes = kernelTakes
+        self.writeTakes = writeTakes
+        self.rssiAnswer = rssiAnswer
     }
 
     var made: [String] { calls.withLock { $0 } }
@@ -38,6 +51,12 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
     func call(path: String, interface: String, member: String, arguments: [DBusValue], timeout: Duration) async throws
         -> [DBusValue]
     {
+        if member == "WriteValue" {
+            calls.withLock { $0.append("WriteValue") }
+            try await Task.sleep(for: writeTakes ?? .seconds(3600))
+            calls.withLock { $0.append("WriteValue answered") }
+            return []
+        }
         calls.withLock { $0.append("Device1.\(member)") }
         if member == "Disconnect" { await drop() }
         return []
@@ -60,7 +79,11 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
     func closeController(_ index: UInt16, timeout: Duration) async throws(ManagementInterface.Failure) {}
     func connectionRSSI(controller index: UInt16, address: String, type: ManagementInterface.AddressType, timeout: Duration)
         async throws(ManagementInterface.Failure) -> Int?
-    { nil }
+    {
+        try? await Task.sleep(for: rssiAnswer.after)
+        if let status = rssiAnswer.status { throw .status(status) }
+        return -50
+    }
     func readLocalClock(controller index: UInt16, timeout: Duration) async throws(ManagementInterface.Failure)
         -> (status: UInt8, took: Duration)
     { (0, .zero) }
@@ -68,12 +91,23 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
 
 @Suite("A link is released the way bluetoothd survives, and a release that did not take is asked again")
 struct LinkReleaseTests {
-    func release(_ bus: ReleaseBus, timeout: Duration = .seconds(5)) async throws -> Duration {
+    /// `writing`: a GATT write of the client's is under way on the device when it is released.
+    func release(_ bus: ReleaseBus, timeout: Duration = .seconds(5), writing: Bool = false) async throws -> Duration {
         let client = BlueZClient(bus: bus, management: bus, logger: Logger(label: "test"))
         let running = Task { try await client.run() }
         defer { running.cancel() }
         try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
         let device = try #require(await client.mirror.tree.device(at: ReleaseBus.path))
+        var write: Task<Void, any Error>?
+        defer { write?.cancel() }
+        if writing {
+            write = Task {
+                _ = try await client.call(ReleaseBus.characteristic, BlueZInterfaces.gattCharacteristic, "WriteValue", timeout: .seconds(3600))
+            }
+            try await eventually("the write reached BlueZ", within: .seconds(10), every: .milliseconds(5)) {
+                bus.made.contains("WriteValue")
+            }
+        }
         let start = ContinuousClock.now
         try await client.disconnect(device, timeout: timeout)
         #expect(await client.mirror.tree.hasLink(at: ReleaseBus.path) == false)
@@ -94,11 +128,66 @@ struct LinkReleaseTests {
         #expect(bus.made == ["Device1.Disconnect"])
     }
 
+    @Test("A write of ours under way on the link is answered before the kernel takes the link")
+    func writeUnderWayAnsweredFirst() async throws {
+        // The write takes 300 ms: a release that did not wait for it would come first.
+        let bus = ReleaseBus(resolved: true, writeTakes: .milliseconds(300))
+        _ = try await release(bus, writing: true)
+        #expect(bus.made == ["WriteValue", "WriteValue answered", "mgmt.Disconnect"])
+    }
+
+    @Test("A write that is never answered holds the release back only for a moment")
+    func unansweredWriteBoundsTheWait() async throws {
+        let bus = ReleaseBus(resolved: true, writeTakes: nil)
+        let took = try await release(bus, writing: true)
+        #expect(bus.made == ["WriteValue", "mgmt.Disconnect"])
+        #expect(took >= BlueZClient.gattSettleLimit && took < BlueZClient.gattSettleLimit + .seconds(1))
+    }
+
     @Test("The kernel said yes and kept the link: BlueZ is asked after the grace, within the call's time")
     func keptLinkAskedOfBlueZ() async throws {
         let bus = ReleaseBus(resolved: true, kernelTakes: false)
         let took = try await release(bus, timeout: .seconds(10))
         #expect(bus.made == ["mgmt.Disconnect", "Device1.Disconnect"])
         #expect(took >= BlueZClient.kernelReleaseGrace && took < .seconds(10))
+    }
+}
+
+/// Issue 52: the daemon asks each controller about one of its links every few seconds; one
+/// that does not answer is stuck. Linux 6.1 tells that by failing the question after its HCI
+/// command timeout (2 s), with a status that is not `timeout`.
+@Suite struct LinkProbeTests {
+    func probe(_ bus: ReleaseBus) async throws -> Int? {
+        let client = BlueZClient(bus: bus, management: bus, logger: Logger(label: "test"))
+        let running = Task { try await client.run() }
+        defer { running.cancel() }
+        try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
+        return try await client.probeLink(ReleaseBus.path)
+    }
+
+    @Test func anAnswerIsTheRSSI() async throws {
+        #expect(try await probe(ReleaseBus(resolved: true)) == -50)
+    }
+
+    @Test func aFailureAfterTheKernelsCommandTimeoutIsAControllerThatDidNotAnswer() async throws {
+        await #expect(throws: BlueZError.self) {
+            _ = try await probe(ReleaseBus(resolved: true, rssiAnswer: (.milliseconds(1600), 0x05)))
+        }
+        do {
+            _ = try await probe(ReleaseBus(resolved: true, rssiAnswer: (.milliseconds(1600), 0x05)))
+        } catch BlueZError.timeout {
+        } catch {
+            Issue.record("not a timeout: \(error)")
+        }
+    }
+
+    @Test func aFailureAtOnceIsTheKernelsAndTellsNothing() async throws {
+        do {
+            _ = try await probe(ReleaseBus(resolved: true, rssiAnswer: (.zero, 0x05)))
+            Issue.record("no failure")
+        } catch BlueZError.notAvailable {
+        } catch {
+            Issue.record("not 'nothing learned': \(error)")
+        }
     }
 }

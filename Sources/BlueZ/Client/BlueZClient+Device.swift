@@ -101,8 +101,9 @@ extension BlueZClient {
     /// `Device1.Disconnect`, which lets bluetoothd cancel its own work first and holds the
     /// device for its 2 s disconnect timer: bluetoothd 5.66 has died when the kernel took a
     /// link from under that work (issue 55). `Device1.Disconnect` also cancels a connect still
-    /// pending, which the kernel cannot. A kernel release that answered but did not take
-    /// within ``kernelReleaseGrace`` is asked of BlueZ too.
+    /// pending, which the kernel cannot. A kernel release waits first for this client's GATT
+    /// calls on the device to be answered (``gattSettled(on:)``); one that answered but did
+    /// not take within ``kernelReleaseGrace`` is asked of BlueZ too.
     /// Throws ``BlueZError/timeout(_:)`` when the link is still up after `timeout`, or at
     /// once when its controller did not answer the kernel's disconnect.
     public func disconnect(_ device: BlueZDevice, timeout: Duration = .seconds(10)) async throws {
@@ -152,6 +153,28 @@ extension BlueZClient {
 
     /// How long a link the kernel said it released may stay up before BlueZ is asked.
     static let kernelReleaseGrace: Duration = .milliseconds(1500)
+
+    /// How long a release through the kernel waits for this client's GATT calls on the device
+    /// to be answered (a read or write takes 15-40 ms on a link; a `StopNotify` writes the
+    /// board's CCC).
+    static let gattSettleLimit: Duration = .milliseconds(800)
+
+    /// Waits until no call of this client on the GATT objects of the device at `path` is
+    /// unanswered (a write still on its way, the `StopNotify` of a session that just ended),
+    /// at most ``gattSettleLimit``. bluetoothd 5.66 has died (a use after free in its ATT
+    /// layer, at the device's next connect) when the kernel took a link while a write of
+    /// ours was under way on it (issue 55: the fleet put a board's LED back as it became
+    /// ready, and a client released it at that moment).
+    func gattSettled(on path: String) async {
+        let deadline = clock.now + Self.gattSettleLimit
+        while gattCalls.any(on: path) || notifySessions.stopping(under: path) {
+            guard clock.now < deadline else {
+                logger.debug("releasing a link with a GATT call still unanswered", metadata: ["dbus.path": "\(path)"])
+                return
+            }
+            do { try await clock.sleep(for: .milliseconds(10)) } catch { return }
+        }
+    }
 }
 
 extension BlueZClient {
@@ -166,6 +189,9 @@ extension BlueZClient {
             device.servicesResolved,
             let index = Self.controllerIndex(device.adapterPath)
         else { return false }
+        await gattSettled(on: path)
+        // Gone meanwhile (the board's doing): released.
+        guard await mirror.tree.device(at: path)?.hasLink == true else { return true }
         do {
             try await management.disconnect(
                 controller: index, address: device.address, type: .init(bluez: device.addressType))
@@ -215,6 +241,7 @@ extension BlueZClient {
             let device = await mirror.tree.device(at: path), device.hasLink,
             let index = Self.controllerIndex(device.adapterPath)
         else { throw BlueZError.notAvailable("no link to probe through the kernel's management interface") }
+        let asked = clock.now
         do {
             return try await management.connectionRSSI(
                 controller: index, address: device.address, type: .init(bluez: device.addressType))
@@ -222,6 +249,15 @@ extension BlueZClient {
             switch error {
             case .timeout, .status(0x08):
                 throw BlueZError.timeout("\(device.adapterPath) did not answer the kernel's command: \(error)")
+            case .status(let status)
+            where !ManagementInterface.Failure.isKernelsRefusal(status)
+                && asked.duration(to: clock.now) >= ManagementInterface.commandTimeoutSign:
+                // Linux 6.1 answers a Read RSSI its controller left unanswered with a failure
+                // (status 0x05, measured on the real lane) after its HCI command timeout (2 s),
+                // not with `timeout` (issue 52: such probes went uncounted, and a controller
+                // whose transport stalled was found by its silence 10 s later).
+                throw BlueZError.timeout(
+                    "\(device.adapterPath) did not answer the kernel's command: \(error) after \(asked.duration(to: clock.now))")
             default:
                 throw BlueZError.notAvailable("\(error)")
             }

@@ -16,6 +16,9 @@ public final class BlueZClient: Sendable {
     /// Notification sessions open per characteristic: BlueZ keeps one session per D-Bus
     /// client, so `StopNotify` is sent only when this client's last session ends.
     let notifySessions = NotifySessionCounts()
+    /// This client's calls under way on each device's GATT objects: the kernel takes a link
+    /// only once they are answered (``disconnect(_:timeout:)``).
+    let gattCalls = GATTCallsUnderWay()
     /// The kernel's management interface behind this BlueZ, when it can be reached: links
     /// are released through it (``disconnect(_:timeout:)``).
     let management: (any ControllerManagement)?
@@ -65,6 +68,8 @@ public final class BlueZClient: Sendable {
         _ path: String, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
         timeout: Duration
     ) async throws -> [DBusValue] {
+        let device = gattCalls.begin(path)
+        defer { if let device { gattCalls.end(device) } }
         do {
             return try await bus.call(path: path, interface: interface, member: member, arguments: arguments, timeout: timeout)
         } catch {
@@ -78,6 +83,39 @@ public final class BlueZClient: Sendable {
         try await call(
             path, BlueZInterfaces.properties, "Set", [.string(interface), .string(name), .variant(value)],
             timeout: timeout)
+    }
+}
+
+/// How many calls of this client are under way on the GATT objects (services,
+/// characteristics, descriptors: the objects under a device's) of each device.
+final class GATTCallsUnderWay: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    /// The device whose GATT object `path` is (`/org/bluez/hci0/dev_…/service000a/…` →
+    /// `/org/bluez/hci0/dev_…`); nil for any other object, the device's own included.
+    static func device(ofGATTObject path: String) -> String? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard let index = parts.firstIndex(where: { $0.hasPrefix("dev_") }), index + 1 < parts.count else { return nil }
+        return parts[...index].joined(separator: "/")
+    }
+
+    /// A call on `path` begins: the device to ``end(_:)`` it on, when `path` is a GATT object.
+    func begin(_ path: String) -> String? {
+        guard let device = Self.device(ofGATTObject: path) else { return nil }
+        counts.withLock { $0[device, default: 0] += 1 }
+        return device
+    }
+
+    func end(_ device: String) {
+        counts.withLock { counts in
+            let left = (counts[device] ?? 1) - 1
+            counts[device] = left > 0 ? left : nil
+        }
+    }
+
+    /// Whether a call on a GATT object of the device at `device` is under way.
+    func any(on device: String) -> Bool {
+        counts.withLock { $0[device] != nil }
     }
 }
 
@@ -132,6 +170,12 @@ final class NotifySessionCounts: Sendable {
                 }
             }
         }
+    }
+
+    /// Whether a `StopNotify` is due or under way on a characteristic of the device at `device`.
+    func stopping(under device: String) -> Bool {
+        let prefix = device + "/"
+        return entries.withLock { entries in entries.contains { $0.key.hasPrefix(prefix) && $0.value.stopping != nil } }
     }
 
     /// Gives back a session whose `StartNotify` failed (BlueZ kept nothing of it).
