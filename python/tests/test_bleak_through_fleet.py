@@ -303,3 +303,38 @@ def test_use_cached_is_the_value_bluez_holds_not_a_read(lab, tmp_path):
         asyncio.run(main(*sys.argv[1:]))
     """, lab.testbed.address("nano-04"), TEMPERATURE, str(ROOT / "scripts" / "testbed"), str(lab.testbed.run_dir)).stdout
     assert "notified 0e" in out and "cached 0e" in out and "read 21" in out, out
+
+
+def test_a_fleet_board_the_fleet_holds_linked_is_found_as_on_bluez(lab, tmp_path):
+    """bleak's examples find their device before they connect (find_device_by_address). A fleet
+    board the fleet holds linked does not advertise (as a Nano 33 BLE does not while connected),
+    yet a script through the fleet may use it (its lease joins the fleet's link), as on BlueZ
+    without the fleet, where the board advertises and is found. So a scan finds it, also one
+    started more than the daemon's 10 s of "recently heard" after the board was last heard
+    (linked all along, it has not advertised since)."""
+    address = lab.testbed.address("nano-02")
+
+    def linked() -> bool:
+        boards = json.loads(subprocess.run([str(ROOT / ".build" / "debug" / "blectl"), "--socket", lab.socket, "--json",
+                                            "boards"], capture_output=True, text=True, timeout=30).stdout)["boards"]
+        return next(b for b in boards if b["address"] == address)["state"] == "ready"
+    assert linked()
+    # Waits out the daemon's window (DeviceProxy.recentlyHeard, 10 s): not heard since.
+    time.sleep(11)
+    assert linked()
+    out = launch(lab, tmp_path, """
+        import asyncio, sys
+        from bleak import BleakClient, BleakScanner
+
+        async def main():
+            device = await BleakScanner.find_device_by_address(sys.argv[1], timeout=5.0)
+            print("found", device.address if device else None, device.name if device else None)
+            async with BleakClient(device) as client:
+                print("read", len(await client.read_gatt_char(sys.argv[2])))
+            found = await BleakScanner.discover(timeout=1.0)
+            print("discovered", sys.argv[1] in [d.address for d in found])
+
+        asyncio.run(main())
+    """, address, TEMPERATURE).stdout
+    assert f"found {address} nano-02" in out, out
+    assert "read 1" in out and "discovered True" in out, out

@@ -463,7 +463,8 @@ public final class DeviceProxy: Sendable {
     public static let recentlyHeard: Duration = .seconds(10)
 
     /// Reports each device the adapters hear, from the fleet's one discovery session: first
-    /// every device heard in the last ``recentlyHeard``, then each change of a device BlueZ
+    /// every device heard in the last ``recentlyHeard`` and every fleet board the fleet holds
+    /// linked (``isFleetLink(_:)``), then each change of a device BlueZ
     /// reports (RSSI, name, data, link), as BlueZ's PropertiesChanged would tell a scanner;
     /// with `services`, only devices that advertise one of them. `removed` is told when BlueZ
     /// drops a device this watch reported (its address and adapter), as bleak's BlueZ
@@ -538,12 +539,29 @@ public final class DeviceProxy: Sendable {
                 seen.properties[path] = properties
                 return true
             }
-            if fresh, let heard = heardAt[path], heard >= recent { report(path, properties) }
+            guard fresh else { continue }
+            if let heard = heardAt[path], heard >= recent {
+                report(path, properties)
+            } else if isFleetLink(BlueZDevice(path: path, properties: properties)) {
+                report(path, properties)
+            }
         }
         return AdvertisementWatch { [weak self] in
             observation.cancel()
             Task { await self?.widenDiscovery(-1) }
         }
+    }
+}
+
+extension DeviceProxy {
+    /// A fleet board whose link the fleet holds: it does not advertise while linked (a Nano
+    /// 33 BLE stops, as controllers do on a connection), yet a client may connect to it (its
+    /// lease joins the fleet's link), as it would find and connect to it on BlueZ were the fleet
+    /// not there and the board advertising. A new watch reports it as heard: the fleet's own
+    /// link is not a client's business (bleak's examples find a device before connecting).
+    func isFleetLink(_ device: BlueZDevice) -> Bool {
+        guard device.hasLink, let address = BoardAddress(device.address) else { return false }
+        return context.board(address) != nil
     }
 }
 
