@@ -32,15 +32,18 @@ function makeCard(address) {
     rssi: f("rssi"), seen: f("seen"), led: f("led"), desired: f("desired"), note: f("note"), sw: el.querySelector(".switch"),
     identify: el.querySelector(".identify"), noteTimer: 0 };
   rec.addressEl.textContent = address;
-  if (readOnly) {
-    rec.sw.disabled = true;
-    rec.sw.title = "read-only: a user with the control role switches LEDs";
-    rec.identify.hidden = true;
-  }
+  applyRole(rec);
   rec.sw.addEventListener("click", () => { if (!readOnly) toggleLed(rec); });
   rec.identify.addEventListener("click", () => { if (!readOnly) identify(rec); });
   cards.set(address, rec);
   return rec;
+}
+
+// A card's controls as the viewer's role allows.
+function applyRole(rec) {
+  rec.sw.disabled = readOnly;
+  rec.sw.title = readOnly ? "read-only: a user with the control role switches LEDs" : "";
+  rec.identify.hidden = readOnly;
 }
 
 function setText(el, text) { if (el.textContent !== text) el.textContent = text; }
@@ -429,18 +432,20 @@ $("all-off").addEventListener("click", () => allLeds(false));
 // Plots move with the clock even when nothing comes.
 setInterval(() => { for (const rec of cards.values()) dirty.add(rec); scheduleFlush(); }, 60000);
 window.__fleet = { cards, series };
-// Who is looking comes first: the cards are made for a role.
-async function start() {
+// Who is looking, asked while the stream opens: until it answers every card is read-only.
+async function whoIsLooking() {
+  let who = viewer(null);
   try {
     const response = await fetch("me", { credentials: "same-origin", cache: "no-store" });
-    const who = viewer(response.ok ? await response.json() : null);
-    readOnly = who.readOnly;
-    setText($("who"), who.text);
+    if (response.ok) who = viewer(await response.json());
   } catch (_) {
-    setText($("who"), "");
+    // Read-only it stays: nothing to switch without a role.
   }
+  readOnly = who.readOnly;
+  setText($("who"), who.text);
   document.querySelector(".actions").hidden = readOnly;
-  connect();
+  for (const rec of cards.values()) applyRole(rec);
 }
 
-start();
+connect();
+whoIsLooking();
