@@ -47,17 +47,6 @@ import Testing
         #expect(BoardDevices.link(of: Self.device(Self.hci0), changed: ["RSSI"], linkAdapter: Self.hci0) == nil)
     }
 
-    @Test func onlyAnAdapterThatReportedTheBoardAfterItWasPlacedWakesIt() {
-        var devices = BoardDevices([Self.device(Self.hci0)])
-        devices.placed(among: [])
-        #expect(devices.reportedSincePlaced(besides: nil).isEmpty)
-        _ = devices.report(Self.device(Self.hci1), changed: ["RSSI"])
-        #expect(devices.reportedSincePlaced(besides: nil) == [Self.hci1])
-        #expect(devices.reportedSincePlaced(besides: Self.hci1).isEmpty)
-        devices.placed(among: [Self.hci1])
-        #expect(devices.reportedSincePlaced(besides: nil).isEmpty)
-    }
-
     @Test func theAdapterShownIsTheLinksElseTheOneThatHearsItBest() {
         let devices = BoardDevices([Self.device(Self.hci0), Self.device(Self.hci1)])
         #expect(devices.shown(link: Self.hci0, rssi: [Self.hci1: -40, Self.hci0: -80]) == Self.hci0)

@@ -43,7 +43,8 @@ actor Board {
             adapterPowered: adapterPowered, now: context.client.clock.now)
         self.core = BoardCore(
             machine: machine, devices: BoardDevices(devices), switches: BoardSwitches(desiredLED: record.desiredLED),
-            profile: context.profiles.profile(offering: devices.flatMap(\.uuids)) ?? .nano, hasRoom: context.tally.hasFreeSlot)
+            profile: context.profiles.profile(offering: devices.flatMap(\.uuids)) ?? .nano,
+            hasRoom: { [address = record.address] in context.hasRoom(onAdapter: $0, for: address) })
         var logger = context.logger
         logger[metadataKey: "ble.address"] = "\(record.address)"
         self.logger = logger

@@ -32,7 +32,6 @@ struct BoardConnect: Sendable {
             board.connectEnded(.absent)
             return
         }
-        board.core.placed(among: choice.heard)
         let adapter = choice.adapter
         defer { adapter.unclaim(address) }
         switch await adapter.connect(board, device: choice.device, full: choice.full, command: command, in: context) {

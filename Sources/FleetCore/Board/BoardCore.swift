@@ -119,12 +119,13 @@ struct BoardCore {
     }
 
     /// A board that enters standby (its connect found every slot it could use taken, or it
-    /// gave its slot to another) while an adapter that was not considered then (it reported
-    /// the board meanwhile, e.g. one just plugged in) has room: its turn, at once. The
-    /// advertisement that told it was seen before standby, so it wakes nobody later.
+    /// gave its slot to another) while an adapter that knows it has room (one that reported
+    /// it meanwhile, e.g. just plugged in, or a slot freed): its turn, at once. The
+    /// advertisement that told it was seen before standby, so it wakes nobody later. Room is
+    /// the adapter's ledger's answer, which placement also asks: a board woken by it is placed
+    /// there, never handed back to standby.
     private mutating func wakeIfHeardWhereRoomIs(now: ContinuousClock.Instant) {
-        let elsewhere = devices.reportedSincePlaced(besides: machine.lastLinkAdapter)
-        guard let adapter = elsewhere.first(where: hasRoom) else { return }
+        guard let adapter = devices.adapters.first(where: hasRoom) else { return }
         log(.debug, "an adapter that heard it has room; connecting", ["ble.adapter": "\(Fleet.adapterName(adapter))"])
         step({ $0.connectionRoomAppeared(now: $1) }, now: now)
     }
@@ -187,14 +188,6 @@ struct BoardCore {
     }
 
     // MARK: Its connect
-
-    /// A connect chose where to go among the adapters that had `heard` the board: every
-    /// adapter that had reported it by then was looked at (placement skips one it cannot use,
-    /// or whose device BlueZ no longer shows): only an adapter that reports it after this
-    /// wakes it from standby (``BoardDevices/reportedSincePlaced(besides:)``).
-    mutating func placed(among heard: Set<String>) {
-        devices.placed(among: heard)
-    }
 
     /// The connect through `adapter` got its slot there and calls `Device1.Connect` on
     /// `device` (which placement read from the mirror: the fleet may not have reported it yet).

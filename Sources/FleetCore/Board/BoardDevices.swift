@@ -1,13 +1,10 @@
 import BlueZ
 
 /// A board's BlueZ device objects, one per adapter that knows it (by adapter path), as BlueZ
-/// reports them, and the adapters its last connect considered. A value the board keeps; what
-/// a report means for its link is the board's state machine's.
+/// reports them. A value the board keeps; what a report means for its link is the board's
+/// state machine's.
 struct BoardDevices {
     private(set) var byAdapter: [String: BlueZDevice]
-    /// The adapters that had reported the board when its last connect chose where to go
-    /// (every one was considered), and the one of its link.
-    private var considered: Set<String> = []
 
     init(_ devices: [BlueZDevice]) {
         byAdapter = Dictionary(devices.map { ($0.adapterPath, $0) }) { first, _ in first }
@@ -73,19 +70,8 @@ struct BoardDevices {
         byAdapter.keys.contains { $0 != adapter }
     }
 
-    /// A connect chose where to go among the adapters that had `heard` the board: every
-    /// adapter known now was looked at.
-    mutating func placed(among heard: Set<String>) {
-        considered = heard.union(byAdapter.keys)
-    }
-
-    /// The adapters that reported the board after its last connect chose, other than that of
-    /// its last link: only such an adapter wakes a board in standby, else placement and the
-    /// wake-up would hand it back and forth without end (the simulation found that: a busy
-    /// loop).
-    func reportedSincePlaced(besides lastLink: String?) -> [String] {
-        byAdapter.keys.filter { !considered.contains($0) && $0 != lastLink }
-    }
+    /// The adapters that know the board, in path order.
+    var adapters: [String] { byAdapter.keys.sorted() }
 
     /// The adapter a board's view shows: its link's, else the one that hears it best
     /// (`rssi`, by adapter), else the first known.

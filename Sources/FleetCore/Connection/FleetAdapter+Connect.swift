@@ -46,7 +46,7 @@ extension FleetAdapter {
         // The boards waiting in line on this adapter (this one included) must stay known, and
         // boards not advertising when discovery paused may be back.
         let path = self.path
-        let waiting = Set(placedBoards.map(\.rawValue) + [address.rawValue])
+        let waiting = Set(ledger.placed.map(\.rawValue) + [address.rawValue])
         let absent = context.tally.anyAbsent
         await discovery.refreshIfPausedLong(
             atLeast: absent ? Self.absentLookout : .zero, pausedFor: absent ? Self.absentPause : DiscoveryGovernor.longestPause

@@ -1,7 +1,7 @@
 /// The adapter's connection slots (``ConnectionSlots``): a slot for the board whose turn it
 /// is, and idle links released ahead of the connects queued here for calls. A board asks
-/// its adapter directly; the links counted are the ones BlueZ shows through it (ours and
-/// anyone else's) and the connects given a slot here.
+/// its adapter directly; the slots held are its ledger's (``AdapterLedger/held(except:)``):
+/// the links BlueZ shows through it (ours and anyone else's) and the connects given a slot.
 extension FleetAdapter {
     /// Called by a board holding this adapter's connect permit: may it take a link here?
     /// For a command, evicts the least recently used idle boards here when every slot is
@@ -43,10 +43,10 @@ extension FleetAdapter {
     /// Releases, ahead of time, the idle links that the boards queued here for calls will
     /// need, so that each connect finds its slot free (``ConnectionSlots/releaseAhead(links:limit:waiting:)``).
     func releaseAhead(in context: FleetContext) async {
-        guard adapter.powered, !isRetired, !placedBoards.isEmpty else { return }
-        let (links, taken) = await links(in: context)
+        guard adapter.powered, !isRetired, !ledger.placed.isEmpty else { return }
+        let (links, ledger) = await links(in: context)
         var waiting = 0
-        for board in placedBoards where !taken.contains(board) {
+        for board in ledger.placed where !ledger.held().contains(board) {
             if await context.board(board)?.isAwaited == true { waiting += 1 }
         }
         let victims = ConnectionSlots.releaseAhead(links: links, limit: limit, waiting: waiting)
@@ -57,21 +57,18 @@ extension FleetAdapter {
         await release(victims, in: context)
     }
 
-    /// The links here (but `board`'s) as the slots see them, and every board holding or
-    /// taking a slot here: links BlueZ shows (ours, and anyone else's, which are never ours
-    /// to release), and connects given a slot that BlueZ does not show yet (the reply to
-    /// Connect may come before Connected=true: busy).
+    /// The slots held here (but `board`'s) as links to weigh, and the ledger they were read
+    /// from (its links as BlueZ shows them now): links BlueZ shows (ours, and anyone else's,
+    /// which are never ours to release), and connects given a slot that BlueZ does not show
+    /// yet (the reply to Connect may come before Connected=true: busy).
     private func links(except board: BoardAddress? = nil, in context: FleetContext) async
-        -> (links: [ConnectionSlots.Link], taken: Set<BoardAddress>)
+        -> (links: [ConnectionSlots.Link], ledger: AdapterLedger)
     {
-        let shown = Set(await context.client.mirror.tree.linkedAddresses(onAdapter: path).compactMap { BoardAddress($0) })
-        let linking = linkingBoards
+        linksShown(in: await context.client.mirror.tree)
+        let ledger = self.ledger
         var links: [ConnectionSlots.Link] = []
-        for other in linking where other != board && !shown.contains(other) {
-            links.append(ConnectionSlots.Link(address: other, lastUsed: clock.now, isBusy: true))
-        }
-        for other in shown where other != board {
-            if let known = context.board(other) {
+        for other in ledger.held(except: board).sorted() {
+            if ledger.links.contains(other), let known = context.board(other) {
                 // A board a client holds (`device.connect`) is never given away to rotate.
                 var usage = await known.linkUsage
                 if context.leases.isLeased(other) { usage.isBusy = true }
@@ -80,7 +77,7 @@ extension FleetAdapter {
                 links.append(ConnectionSlots.Link(address: other, lastUsed: clock.now, isBusy: true))
             }
         }
-        return (links, shown.union(linking))
+        return (links, ledger)
     }
 
     /// Gives these boards' idle links away, all at once (each takes the kernel a few tens of

@@ -3,13 +3,12 @@ import Logging
 import Synchronization
 
 /// One adapter the fleet connects through: its own connect queue (one connect at a time
-/// per controller), its own discovery session, its own budget of connection slots, and the
-/// recent connect failures placement weighs. Connects on different adapters run in parallel.
+/// per controller), its own discovery session, its ledger of connection slots
+/// (``AdapterLedger``: the one count of them), and the recent connect failures placement
+/// weighs. Connects on different adapters run in parallel.
 final class FleetAdapter: Sendable {
     let path: String
     let name: String
-    /// Most links at once on this adapter (`connection-limit`, or its override).
-    let limit: Int
     let scheduler = ConnectScheduler(limit: 1)
     let discovery: DiscoveryGovernor
     /// The radio's time (the client's).
@@ -18,12 +17,9 @@ final class FleetAdapter: Sendable {
         var adapter: BlueZAdapter
         /// When boards failed to connect through this adapter, per board.
         var failures: [BoardAddress: [ContinuousClock.Instant]] = [:]
-        /// Boards whose connect is placed on this adapter and not finished (queued or
-        /// running), in the order they were placed: the order of the connect queue.
-        var placed: [BoardAddress] = []
-        /// Boards given a slot here whose connect has not finished: they hold the slot
-        /// before BlueZ shows their link.
-        var linking: Set<BoardAddress> = []
+        /// Its connection slots: links, connects placed and given a slot, slots lent to
+        /// clients, the fleet's reserve.
+        var ledger: AdapterLedger
         /// When the fleet started using the adapter, or it was last powered on.
         var since: ContinuousClock.Instant
         /// How long a rotation's connect holds the connect permit here (a slot freed, the next
@@ -47,21 +43,34 @@ final class FleetAdapter: Sendable {
     /// Whether its controller works; what it sees goes to `report` when the fleet must act.
     let health: AdapterHealthMonitor
 
+    /// `limit`: most links at once (`connection-limit`, or its override); `reserve`: of those,
+    /// the slots never lent to clients (`reserved-fleet-slots`).
     init(
-        adapter: BlueZAdapter, limit: Int, client: BlueZClient, filter: DiscoveryFilter, logger: Logger,
+        adapter: BlueZAdapter, limit: Int, reserve: Int, client: BlueZClient, filter: DiscoveryFilter, logger: Logger,
         report: @escaping @Sendable (String, AdapterHealth.Action) -> Void
     ) {
         self.path = adapter.path
         self.name = adapter.name
-        self.limit = max(1, limit)
         self.clock = client.clock
         let health = AdapterHealthMonitor(path: adapter.path, clock: client.clock, report: report)
         self.health = health
         self.discovery = DiscoveryGovernor(client: client, filter: filter, logger: logger, health: health)
-        self.state = Mutex(State(adapter: adapter, since: client.clock.now))
+        self.state = Mutex(State(adapter: adapter, ledger: AdapterLedger(limit: limit, reserve: reserve), since: client.clock.now))
     }
 
     var adapter: BlueZAdapter { state.withLock { $0.adapter } }
+
+    /// Most links at once on this adapter.
+    var limit: Int { state.withLock { $0.ledger.limit } }
+
+    /// Its connection slots as they stand now.
+    var ledger: AdapterLedger { state.withLock { $0.ledger } }
+
+    /// Tells the ledger something and reads its answer, in one step.
+    @discardableResult
+    func withLedger<T>(_ body: (inout AdapterLedger) -> T) -> T {
+        state.withLock { body(&$0.ledger) }
+    }
 
     /// BlueZ no longer shows the adapter (unplugged, or bluetoothd gone): the connects still
     /// queued here end without a slot or a `Connect`, and count against nobody. An adapter
@@ -99,7 +108,7 @@ final class FleetAdapter: Sendable {
     /// there were some lately.
     var rotationTime: Duration {
         state.withLock { state in
-            let turn = (state.rotation + state.resolve + Self.workOnALink) / limit
+            let turn = (state.rotation + state.resolve + Self.workOnALink) / state.ledger.limit
             return max(state.rotation, turn, state.cycle ?? .zero)
         }
     }
@@ -120,7 +129,7 @@ final class FleetAdapter: Sendable {
                 let gap = last.duration(to: now)
                 state.cycle = state.cycle.map { ($0 * 3 + gap) / 4 } ?? gap
             }
-            state.lastLinkUpWithQueue = state.placed.contains { !state.linking.contains($0) } ? now : nil
+            state.lastLinkUpWithQueue = state.ledger.queued.isEmpty ? nil : now
         }
     }
 
@@ -162,51 +171,27 @@ final class FleetAdapter: Sendable {
         }
     }
 
-    /// Connects placed on this adapter and not finished: counted from the moment placement
-    /// chooses it, so that boards placed at the same moment spread over the adapters.
-    var connectsInProgress: Int { state.withLock { $0.placed.count } }
-
-    /// The boards whose connect is placed here: each takes a slot once connected.
-    var placedBoards: Set<BoardAddress> { state.withLock { Set($0.placed) } }
-
-    /// The boards placed here that are still waiting for a slot (not given one yet), in
-    /// queue order.
-    var queuedBoards: [BoardAddress] {
-        state.withLock { state in state.placed.filter { !state.linking.contains($0) } }
-    }
-
     /// Where `board` stands in this adapter's queue, if it is in it.
     func place(of board: BoardAddress) -> SlotQueuePlace? {
-        state.withLock { state in
-            guard state.placed.contains(board) else { return nil }
-            if state.linking.contains(board) { return .connecting(adapter: name) }
-            let ahead = state.placed.prefix { $0 != board }.filter { !state.linking.contains($0) }.count
-            return .queued(adapter: name, ahead: ahead)
-        }
+        let place = ledger.place(of: board)
+        guard place.inQueue else { return nil }
+        return place.ahead.map { .queued(adapter: name, ahead: $0) } ?? .connecting(adapter: name)
     }
 
     /// Placement chose this adapter for `board`'s connect; ``unclaim(_:)`` when it is done.
-    func claim(_ board: BoardAddress) {
-        state.withLock { state in
-            if !state.placed.contains(board) { state.placed.append(board) }
-        }
-    }
+    func claim(_ board: BoardAddress) { withLedger { $0.claim(board) } }
 
     /// `board`'s connect is done (or gave up): it leaves the queue, and the slot it was
     /// given counts as BlueZ shows its link from now on.
-    func unclaim(_ board: BoardAddress) {
-        state.withLock { state in
-            state.placed.removeAll { $0 == board }
-            state.linking.remove(board)
-        }
-    }
-
-    /// The boards given a slot whose connect is not finished (``linking(_:)``).
-    var linkingBoards: Set<BoardAddress> { state.withLock { $0.linking } }
+    func unclaim(_ board: BoardAddress) { withLedger { $0.unclaim(board) } }
 
     /// `board` got a slot here and connects: it holds the slot before BlueZ shows its link,
     /// until ``unclaim(_:)``.
-    func linking(_ board: BoardAddress) {
-        state.withLock { _ = $0.linking.insert(board) }
+    func linking(_ board: BoardAddress) { withLedger { $0.linking(board) } }
+
+    /// BlueZ shows these links through the adapter now (read from its objects in `tree`).
+    func linksShown(in tree: BlueZObjectTree) {
+        let shown = tree.linkedAddresses(onAdapter: path).compactMap { BoardAddress($0) }
+        withLedger { $0.linksShown(shown) }
     }
 }

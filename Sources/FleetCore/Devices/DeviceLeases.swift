@@ -76,10 +76,9 @@ public struct DeviceError: Error, Sendable, CustomStringConvertible {
 }
 
 /// The links the fleet holds for clients, by device: who holds each (several clients may
-/// share one link), and what to tell each when the link goes down. It is also the one ledger
-/// of what clients take from the fleet: the slots their links hold on each adapter (leased
-/// links, and connects for them given a slot), which never reach an adapter's reserve, and
-/// the devices each user holds or is connecting, which never pass the per-user bound.
+/// share one link), and what to tell each when the link goes down; and the devices each user
+/// holds or is connecting, which never pass the per-user bound. The slots their links take
+/// are their adapter's (``AdapterLedger``: lent, never its reserve).
 final class DeviceLeases: Sendable {
     struct Lease {
         var holders: [LeaseHolder: @Sendable (String) -> Void]
@@ -95,8 +94,6 @@ final class DeviceLeases: Sendable {
     enum Refusal: Equatable {
         /// The holder's user holds (or is connecting) `held` devices: the most one may.
         case userBound(held: Int)
-        /// The adapter's slots that clients may take are all taken (`lent` of `lendable`).
-        case adapterReserve(lent: Int, lendable: Int)
     }
 
     private struct Asking: Hashable {
@@ -106,8 +103,6 @@ final class DeviceLeases: Sendable {
 
     private struct State {
         var leases: [BoardAddress: Lease] = [:]
-        /// Connects for clients given a slot and not leased yet, by device: the adapter's path.
-        var lending: [BoardAddress: String] = [:]
         /// Leases being asked for (``begin(_:for:bound:)``), how many times each.
         var asking: [Asking: Int] = [:]
         /// One GATT operation at a time per device that is not a board (a board has its own).
@@ -118,15 +113,6 @@ final class DeviceLeases: Sendable {
             var held = Set(leases.filter { $0.value.holders.keys.contains { $0.uid == uid } }.keys)
             held.formUnion(asking.keys.lazy.filter { $0.holder.uid == uid }.map(\.address))
             return held
-        }
-
-        /// The slots clients' links hold on the adapter at `path` (leased, or given one to
-        /// connect), but `address`'s.
-        func lent(on path: String, except address: BoardAddress?) -> Int {
-            var lent = Set(leases.filter { $0.value.adapterPath == path }.keys)
-            lent.formUnion(lending.filter { $0.value == path }.keys)
-            if let address { lent.remove(address) }
-            return lent.count
         }
     }
     private let state = Mutex(State())
@@ -152,8 +138,8 @@ final class DeviceLeases: Sendable {
     /// How many devices `uid` holds or is connecting now.
     func count(of uid: UInt32) -> Int { state.withLock { $0.devices(of: uid).count } }
 
-    /// The slots clients' links hold on the adapter at `path` now (leased, or connecting).
-    func lent(on path: String) -> Int { state.withLock { $0.lent(on: path, except: nil) } }
+    /// The adapter (its path) of `address`'s lease, if it is leased.
+    func adapterPath(of address: BoardAddress) -> String? { state.withLock { $0.leases[address]?.adapterPath } }
 
     /// `holder` asks for a lease on `address`: refused when its user already holds or is
     /// connecting `bound` other devices. Pair a nil answer with ``end(_:for:)``.
@@ -175,37 +161,19 @@ final class DeviceLeases: Sendable {
         }
     }
 
-    /// A connect for a client may take a slot on the adapter at `path` for `address`: true,
-    /// and the slot counted as lent, when fewer than `lendable` are lent there.
-    func lend(_ address: BoardAddress, on path: String, lendable: Int) -> Bool {
-        state.withLock { state in
-            if state.lending[address] == path || state.leases[address]?.adapterPath == path { return true }
-            guard state.lent(on: path, except: address) < lendable else { return false }
-            state.lending[address] = path
-            return true
-        }
-    }
-
-    /// The connect for a client is over: its slot counts as the lease's, if it got one.
-    func unlend(_ address: BoardAddress) {
-        state.withLock { _ = $0.lending.removeValue(forKey: address) }
-    }
-
     /// What adding a holder to a lease did.
     enum Added: Equatable {
         /// The lease is new (no one held the link before): its link is to be watched.
         case first
         /// Another client held the link already: the holder shares it.
         case joined
-        case refused(Refusal)
     }
 
-    /// Adds `holder` to `address`'s lease through the adapter at `adapterPath`; refused when
-    /// the lease is new and that adapter lends no more slots (`lendable`: its limit less its
-    /// reserve), unless the connect for it was given one (``lend(_:on:lendable:)``).
+    /// Adds `holder` to `address`'s lease through the adapter at `adapterPath` (whose ledger
+    /// has lent the slot: ``AdapterLedger/lease(_:)``).
     func add(
         _ holder: LeaseHolder, to address: BoardAddress, devicePath: String, adapterPath: String, isBoard: Bool,
-        lendable: Int, onLost: @escaping @Sendable (String) -> Void
+        onLost: @escaping @Sendable (String) -> Void
     ) -> Added {
         state.withLock { state in
             if state.leases[address]?.devicePath != devicePath, let old = state.leases[address] {
@@ -214,9 +182,6 @@ final class DeviceLeases: Sendable {
             }
             let first = state.leases[address] == nil
             if first {
-                let given = state.lending.removeValue(forKey: address) == adapterPath
-                let lent = state.lent(on: adapterPath, except: address)
-                guard given || lent < lendable else { return .refused(.adapterReserve(lent: lent, lendable: lendable)) }
                 state.leases[address] = Lease(holders: [:], devicePath: devicePath, adapterPath: adapterPath, isBoard: isBoard)
             }
             state.leases[address]?.holders[holder] = onLost

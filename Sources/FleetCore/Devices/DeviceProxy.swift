@@ -60,7 +60,8 @@ public final class DeviceProxy: Sendable {
         }
         defer {
             leases.end(holder, for: address)
-            leases.unlend(address)
+            // A slot lent to its connect goes back, unless its link is leased now.
+            for adapter in context.adapters.values { adapter.withLedger { $0.connectEnded(address) } }
         }
         let deadline = client.clock.now + timeout
         if let board = context.board(address) {
@@ -93,17 +94,23 @@ public final class DeviceProxy: Sendable {
         }
         let path = device.path
         let adapterName = Fleet.adapterName(device.adapterPath)
-        let limit = context.adapter(device.adapterPath)?.limit ?? context.configuration.connectionLimit
-        let lendable = context.configuration.lendableSlots(limit: limit)
+        // The slot is the adapter's to lend (the one its connect was lent, or one now).
+        if let adapter = context.adapter(device.adapterPath),
+            let refusal = adapter.withLedger({ $0.lease(address) })
+        {
+            // A board stays the fleet's; a link that is not ours (another program's) stays as it is.
+            throw Self.reserveRefusal(address, adapter: adapterName, limit: adapter.limit, refusal)
+        }
+        // A lease through another adapter before (its link moved) gives that slot back.
+        if let old = leases.adapterPath(of: address), old != device.adapterPath {
+            context.adapter(old)?.withLedger { $0.leaseEnded(address) }
+        }
         let added = leases.add(
             holder, to: address, devicePath: path, adapterPath: device.adapterPath, isBoard: context.board(address) != nil,
-            lendable: lendable, onLost: onLost)
-        if case .refused(.adapterReserve(let lent, _)) = added {
-            // A board stays the fleet's; a link that is not ours (another program's) stays as it is.
-            throw Self.reserveRefusal(address, adapter: adapterName, limit: limit, lendable: lendable, lent: lent)
-        }
+            onLost: onLost)
         if added == .first {
             let leases = self.leases
+            let context = self.context
             let lostLink = Mutex(false)
             let observation = await client.mirror.observe(path: path, interfaces: [BlueZInterfaces.device]) { event in
                 let reason: String? =
@@ -116,11 +123,13 @@ public final class DeviceProxy: Sendable {
                     }
                 guard let reason, lostLink.withLock({ lost in defer { lost = true }; return !lost }) else { return }
                 guard let lease = leases.lost(address, devicePath: path) else { return }
+                Self.leaseEnded(lease, of: address, in: context)
                 for onLost in lease.holders.values { onLost(reason) }
             }
             leases.watch(address, with: observation)
             // Down meanwhile (between the look above and the observation): over at once.
             if await client.mirror.tree.hasLink(at: path) != true, let lease = leases.lost(address, devicePath: path) {
+                Self.leaseEnded(lease, of: address, in: context)
                 for onLost in lease.holders.values { onLost("the link went down") }
             }
             logger.info(
@@ -134,6 +143,13 @@ public final class DeviceProxy: Sendable {
             mtu: Self.mtu(of: services), services: services.map(DeviceGATTService.init))
     }
 
+    /// A client's lease on `address` ended (its last holder gone, or its link): the slot its
+    /// adapter lent for it goes back.
+    static func leaseEnded(_ lease: DeviceLeases.Lease, of address: BoardAddress, in context: FleetContext) {
+        context.adapter(lease.adapterPath)?.withLedger { $0.leaseEnded(address) }
+        context.slotsChanged.notify()
+    }
+
     /// A lease asked for by a client that went away meanwhile.
     static func cancelled(_ address: BoardAddress) -> DeviceError {
         DeviceError(.cancelled, "The connect of \(address) was cancelled: its client's connection ended.")
@@ -141,7 +157,8 @@ public final class DeviceProxy: Sendable {
 
     /// The adapter lends clients no more slots: the phrase "connection slot" is what
     /// bleak-retry-connector classifies as out of slots (it backs off and tries again).
-    static func reserveRefusal(_ address: BoardAddress, adapter: String, limit: Int, lendable: Int, lent: Int) -> DeviceError {
+    static func reserveRefusal(_ address: BoardAddress, adapter: String, limit: Int, _ refusal: AdapterLedger.Refusal) -> DeviceError {
+        let (lent, lendable) = (refusal.lent, refusal.lendable)
         let kept = limit - lendable
         let reserve = "\(kept) of its \(limit) connection slot\(limit == 1 ? " is" : "s are") kept for the fleet's boards (reserved-fleet-slots)"
         guard lendable > 0 else {
@@ -157,6 +174,7 @@ public final class DeviceProxy: Sendable {
     /// not a board is released at once.
     public func endLease(_ address: BoardAddress, holder: LeaseHolder) async {
         guard let lease = leases.remove(holder, from: address) else { return }
+        Self.leaseEnded(lease, of: address, in: context)
         logger.info(
             "device lease ended",
             metadata: ["ble.address": "\(address)", "client": "\(holder.id)", "rpc.client.uid": "\(holder.uid)"])
@@ -210,11 +228,10 @@ public final class DeviceProxy: Sendable {
             return DeviceError(.notFound, "No adapter of the fleet hears \(address) (is it on and advertising?).")
         }
         let adapter = choice.adapter
-        let lendable = context.configuration.lendableSlots(limit: adapter.limit)
-        guard lendable > 0 else {
+        guard adapter.ledger.lendable > 0 else {
             adapter.unclaim(address)
             context.slotsChanged.notify()
-            return Self.reserveRefusal(address, adapter: adapter.name, limit: adapter.limit, lendable: 0, lent: 0)
+            return Self.reserveRefusal(address, adapter: adapter.name, limit: adapter.limit, .init(lent: 0, lendable: 0))
         }
         await adapter.discovery.hold()
         defer {
@@ -231,7 +248,7 @@ public final class DeviceProxy: Sendable {
             }
             let permit = ConnectPermit(adapter: adapter, rotation: choice.full)
             defer { permit.release() }
-            if leases.lend(address, on: adapter.path, lendable: lendable) {
+            if adapter.withLedger({ $0.lend(address) }) == nil {
                 if await adapter.trySlot(for: address, command: true, in: context) == true {
                     adapter.linking(address)
                     do {
@@ -240,7 +257,7 @@ public final class DeviceProxy: Sendable {
                             linkUp: { permit.release(linked: true) })
                         return nil
                     } catch {
-                        leases.unlend(address)
+                        adapter.withLedger { $0.connectEnded(address) }
                         adapter.noteFailure(of: address)
                         let bluez = BlueZError(error)
                         if case .timeout = bluez {
@@ -249,39 +266,37 @@ public final class DeviceProxy: Sendable {
                         return DeviceError(.connectFailed, "\(address) could not be connected through \(adapter.name): \(bluez.message).")
                     }
                 }
-                leases.unlend(address)
+                adapter.withLedger { $0.connectEnded(address) }
             }
             // No slot now: the permit goes back, and the fleet's connects go on until one frees.
             permit.release()
             await context.slotsChanged.wait(after: seen)
         }
-        return await noSlot(for: address, on: adapter, lendable: lendable)
+        return noSlot(for: address, on: adapter)
     }
 
     /// Why a connect still waiting at its deadline did not happen: every connection slot of
     /// its adapter that clients may take in use (the phrase "connection slot" is what
     /// bleak-retry-connector classifies as out of slots), or its turn in the adapter's queue
     /// of connects not come.
-    private func noSlot(for address: BoardAddress, on adapter: FleetAdapter, lendable: Int) async -> DeviceError {
-        let links = await client.mirror.tree.linkedAddresses(onAdapter: adapter.path).count
-        let lent = leases.lent(on: adapter.path)
-        if lent >= lendable {
-            let kept = adapter.limit - lendable
+    private func noSlot(for address: BoardAddress, on adapter: FleetAdapter) -> DeviceError {
+        let ledger = adapter.ledger
+        if ledger.lent.count >= ledger.lendable {
             return DeviceError(
                 .timeout,
-                "No connection slot of \(adapter.name) became free for \(address) in time: clients hold all \(lendable) it lends"
-                    + " (\(kept) of its \(adapter.limit) kept for the fleet's boards: reserved-fleet-slots).")
+                "No connection slot of \(adapter.name) became free for \(address) in time: clients hold all \(ledger.lendable) it lends"
+                    + " (\(ledger.reserve) of its \(ledger.limit) kept for the fleet's boards: reserved-fleet-slots).")
         }
         let leased = leases.count
         let held = leased > 0 ? " (\(leased) device link\(leased == 1 ? "" : "s") leased by clients)" : ""
-        guard links + adapter.linkingBoards.count >= adapter.limit else {
+        guard ledger.held(except: address).count >= ledger.limit else {
             return DeviceError(
                 .timeout, "\(address) was still waiting for its turn to connect through \(adapter.name) at its deadline"
-                    + " (\(adapter.queuedBoards.count) connects queued there).")
+                    + " (\(ledger.queued.count) connects queued there).")
         }
         return DeviceError(
             .timeout,
-            "No connection slot of \(adapter.name) became free for \(address) in time: all \(adapter.limit) are in use\(held).")
+            "No connection slot of \(adapter.name) became free for \(address) in time: all \(ledger.limit) are in use\(held).")
     }
 
     /// Runs `body` until `deadline`; past it, cancels it and waits for it to end (it cleans

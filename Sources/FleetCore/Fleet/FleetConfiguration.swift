@@ -72,12 +72,6 @@ public struct FleetConfiguration: Sendable, Hashable {
         self.profiles = profiles
     }
 
-    /// The slots of an adapter with `limit` that clients' leases may take: the limit less the
-    /// reserve (``reservedFleetSlots``, at most the limit).
-    public func lendableSlots(limit: Int) -> Int {
-        max(0, limit - min(reservedFleetSlots, limit))
-    }
-
     /// The connection limit of `adapter`: its override, else ``connectionLimit``.
     func limit(for adapter: BlueZAdapter) -> Int {
         adapterLimits.first { AdapterSelection.names($0.key, adapter) }?.value ?? connectionLimit

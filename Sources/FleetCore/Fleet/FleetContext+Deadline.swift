@@ -13,9 +13,10 @@ extension FleetContext {
         guard !usable.isEmpty else { return defaultTimeout }
         let mine = Set(boards.map(\.address))
         let plan = usable.map { adapter in
-            RotationPlan.Adapter(
-                path: adapter.path, free: max(0, adapter.limit - tally.slotsHeld(onAdapter: adapter.path)),
-                ahead: adapter.queuedBoards.filter { !mine.contains($0) }.count, rotation: adapter.rotationTime,
+            let ledger = adapter.ledger
+            return RotationPlan.Adapter(
+                path: adapter.path, free: max(0, ledger.limit - ledger.held().count),
+                ahead: ledger.queued.filter { !mine.contains($0) }.count, rotation: adapter.rotationTime,
                 startup: adapter.isFresh ? FleetAdapter.absentLookout : .zero)
         }
         let paths = Set(usable.map(\.path))

@@ -59,35 +59,25 @@ extension FleetContext {
         var devices: [String: BlueZDevice] = [:]
         var roomWhereUnheard: [String] = []
         var freshRoomWhereUnheard: [String] = []
-        // Adapters that heard the board but cannot take it now (powered off, or its controller
-        // being recovered): considered too, so a board in standby is not woken by their room
-        // (it would be placed elsewhere again, and woken again, without end); their recovery
-        // or power-on wakes every board.
-        var heardUnusable: Set<String> = []
         let adapters = self.adapters
-        for (path, adapter) in adapters {
-            guard adapter.adapter.powered && adapter.health.isUsable else {
-                if tree.device(onAdapter: path, address: board.rawValue) != nil {
-                    heardUnusable.insert(path)
-                }
-                continue
-            }
-            // Slots taken: links up, and connects placed here that will take one.
-            var taken = Set(tree.linkedAddresses(onAdapter: path).compactMap { BoardAddress($0) })
-            taken.formUnion(adapter.placedBoards)
-            taken.remove(board)
-            let freeSlots = max(0, adapter.limit - taken.count)
+        // An adapter powered off, or whose controller is being recovered, takes nobody (and
+        // wakes no board in standby: ``hasRoom(onAdapter:for:)``); its recovery or power-on
+        // wakes every board.
+        for (path, adapter) in adapters where adapter.adapter.powered && adapter.health.isUsable {
+            // The links as BlueZ shows them now, then the ledger's count of the slots left.
+            adapter.linksShown(in: tree)
+            let ledger = adapter.ledger
             guard let device = tree.device(onAdapter: path, address: board.rawValue) else {
-                if freeSlots > 0 {
+                if ledger.free(for: board) > 0 {
                     roomWhereUnheard.append(path)
                     if adapter.isFresh { freshRoomWhereUnheard.append(path) }
                 }
                 continue
             }
             devices[path] = device
-            candidates.append(Placement.Candidate(
-                path: path, rssi: rssi[path] ?? device.rssi.map(Int.init), freeSlots: freeSlots,
-                connectsInProgress: adapter.connectsInProgress, recentFailures: adapter.recentFailures(of: board)))
+            candidates.append(ledger.candidate(
+                path: path, for: board, rssi: rssi[path] ?? device.rssi.map(Int.init),
+                recentFailures: adapter.recentFailures(of: board)))
         }
         let chosen: (path: String, full: Bool)? =
             switch Placement.choose(candidates, current: link) {
@@ -99,6 +89,15 @@ extension FleetContext {
         adapter.claim(board)
         return PlacementChoice(
             adapter: adapter, device: device, full: chosen.full, roomWhereUnheard: roomWhereUnheard,
-            freshRoomWhereUnheard: freshRoomWhereUnheard, heard: Set(devices.keys).union(heardUnusable))
+            freshRoomWhereUnheard: freshRoomWhereUnheard)
+    }
+
+    /// Whether `board` could be given a slot on the adapter at `path` now: in use, powered,
+    /// its controller usable, and its ledger with a slot not promised to another. What a
+    /// board in standby asks when an adapter hears it: placement counts the same way, so a
+    /// board woken by room is placed there.
+    func hasRoom(onAdapter path: String, for board: BoardAddress) -> Bool {
+        guard let adapter = adapter(path), adapter.adapter.powered, adapter.health.isUsable else { return false }
+        return adapter.ledger.free(for: board) > 0
     }
 }

@@ -156,6 +156,4 @@ struct PlacementChoice: Sendable {
     let roomWhereUnheard: [String]
     /// Those of them lately started (or powered on): they may not have heard anything yet.
     let freshRoomWhereUnheard: [String]
-    /// The adapters that had reported the board, every one considered.
-    let heard: Set<String>
 }

@@ -208,10 +208,12 @@ actor FleetMirror {
             } else {
                 let reports = context.healthReports.continuation
                 let adapter = FleetAdapter(
-                    adapter: current, limit: context.configuration.limit(for: current), client: client,
+                    adapter: current, limit: context.configuration.limit(for: current),
+                    reserve: context.configuration.reservedFleetSlots, client: client,
                     filter: context.discoveryFilter, logger: logger,
                     report: { reports.yield(($0, $1)) })
                 adapters[current.path] = adapter
+                adapter.linksShown(in: await client.mirror.tree)
                 logger.info(
                     "adapter present",
                     metadata: ["ble.adapter": "\(current.name)", "adapter.address": "\(current.address)",
@@ -247,6 +249,10 @@ actor FleetMirror {
         // Set only when new: every set rebuilds the advertisements' path index.
         if devicePaths[path] != address { devicePaths[path] = address }
         let allProperties: Set<String> = ["RSSI", "Connected", "ServicesResolved", "Name"]
+        // The adapter's ledger learns of a link up or down before anyone asks it of the board.
+        if changed.map({ $0.contains("Connected") || $0.contains("ServicesResolved") }) ?? true {
+            adapters[device.adapterPath]?.linksShown(in: await client.mirror.tree)
+        }
         if let board = boards[address] {
             await board.deviceUpdated(device, changed: changed ?? allProperties)
             if changed?.contains("RSSI") ?? true { await sightings.note(address, name: device.name) }
@@ -294,7 +300,9 @@ actor FleetMirror {
 
     private func deviceRemoved(at path: String) async {
         guard let address = devicePaths.removeValue(forKey: path) else { return }
-        await boards[address]?.deviceRemoved(adapter: BlueZObjectTree.parent(of: path))
+        let adapter = BlueZObjectTree.parent(of: path)
+        adapters[adapter]?.linksShown(in: await client.mirror.tree)
+        await boards[address]?.deviceRemoved(adapter: adapter)
     }
 
     /// Takes `address` out of the fleet (``Fleet/forget(_:)``): its board, and the index of

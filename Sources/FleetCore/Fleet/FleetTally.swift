@@ -112,22 +112,6 @@ final class FleetTally: Sendable {
         }
     }
 
-    /// How many boards hold (or are taking) a slot through the adapter at `path`.
-    func slotsHeld(onAdapter path: String) -> Int {
-        state.withLock { state in
-            state.boards.values.filter { $0.adapter == path && $0.phase.holdsSlot }.count
-        }
-    }
-
-    /// Whether the adapter at `path` is powered and has a connection slot free.
-    func hasFreeSlot(onAdapter path: String) -> Bool {
-        state.withLock { state in
-            guard let adapter = state.adapters.first(where: { $0.path == path }), adapter.powered else { return false }
-            let used = state.boards.values.filter { $0.adapter == path && $0.phase.holdsSlot }.count
-            return used < adapter.limit
-        }
-    }
-
     func adaptersChanged(_ adapters: [AdapterEntry]) {
         state.withLock { $0.adapters = adapters.sorted { $0.name < $1.name } }
     }
