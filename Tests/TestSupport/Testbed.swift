@@ -82,44 +82,24 @@ public final class Testbed: @unchecked Sendable {
     /// line), bluetoothd's last log lines and its core's backtrace. The VM's supervisor of
     /// bluetoothd writes every death down (testbed/blefleet_testbed/real/guest_agent.sh); one
     /// a scenario causes on purpose is marked as asked for (`bluez segfault`) or not written
-    /// (`bluez restart --crash`), so such scenarios are left alone by construction.
+    /// (`bluez restart --crash`), so such scenarios are left alone by construction. Tests run
+    /// in parallel and share the VM, one testbed at a time (its lease): the record is read
+    /// once this test's testbed holds the VM, and again once it is stopped.
     public static func with<T>(
         lane: Lane = .bluezoo, boards: Int = 5, extraArguments: [String] = [], _ body: (Testbed) async throws -> T
     ) async throws -> T {
-        guard lane == .real else { return try await once(lane: lane, boards: boards, extraArguments: extraArguments, body) }
-        let vm = try await RealLaneVM.shared.directory()
-        let crashes = BluetoothdCrashes(vmDirectory: vm)
-        let before = crashes.lines().count
+        let testbed = try await Testbed.start(lane: lane, boards: boards, extraArguments: extraArguments)
+        let crashes = lane == .real ? BluetoothdCrashes(vmDirectory: try? await RealLaneVM.shared.directory()) : nil
+        let before = crashes?.lines().count ?? 0
         let outcome: Result<T, any Error>
         do {
-            outcome = .success(try await once(lane: lane, boards: boards, extraArguments: extraArguments, body))
+            outcome = .success(try await body(testbed))
         } catch {
             outcome = .failure(error)
         }
-        let died = BluetoothdCrashes.unasked(Array(crashes.lines().dropFirst(before)))
-        if !died.isEmpty {
-            let report = (try? await runProcess(Self.script, ["vm", "crashes", "--vm-dir", vm, "--since", String(before), "--unasked"]))
-                .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-                .flatMap { $0.isEmpty ? nil : $0 } ?? died.joined(separator: "\n")
-            let test = Test.current.map { "\($0.name) (\($0.sourceLocation.fileName))" } ?? "this scenario"
-            Issue.record(
-                "bluetoothd died \(died.count) time(s) during \(test) on the real lane, unasked:\n\(report)")
-        }
+        await testbed.stop()
+        if let crashes { await crashes.recordUnasked(since: before) }
         return try outcome.get()
-    }
-
-    private static func once<T>(
-        lane: Lane, boards: Int, extraArguments: [String], _ body: (Testbed) async throws -> T
-    ) async throws -> T {
-        let testbed = try await Testbed.start(lane: lane, boards: boards, extraArguments: extraArguments)
-        do {
-            let result = try await body(testbed)
-            await testbed.stop()
-            return result
-        } catch {
-            await testbed.stop()
-            throw error
-        }
     }
 
     /// Waits (bounded by the testbed) until bluetoothd runs and the boards are registered with
@@ -151,10 +131,27 @@ public final class Testbed: @unchecked Sendable {
 /// bluetoothd (pid N) killed by SIGSEGV; kernel: ..."), as the VM's supervisor of bluetoothd
 /// writes them (testbed/blefleet_testbed/real/guest_agent.sh).
 struct BluetoothdCrashes: Sendable {
+    let vmDirectory: String
     let file: URL
 
-    init(vmDirectory: String) {
+    init?(vmDirectory: String?) {
+        guard let vmDirectory else { return nil }
+        self.vmDirectory = vmDirectory
         file = URL(fileURLWithPath: vmDirectory).appendingPathComponent("bluetoothd.crashes")
+    }
+
+    /// Fails the running test when a crash nobody asked for was written after the first
+    /// `before` lines: an issue names the test, each crash, bluetoothd's last lines and its
+    /// core's backtrace (`scripts/testbed vm crashes`).
+    func recordUnasked(since before: Int) async {
+        let died = Self.unasked(Array(lines().dropFirst(before)))
+        guard !died.isEmpty else { return }
+        let report = (try? await runProcess(
+            Testbed.script, ["vm", "crashes", "--vm-dir", vmDirectory, "--since", String(before), "--unasked"]))
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            .flatMap { $0.isEmpty ? nil : $0 } ?? died.joined(separator: "\n")
+        let test = Test.current.map { "\($0.name) (\($0.sourceLocation.fileName))" } ?? "this scenario"
+        Issue.record("bluetoothd died \(died.count) time(s) during \(test) on the real lane, unasked:\n\(report)")
     }
 
     func lines() -> [String] {
