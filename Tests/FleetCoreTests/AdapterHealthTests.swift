@@ -15,6 +15,34 @@ import Testing
         #expect(!health.isUsable)
     }
 
+    /// Issue 52: a controller whose transport stalls keeps its links up at the boards; it
+    /// answers no question about them, and a power cycle through BlueZ would wait on it.
+    @Test func aControllerThatHoldsLinksAndAnswersNothingIsResetAtOnce() {
+        var health = AdapterHealth(now: t0)
+        #expect(health.commandTimedOut(now: at(1), aboutALink: true) == .none)
+        #expect(health.commandTimedOut(now: at(3), aboutALink: true) == .perform(.reset, .commandsTimeOut))
+        #expect(health.lastRecovery?.step == .reset && health.condition == .recovering)
+        // Its reset's own end shows it answers again.
+        guard case .recovered(let recovery) = health.stepCompleted(.reset, now: at(5)) else {
+            Issue.record("the reset's power-on ends it")
+            return
+        }
+        #expect(recovery.step == .reset && recovery.symptom == .commandsTimeOut)
+    }
+
+    /// Found hearing nothing first (its links had not carried enough to be judged silent), a
+    /// controller that then leaves a command unanswered is reset at once (issue 52: it was
+    /// power-cycled through BlueZ first, which waits on it, and reset 17-20 s after the hang).
+    @Test func aControllerFoundHearingNothingThatLeavesACommandUnansweredIsResetAtOnce() {
+        var health = AdapterHealth(now: t0)
+        #expect(health.tick(now: at(0), discovering: true, heardElsewhere: true) == .none)
+        #expect(health.tick(now: at(10), discovering: true, heardElsewhere: true) == .perform(.restartDiscovery, .hearsNothing))
+        #expect(health.commandTimedOut(now: at(12), aboutALink: true) == .perform(.reset, .hearsNothing))
+        #expect(health.lastRecovery?.step == .reset)
+        #expect(health.commandTimedOut(now: at(13), aboutALink: true) == .none, "the reset already runs")
+        #expect(health.tick(now: at(20), discovering: false, heardElsewhere: true) == .none, "its window runs from 12 s")
+    }
+
     @Test func timeoutsFarApartOrWithWorkBetweenThemAreNotStuck() {
         var health = AdapterHealth(now: t0)
         _ = health.commandTimedOut(now: at(1))

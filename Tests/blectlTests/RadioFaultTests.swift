@@ -299,8 +299,11 @@ struct RadioFaultTests {
     /// Issue 52: a controller whose transport stalls while its link layer keeps its links up
     /// at the boards. The daemon finds it stuck, resets it through the kernel, and every board
     /// is served again through whichever adapter hears it. The figures are printed (the
-    /// issue's goals: reset within 10 s, every board served within 15 s); the bounds here are
-    /// what this lane reaches with room for a loaded machine (measured 19 s and 20 s).
+    /// issue's goals: reset within 10 s, every board served within 15 s; Benchmarks/hang
+    /// measures ten in a row); the bounds here are the goals with 5 s of room for a loaded
+    /// machine. The hang comes as soon as the boards are ready, before their links carried
+    /// enough to be judged silent: the controller is found by its unanswered questions (it
+    /// was found hearing nothing 10 s later, and reset after 17.7-20.6 s, before issue 52).
     @Test(arguments: lanes(realOnly: true))
     func aControllerWhoseTransportStallsWithItsLinksLiveIsResetAndItsBoardsServedAgain(lane: Lane) async throws {
         try await RunningDaemon.with(
@@ -337,6 +340,8 @@ struct RadioFaultTests {
                 if last["totals"]?["ok"]?.int64Value == 6 { served = hung.duration(to: .now) }
             }
             let allServed = try #require(served, "not every board served again within 60 s: \(last)\n\(daemon.log.suffix(30_000))")
+            #expect(reset < .seconds(15), "hci0 reset \(reset) after the hang: \(recovery)\n\(daemon.logTail(300))")
+            #expect(allServed < .seconds(20), "every board served \(allServed) after the hang")
             try await Self.waitForLEDs(false, testbed, lane: lane, within: 10)
             try await BlefleetdEndToEndTests.waitForReadyBoards(6, socket: daemon.socket, lane: lane, timeout: 30)
             try await Self.waitForNoOrphans(testbed, socket: daemon.socket, lane: lane)

@@ -7,8 +7,9 @@
 /// carried notifications every few seconds, all fall silent while other adapters' traffic
 /// goes on, or when its connects keep failing while other adapters' succeed. Recovery
 /// escalates: restart discovery, then power the adapter off and on through BlueZ, then
-/// reset it through the kernel (links fallen silent begin with the reset: a controller whose
-/// transport hangs answers nothing, and a power cycle through BlueZ waits on it); each step
+/// reset it through the kernel (links fallen silent, and questions about its links left
+/// unanswered, begin with the reset: a controller whose transport hangs answers nothing, and
+/// a power cycle through BlueZ waits on it); each step
 /// gets a window to show the controller works again
 /// (the evidence that fits the symptom: a command that completes, an advertisement heard, a
 /// connect), else the next step runs. After the last step the adapter counts as failed,
@@ -139,11 +140,24 @@ public struct AdapterHealth: Sendable, Hashable {
 
     // MARK: Symptoms
 
-    /// A command to the controller timed out.
-    public mutating func commandTimedOut(now: ContinuousClock.Instant) -> Action {
+    /// A command to the controller timed out; `aboutALink`: a question about one of its links
+    /// (the controller holds links). A controller that holds links and answers no command is
+    /// reset at once (issue 52): a power cycle through BlueZ would first ask it to end each link
+    /// and wait on it, and only a reset frees boards whose links it keeps up on its own.
+    /// One already being recovered by an earlier step (found hearing nothing: discovery
+    /// restarted, or a power cycle under way) goes to the reset at its first command that
+    /// times out: it answers nothing, and nothing but the reset frees its boards.
+    public mutating func commandTimedOut(now: ContinuousClock.Instant, aboutALink: Bool = false) -> Action {
+        if case .recovering(var recovery, _) = state, recovery.step < .reset {
+            recovery.step = .reset
+            lastRecovery = recovery
+            state = .recovering(recovery, stepStartedAt: now)
+            return .perform(.reset, recovery.symptom)
+        }
         guard state == .healthy else { return .none }
         timeouts = timeouts.filter { $0.duration(to: now) < thresholds.timeoutWindow } + [now]
-        return timeouts.count >= thresholds.commandTimeouts ? begin(.commandsTimeOut, now: now) : .none
+        guard timeouts.count >= thresholds.commandTimeouts else { return .none }
+        return begin(.commandsTimeOut, now: now, from: aboutALink ? .reset : nil)
     }
 
     /// A connect to `board` through the adapter failed; `othersConnected`: another adapter
@@ -281,8 +295,9 @@ public struct AdapterHealth: Sendable, Hashable {
         lastHeard = now
     }
 
-    private mutating func begin(_ symptom: Symptom, now: ContinuousClock.Instant) -> Action {
-        let recovery = Recovery(symptom: symptom, step: symptom.firstStep, startedAt: now)
+    /// Begins a recovery from `symptom`, at `step` (default: where that symptom begins).
+    private mutating func begin(_ symptom: Symptom, now: ContinuousClock.Instant, from step: Step? = nil) -> Action {
+        let recovery = Recovery(symptom: symptom, step: step ?? symptom.firstStep, startedAt: now)
         lastRecovery = recovery
         state = .recovering(recovery, stepStartedAt: now)
         timeouts = []

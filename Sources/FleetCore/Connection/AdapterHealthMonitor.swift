@@ -60,8 +60,9 @@ final class AdapterHealthMonitor: Sendable {
         observe { $0.stepCompleted(step, now: $1) }
     }
 
-    /// A command to the controller completed, or timed out.
-    func command(completed: Bool) {
-        observe { completed ? $0.saw(.commandCompleted, now: $1) : $0.commandTimedOut(now: $1) }
+    /// A command to the controller completed, or timed out (`aboutALink`: a question about
+    /// one of its links; see ``AdapterHealth/commandTimedOut(now:aboutALink:)``).
+    func command(completed: Bool, aboutALink: Bool = false) {
+        observe { completed ? $0.saw(.commandCompleted, now: $1) : $0.commandTimedOut(now: $1, aboutALink: aboutALink) }
     }
 }

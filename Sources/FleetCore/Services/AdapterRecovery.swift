@@ -104,15 +104,26 @@ struct AdapterRecovery: Service {
         func idle(_ adapter: FleetAdapter) -> Bool { adapter.scheduler.runningCount == 0 }
         let client = context.client
         let logger = context.logger
+        let tally = context.tally
         for adapter in context.adapters.values where adapter.adapter.powered && idle(adapter) {
             let current = adapter.adapter
             Task {
-                do {
-                    if try await client.probeController(current, turn: turn) { adapter.health.command(completed: true) }
-                } catch {
-                    guard idle(adapter) else { return }
-                    logger.debug("the controller did not answer", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
-                    adapter.health.command(completed: false)
+                // A question unanswered is asked again at once (not a probe interval later): a
+                // controller whose transport stalled is found in two of the kernel's command
+                // timeouts, and reset in time to serve its boards again within 15 s (issue 52).
+                for again in [false, true] {
+                    let aboutALink = !tally.readyLinks(onAdapter: current.path).isEmpty
+                    do {
+                        if try await client.probeController(current, turn: turn &+ (again ? 1 : 0)) {
+                            adapter.health.command(completed: true)
+                        }
+                        return
+                    } catch {
+                        guard idle(adapter) else { return }
+                        logger.debug("the controller did not answer", metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
+                        adapter.health.command(completed: false, aboutALink: aboutALink)
+                        guard adapter.health.isUsable else { return }
+                    }
                 }
             }
         }
