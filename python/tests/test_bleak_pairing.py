@@ -137,3 +137,61 @@ def test_an_unpaired_fleet_board_comes_back_to_the_fleet(lab, tmp_path):
                 break
         assert time.monotonic() < deadline, f"{board} did not come back to the fleet: {state}"
         time.sleep(0.2)
+
+
+@pytest.fixture(scope="module", params=[lane for lane in LANES if lane == "real"])
+def real_lab(request):
+    """The same three boards on real BlueZ in the testbed's VM (its bluetoothd serves the boards'
+    side too, with a NoInputNoOutput agent: a Nano pairs Just Works)."""
+    if not os.environ.get("BLEFLEET_TESTBED_VM"):
+        pytest.fail("the real lane needs BLEFLEET_TESTBED_VM (scripts/testbed vm start)")
+    work = Path(tempfile.mkdtemp(prefix="bfpair-real-", dir="/tmp"))
+    made = None
+    try:
+        made = Daemon(work, boards=3, fleet=1, config="allow: [nano-01]\n", testbed_options=("--encrypted",),
+                      lane="real")
+        yield made
+    finally:
+        if made:
+            made.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def bonded(lab: Daemon, address: str) -> bool:
+    """Whether the VM's bluetoothd keeps a bond with `address` on a central (busctl, the referee)."""
+    out = subprocess.run(
+        ["busctl", f"--address={lab.testbed.bus_address}", "--json=short", "call", "org.bluez", "/",
+         "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"], capture_output=True, text=True, check=True)
+    for path, interfaces in json.loads(out.stdout)["data"][0].items():
+        device = interfaces.get("org.bluez.Device1")
+        if device and device["Address"]["data"] == address and device.get("Bonded", {}).get("data"):
+            return True
+    return False
+
+
+PAIR_AND_READ = """
+    import asyncio, sys
+    from bleak import BleakClient
+
+    async def main(address, secret):
+        async with BleakClient(address, timeout=60) as client:
+            await client.pair()
+            print("read", (await client.read_gatt_char(secret)).decode())
+
+    asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+def test_real_bluez_pairs_a_board_reads_its_secret_and_the_bond_outlives_a_restart(real_lab, tmp_path):
+    """On real BlueZ: an unchanged script pairs the board that needs an encrypted link and reads
+    its secret; bluetoothd keeps the bond (Bonded), a new script after blefleetd restarted reads
+    without pairing, and unpair() removes it."""
+    board = real_lab.testbed.address("nano-03")
+    assert launch(real_lab, tmp_path, PAIR_AND_READ, board, SECRET).splitlines() == [f"read {SECRET_VALUE}"]
+    assert bonded(real_lab, board)
+    real_lab.stop_daemon()
+    real_lab.start()
+    assert launch(real_lab, tmp_path, READ, board, SECRET).splitlines() == [f"read {SECRET_VALUE}"]
+    out = launch(real_lab, tmp_path, UNPAIR, board).splitlines()
+    assert out[0] == "unpaired" and out[1].startswith("not found"), out
+    assert not bonded(real_lab, board)

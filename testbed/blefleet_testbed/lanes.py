@@ -230,6 +230,10 @@ class BlueZooLane:
         await self.c._terminate("dbus-daemon")
 
 
+# Where the boards' side's agent is exported on the testbed's bus connection to the VM.
+BOARD_AGENT_PATH = "/org/blefleet/testbed/agent"
+
+
 class RealLane:
     """Real bluetoothd in a VM. The VM is either shared (--vm DIR: booted once by
     `scripts/testbed vm start`, leased by the CLI with an flock() this process inherits)
@@ -253,6 +257,7 @@ class RealLane:
         self.centrals = controller.args.centrals
         self.addresses: dict[int, str] = {}
         self.plugged: int | None = None
+        self.board_agent = None
 
     def central_addresses(self) -> dict[int, str]:
         found = {i: self.addresses.get(i, "") for i in range(self.centrals)}
@@ -380,6 +385,18 @@ class RealLane:
         self.addresses = {index: adapter["Address"] for index, adapter in adapters.items()}
         for board in self.c.sim.boards:
             board.address = adapters[board.adapter_index]["Address"]
+        await self._register_board_agent()
+
+    async def _register_board_agent(self) -> None:
+        """The boards pair Just Works: a NoInputNoOutput default agent for the boards' side
+        (simulator.BoardSideAgent), registered again with each bluetoothd that starts."""
+        from .simulator import BoardSideAgent, call
+        if self.board_agent is None:
+            self.board_agent = BoardSideAgent()
+            self.board_agent.export_to_dbus(BOARD_AGENT_PATH, self.c.bus)
+        await call(self.c.bus, "/org/bluez", "org.bluez.AgentManager1", "RegisterAgent", "os",
+                   BOARD_AGENT_PATH, "NoInputNoOutput")
+        await call(self.c.bus, "/org/bluez", "org.bluez.AgentManager1", "RequestDefaultAgent", "o", BOARD_AGENT_PATH)
 
     async def _power(self, index: int, on: bool) -> None:
         """Powers controller hciN on or off through bluetoothd (a controller bluetoothd is

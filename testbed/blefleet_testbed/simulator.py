@@ -183,6 +183,34 @@ class Advertisement(DbusInterfaceCommonAsync, interface_name="org.bluez.LEAdvert
         return True
 
 
+class BoardSideAgent(DbusInterfaceCommonAsync, interface_name="org.bluez.Agent1"):
+    """The boards' side of a pairing on real BlueZ (the VM's bluetoothd serves the centrals and
+    the boards alike): a Nano 33 BLE has no display and no keys, so it pairs Just Works. Its
+    bluetoothd asks the default agent to authorize an incoming pairing; this one, registered
+    NoInputNoOutput, says yes. Pairings a central starts (blefleetd's Device1.Pair) go to that
+    central's own agent."""
+
+    @dbus_method_async(flags=DbusUnprivilegedFlag)
+    async def Release(self) -> None:
+        return None
+
+    @dbus_method_async(input_signature="ou", flags=DbusUnprivilegedFlag)
+    async def RequestConfirmation(self, device: str, passkey: int) -> None:
+        return None
+
+    @dbus_method_async(input_signature="o", flags=DbusUnprivilegedFlag)
+    async def RequestAuthorization(self, device: str) -> None:
+        return None
+
+    @dbus_method_async(input_signature="os", flags=DbusUnprivilegedFlag)
+    async def AuthorizeService(self, device: str, uuid: str) -> None:
+        return None
+
+    @dbus_method_async(flags=DbusUnprivilegedFlag)
+    async def Cancel(self) -> None:
+        return None
+
+
 class Board:
     """One simulated board and what the testbed reports about it."""
 
