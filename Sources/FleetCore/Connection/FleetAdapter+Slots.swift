@@ -71,7 +71,7 @@ extension FleetAdapter {
             if ledger.links.contains(other), let known = context.board(other) {
                 // A board a client holds (`device.connect`) is never given away to rotate.
                 var usage = await known.linkUsage
-                if context.leases.isLeased(other) { usage.isBusy = true }
+                if ledger.isLeased(other) { usage.isBusy = true }
                 links.append(usage)
             } else {
                 links.append(ConnectionSlots.Link(address: other, lastUsed: clock.now, isBusy: true))

@@ -127,11 +127,6 @@ final class DeviceLeases: Sendable {
         }
     }
 
-    /// Whether any client holds `address`'s link.
-    func isLeased(_ address: BoardAddress) -> Bool {
-        state.withLock { !($0.leases[address]?.holders.isEmpty ?? true) }
-    }
-
     /// How many devices are leased now.
     var count: Int { state.withLock { $0.leases.count } }
 
