@@ -9,7 +9,7 @@ extension Board {
         let heard = core.deviceUpdated(device, changed: changed, now: clock.now)
         if let newName = device.name, newName != name { live.setNames(name: newName, alias: alias) }
         if heard {
-            _ = live.advertised(rssi: device.rssi.map(Int.init), adapter: adapter, force: true)
+            live.advertised(rssi: device.rssi.map(Int.init), adapter: adapter)
         } else if let value = device.rssi {
             // Another property changed (a link up or down): the RSSI it shows is the last one
             // heard, kept for placement; it is no new sighting (the adapter may be off by now).

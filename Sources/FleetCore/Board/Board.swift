@@ -50,7 +50,6 @@ actor Board {
         self.logger = logger
         // Counted from birth, so no phase change can slip past the tally.
         context.tally.add(record.address, board: ObjectIdentifier(self), phase: machine.phase)
-        live.setAwaitsAdvertisement(machine.phase == .absent)
     }
 
     /// Who the board is, read without waiting for this actor (selections are resolved for
@@ -104,7 +103,6 @@ actor Board {
                 logger.debug("board \(before) → \(after)")
                 // A slot freed (the link is down): a connect waiting for one looks again.
                 if before.holdsSlot && !after.holdsSlot { context.slotsChanged.notify() }
-                if (before == .absent) != (after == .absent) { live.setAwaitsAdvertisement(after == .absent) }
                 context.events.publish(.boardPhaseChanged(address, from: before, to: after))
             case .act(let action, let device, let linkAdapter):
                 perform(action, device: device, linkAdapter: linkAdapter)

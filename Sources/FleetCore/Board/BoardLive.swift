@@ -22,9 +22,6 @@ final class BoardLive: Sendable {
         var readings: [String: SensorReading] = [:]
         /// The temperature (the reading of the sensor `temperature`), in whole degrees.
         var temperature: SensorReading? { readings[BoardProfile.temperatureSensor] }
-        /// The state machine waits for an advertisement (the board is absent): then an
-        /// advertisement must go to the board itself, not only be recorded here.
-        var awaitsAdvertisement = false
         /// What its link last carried (a notification), for its adapter's health.
         var carried: Carried?
     }
@@ -104,25 +101,18 @@ final class BoardLive: Sendable {
         state.withLock { $0.carried = nil }
     }
 
-    func setAwaitsAdvertisement(_ awaits: Bool) {
-        state.withLock { $0.awaitsAdvertisement = awaits }
-    }
-
     /// Keeps the signal `adapter` last reported, without counting it as heard now.
     func keepRSSI(_ rssi: Int, adapter: String) {
         state.withLock { $0.rssiByAdapter[adapter] = rssi }
     }
 
-    /// Records an advertisement. Returns false (and records nothing) when the board waits
-    /// for one: the caller must then tell the board.
-    func advertised(rssi: Int?, adapter: String, force: Bool = false) -> Bool {
+    /// Records an advertisement (an absent board, which waits for one, is told by the fleet).
+    func advertised(rssi: Int?, adapter: String) {
         state.withLock { state in
-            guard force || !state.awaitsAdvertisement else { return false }
             if let rssi { state.rssiByAdapter[adapter] = rssi }
             let now = clock.now
             state.lastSeen = now
             state.heardAt[adapter] = now
-            return true
         }
     }
 

@@ -1,16 +1,16 @@
 import Synchronization
 
-/// Which board's ``BoardLive`` belongs to which BlueZ device object, readable on the BlueZ
-/// mirror: an advertisement of a known board is recorded there, without waking the fleet
-/// or the board (unless the board waits for it).
+/// Which board belongs to which BlueZ device object, readable on the BlueZ mirror: an
+/// advertisement of a known board is recorded in its ``BoardLive``, without waking the
+/// fleet or the board (unless the board waits for it).
 final class DevicePathIndex: Sendable {
-    private let entries = Mutex<[String: BoardLive]>([:])
+    private let entries = Mutex<[String: Board]>([:])
 
-    func replace(with entries: [String: BoardLive]) {
+    func replace(with entries: [String: Board]) {
         self.entries.withLock { $0 = entries }
     }
 
-    func live(at path: String) -> BoardLive? {
+    func board(at path: String) -> Board? {
         entries.withLock { $0[path] }
     }
 }

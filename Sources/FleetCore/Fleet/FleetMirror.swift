@@ -30,7 +30,7 @@ actor FleetMirror {
     /// device changed meanwhile: such a change starts no second adoption; the adoption
     /// reads the device again instead of giving the board what it saw before the wait.
     private var adopting: [BoardAddress: Bool] = [:]
-    /// `devicePaths` to the boards' live state, for advertisements recorded on the mirror.
+    /// `devicePaths` to the boards, for advertisements recorded on the mirror.
     private nonisolated let pathIndex = DevicePathIndex()
     /// The adapters in use (shown by BlueZ and named by the selection), by object path
     /// (the context keeps them; this mirror alone adds and removes them).
@@ -62,13 +62,16 @@ actor FleetMirror {
         // traffic) go straight to their boards and never wake this loop, and neither do the
         // advertisements of boards that do not wait for one (recorded on the mirror).
         let (mirrorEvents, forward) = AsyncStream.makeStream(of: BlueZMirrorEvent.self)
+        // A board that is absent waits for an advertisement: that one goes to the board itself.
         let pathIndex = self.pathIndex
+        let tally = self.tally
         let observation = await client.mirror.observe(interfaces: [BlueZInterfaces.adapter, BlueZInterfaces.device]) {
             event in
-            if let advertisement = event.advertisement, let live = pathIndex.live(at: advertisement.path),
-                live.advertised(
-                    rssi: advertisement.rssi.map(Int.init), adapter: BlueZObjectTree.parent(of: advertisement.path))
+            if let advertisement = event.advertisement, let board = pathIndex.board(at: advertisement.path),
+                tally.phase(of: board.address) != .absent
             {
+                board.live.advertised(
+                    rssi: advertisement.rssi.map(Int.init), adapter: BlueZObjectTree.parent(of: advertisement.path))
                 return
             }
             forward.yield(event)
@@ -312,6 +315,6 @@ actor FleetMirror {
     }
 
     private func refreshPathIndex() {
-        pathIndex.replace(with: devicePaths.compactMapValues { boards[$0]?.live })
+        pathIndex.replace(with: devicePaths.compactMapValues { boards[$0] })
     }
 }
