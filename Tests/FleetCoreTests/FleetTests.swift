@@ -1,5 +1,6 @@
 import FleetCore
 import Foundation
+import Logging
 import TestSupport
 import Testing
 
@@ -408,6 +409,37 @@ struct FleetTests {
             #expect(record.alias == "bench-left")
             let byAlias = await fixture.fleet.readTemperature(try Selection(parsing: ["bench-left"]))
             #expect(byAlias.outcomes.map(\.address) == [address])
+        }
+    }
+
+    /// The LED a user wanted is the board's, saved from there: the next run of the daemon
+    /// (a new fleet on the same registry) puts it back on a board that lost it meanwhile.
+    @Test func aWantedLEDIsPutBackByTheNextRun() async throws {
+        try await FleetFixture.with(boards: 1) { fixture in
+            try await fixture.waitUntilReady(1)
+            #expect(await fixture.fleet.setLED(.all, on: true).allSucceeded)
+            await fixture.fleet.shutdown()
+            fixture.fleet.close()
+            // The board restarted while no daemon ran: its LED is off.
+            try await fixture.testbed.run(["board", "reset", "nano-01"])
+            let before = try #require(try await fixture.testbed.state().first { $0.name == "nano-01" })
+            #expect(before.led != 1)
+
+            var logger = Logger(label: "blefleet.tests.fleet.next")
+            logger.logLevel = .critical
+            let next = try await Fleet.connect(
+                bus: .address(fixture.testbed.busAddress),
+                management: fixture.testbed.managementSocket.map { Fleet.Management.relay(path: $0) } ?? .none,
+                adapters: .named("hci0"), configuration: FleetConfiguration(stateDirectory: fixture.stateDirectory.path),
+                registry: Registry(directory: fixture.stateDirectory.path, logger: logger), logger: logger)
+            defer { next.close() }
+            let runner = Task { try await next.run() }
+            defer { runner.cancel() }
+            let state = try await fixture.waitForTestbed(timeout: .seconds(15), "the wanted LED put back by the next run") {
+                $0.first { $0.name == "nano-01" }.map { $0.led == 1 && $0.ledWrites > before.ledWrites } ?? false
+            }
+            #expect(state.allSatisfy { $0.led == 1 })
+            #expect(await next.snapshots().map(\.desiredLED) == [.on])
         }
     }
 

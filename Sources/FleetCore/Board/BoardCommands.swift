@@ -12,14 +12,8 @@ struct BoardCommands: Sendable {
     private var address: BoardAddress { board.address }
     private var client: BlueZClient { board.context.client }
 
-    /// Switches the LED (write with response) and remembers it as the desired state, which
-    /// is applied again by itself whenever the board comes back.
-    func setLED(_ on: Bool) async throws {
-        await board.update { core, _ in core.want(led: on ? .on : .off) }
-        try await setSwitch(BoardProfile.ledSwitch, on: on)
-    }
-
-    /// Switches one of the profile's switches (write with response).
+    /// Switches one of the profile's switches (write with response). The LED as a user wants
+    /// it is the board's to keep (``BoardCore/want(led:)``, told by ``Fleet/setLED(_:on:timeout:)``).
     func setSwitch(_ name: String, on: Bool) async throws {
         let address = self.address
         try await board.whenReady { session in

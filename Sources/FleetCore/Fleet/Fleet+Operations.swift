@@ -71,18 +71,30 @@ extension Fleet {
     /// board that could not be switched now (a failure worth retrying) is `pending`.
     public func setLED(_ selection: Selection, on: Bool, timeout: Duration? = nil) async -> FleetResult<Done> {
         let resolved = resolve(selection)
-        // Saved in one registry update while the boards are switched, not before.
+        // What a board's LED should be is the board's to keep (its ``BoardSwitches``: it puts
+        // it back on every link); the registry saves it from there for the next run, in one
+        // write for all of them while they are switched, not before.
+        let wanted: DesiredLED = on ? .on : .off
+        let boards = self.boards
+        var addresses: [BoardAddress] = []
+        for identity in resolved.boards {
+            guard let board = boards[identity.address] else { continue }
+            await board.update { core, _ in core.want(led: wanted) }
+            addresses.append(identity.address)
+        }
         let registry = self.registry
         let logger = self.logger
-        let addresses = resolved.boards.map(\.address)
-        async let saved: Void = {
+        async let saved: Void = { [addresses] in
             do {
-                try await registry.setDesiredLED(on ? .on : .off, for: addresses)
+                try await registry.setDesiredLED(wanted, for: addresses)
             } catch {
                 logger.error("could not save the desired LED state: \(error)")
             }
         }()
-        let result = await fanOut(resolved, timeout: timeout) { try await $0.commands.setLED(on); return Done() }
+        let result = await fanOut(resolved, timeout: timeout) {
+            try await $0.commands.setSwitch(BoardProfile.ledSwitch, on: on)
+            return Done()
+        }
         await saved
         return FleetResult(outcomes: result.outcomes.map { $0.pending(when: \.retryable) }, unmatched: result.unmatched)
     }
