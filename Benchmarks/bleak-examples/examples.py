@@ -199,6 +199,21 @@ class Lab:
                 return
             time.sleep(0.2)
 
+    def wait_unlinked(self, names: tuple[str, ...]) -> None:
+        """A link let go of stays up a while (bluetoothd's 2 s disconnect timer), and the
+        testbed's controllers report advertising when a scan starts: a plain run's scan must
+        start after its boards' links are down, or it never hears them (a testbed trait; a
+        radio reports advertising all along)."""
+        deadline = time.monotonic() + 30
+        for name in names:
+            path = f"/org/bluez/hci0/dev_{self.address(name).replace(':', '_')}"
+            while time.monotonic() < deadline:
+                out = subprocess.run(["busctl", f"--address={self.testbed.bus_address}", "get-property", "org.bluez",
+                                      path, "org.bluez.Device1", "Connected"], capture_output=True, text=True)
+                if out.stdout.strip() != "b true":
+                    break
+                time.sleep(0.1)
+
     def run(self, case: Case, via_fleet: bool, examples: Path) -> Run:
         args = [a.replace("{A}", self.address(case.boards[0]) if case.boards else "")
                  .replace("{B}", self.address(case.boards[-1]) if case.boards else "") for a in case.args]
@@ -292,6 +307,7 @@ def main() -> int:
     try:
         for index, case in enumerate(chosen):  # no daemon: every board is anyone's
             lab.wait_present(case.boards or FLEET + STRANGERS)
+            lab.wait_unlinked(case.boards or FLEET + STRANGERS)
             results[index] = {"plain": lab.run(case, False, examples)}
             print(f"plain {case.example} {case.target}: exit {results[index]['plain'].status}", file=sys.stderr)
         lab.start_daemon()
