@@ -733,6 +733,8 @@ def test_pair_and_unpair_are_the_daemons_device_pair_and_unpair(fake: FakeDaemon
         return wrong.value, unknown.value, connected
     wrong, unknown, connected = run(scenario())
     assert getattr(wrong, "code") == -32013
+    # As bleak's BlueZ backend raises a refused Pair: BlueZ's D-Bus error.
+    assert isinstance(wrong, BleakDBusError) and wrong.dbus_error == "org.bluez.Error.AuthenticationFailed", repr(wrong)
     assert getattr(unknown, "identifier", THERMO) == UNHEARD
     assert not connected and gone == [THERMO]
     pairs = [params for _, method, params in fake.requests if method == "device.pair"]

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 import bleak.exc
-from bleak.exc import BleakCharacteristicNotFoundError, BleakDeviceNotFoundError, BleakError
+from bleak.exc import BleakCharacteristicNotFoundError, BleakDBusError, BleakDeviceNotFoundError, BleakError
 
 from ..fleet import DEFAULT_SOCKET, DaemonUnreachable, FleetError
 
@@ -22,6 +22,7 @@ NOT_CONNECTED = -32006
 GATT_ERROR = -32007
 CHARACTERISTIC_NOT_FOUND = -32008
 LIMIT_REACHED = -32012
+PAIRING_FAILED = -32013
 
 
 class BleakFleetError(BleakError):
@@ -64,6 +65,24 @@ _PROTOCOL_ERROR: Any = getattr(bleak.exc, "BleakGATTProtocolError", None)
 # bleak >= 2.0 says when Bluetooth is not available (no adapter, powered off, BlueZ away).
 _NOT_AVAILABLE: Any = getattr(bleak.exc, "BleakBluetoothNotAvailableError", None)
 _NOT_AVAILABLE_REASON: Any = getattr(bleak.exc, "BleakBluetoothNotAvailableReason", None)
+
+# BlueZ's reasons for a failed Pair, as the daemon's sentence names them (its words in
+# parentheses) -> the D-Bus error bleak's BlueZ backend raises for each.
+_PAIRING_REASONS = {"authentication canceled": "AuthenticationCanceled", "authentication rejected": "AuthenticationRejected",
+                    "authentication timeout": "AuthenticationTimeout", "connection attempt failed": "ConnectionAttemptFailed"}
+
+
+class BleakFleetPairingError(BleakDBusError):
+    """A pairing that failed (the daemon's -32013), as bleak's BlueZ backend raises it: a
+    ``BleakDBusError`` with BlueZ's error (``org.bluez.Error.AuthenticationFailed``, or
+    ``...Canceled``/``Rejected``/``Timeout`` when that was the reason), the daemon's sentence as
+    its body and its ``code``."""
+
+    def __init__(self, message: str, code: int) -> None:
+        reason = next((name for words, name in _PAIRING_REASONS.items() if words in message.lower()), "AuthenticationFailed")
+        super().__init__(f"org.bluez.Error.{reason}", [message])
+        self.code = code
+
 
 # What the daemon's sentences say when a connect found no slot (blefleet-rpc(7)).
 _OUT_OF_SLOTS = ("connection slot", "its turn to connect")
@@ -131,6 +150,8 @@ def to_bleak(error: FleetError, path: str, *, address: str | None = None, handle
         return BleakFleetOutOfSlotsError(message, error.code, error.method, error.data)
     if (unavailable := not_available(error)) is not None:
         return unavailable
+    if error.code == PAIRING_FAILED:
+        return BleakFleetPairingError(error.message, error.code)
     if error.code == GATT_ERROR and isinstance(error.data, dict) and isinstance(error.data.get("attError"), int):
         code = error.data["attError"]
         if _PROTOCOL_ERROR is None:
