@@ -87,6 +87,10 @@ class RpcError(Exception):
         self.code, self.message, self.data = code, message, data
 
 
+class NoReply(Exception):
+    """The fake daemon answers nothing (the client closes the connection first)."""
+
+
 class Peer:
     """One connection to the fake daemon."""
 
@@ -174,6 +178,8 @@ class FakeDaemon:
                     if method == "devices.watch" and not self.burst_first:
                         self._burst(peer)
                     self._after(peer, method, params)
+                except NoReply:
+                    pass
                 except RpcError as e:
                     error: dict[str, Any] = {"code": e.code, "message": e.message}
                     if e.data is not None:
@@ -248,6 +254,12 @@ class FakeDaemon:
             raise RpcError(-32006, f"{address} is not connected")
         if method == "device.pair":
             assert isinstance(params.get("timeoutMs"), int), params
+            if params.get("passkey") == 666:
+                # The device drops the link in the middle of the pairing: the daemon says so
+                # first, and the client closes its connection (the lease has no more use).
+                peer.send({"jsonrpc": "2.0", "method": "device.disconnected",
+                           "params": {"address": address, "reason": "the link went down"}})
+                raise NoReply()
             if params.get("passkey") not in (None, 123456):
                 raise RpcError(-32013, f"Pairing with {address} failed: {address} shows passkey 123456, not the "
                                        f"{params['passkey']:06d} given.")
@@ -743,6 +755,26 @@ def test_pair_and_unpair_are_the_daemons_device_pair_and_unpair(fake: FakeDaemon
     assert [params for _, method, params in fake.requests if method == "device.unpair"] == [
         {"address": THERMO}, {"address": UNHEARD}]
     assert fake.paired == set()
+
+
+def test_a_pairing_the_device_drops_is_bleaks_pairing_failure_not_an_unreachable_daemon(fake: FakeDaemon) -> None:
+    """When the link goes down in the middle of a pairing, the client's connection to the
+    daemon ends with it; the script sees what bleak's BlueZ backend raises for a failed Pair
+    (BleakDBusError AuthenticationFailed) and its disconnected callback, not "blefleetd cannot
+    be reached"."""
+    gone: list[str] = []
+
+    async def scenario() -> tuple[BaseException, bool]:
+        client = BleakClient(THERMO, backend=BleakClientBlefleet, socket_path=fake.path,
+                             disconnected_callback=lambda c: gone.append(c.address))
+        await client.connect()
+        with pytest.raises(BleakError) as failed:
+            await client.pair(passkey=666)
+        return failed.value, client.is_connected
+    failed, connected = run(scenario())
+    assert isinstance(failed, BleakDBusError) and failed.dbus_error == "org.bluez.Error.AuthenticationFailed", repr(failed)
+    assert "cannot be reached" not in str(failed)
+    assert not connected and gone == [THERMO]
 
 
 def test_connect_with_pair_pairs_after_connecting(fake: FakeDaemon) -> None:

@@ -22,15 +22,16 @@ sentence. Pairing is not available.
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._errors import BleakFleetError, BleakFleetGATTError, BleakFleetOutOfSlotsError
+    from ._errors import BleakFleetError, BleakFleetGATTError, BleakFleetOutOfSlotsError, BleakFleetPairingError
     from ._install import BACKEND_ID, install, installed, uninstall
     from .client import BleakClientBlefleet
     from .scanner import BleakScannerBlefleet
 
 __all__ = ["BACKEND_ID", "BleakClientBlefleet", "BleakFleetError", "BleakFleetGATTError", "BleakFleetOutOfSlotsError",
-           "BleakScannerBlefleet", "install", "installed", "uninstall"]
+           "BleakFleetPairingError", "BleakScannerBlefleet", "install", "installed", "uninstall"]
 
 _WHERE = {"BleakFleetError": "_errors", "BleakFleetGATTError": "_errors", "BleakFleetOutOfSlotsError": "_errors",
+          "BleakFleetPairingError": "_errors",
           "BACKEND_ID": "_install",
           "install": "_install", "installed": "_install", "uninstall": "_install", "BleakClientBlefleet": "client",
           "BleakScannerBlefleet": "scanner"}

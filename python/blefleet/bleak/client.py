@@ -16,7 +16,8 @@ from bleak.exc import BleakDBusError, BleakDeviceNotFoundError, BleakError
 from bleak.uuids import normalize_uuid_str
 
 from ..fleet import DaemonUnreachable, Fleet, FleetError
-from ._errors import ABORT_BY_LOCAL, NOT_HEARD, TIMEOUT, out_of_slots, to_bleak, unreachable
+from ._errors import (ABORT_BY_LOCAL, NOT_HEARD, PAIRING_FAILED, TIMEOUT, BleakFleetPairingError, out_of_slots, to_bleak,
+                      unreachable)
 from ._errors import socket_path as _socket_path
 
 if TYPE_CHECKING:
@@ -202,6 +203,14 @@ class BleakClientBlefleet(BaseBleakClient):
             raise BleakError("Not connected")
         try:
             await self._pair(fleet, kwargs)
+        except DaemonUnreachable as e:
+            if self._connected:
+                raise to_bleak(e, self.socket_path, address=self.address) from None
+            # The link went down in the middle of the pairing, and this connection with it
+            # (its lease had no more use): BlueZ's failed Pair, as bleak's BlueZ backend has it.
+            raise BleakFleetPairingError(
+                f"Pairing with {self.address} failed: the device disconnected while pairing (Authentication Failed).",
+                PAIRING_FAILED) from None
         except FleetError as e:
             raise to_bleak(e, self.socket_path, address=self.address) from None
 
