@@ -220,6 +220,17 @@ def test_notifications_on_a_characteristic_the_fleet_follows(lab, tmp_path):
 def test_bleak_adapter_lists_the_connected_devices_and_a_client_joins_one(lab, tmp_path):
     """bleak 3.1's BleakAdapter.get_connected_devices: the devices linked now (the fleet's boards
     among them), filtered by service as on BlueZ; a BLEDevice of that list connects."""
+    fleet = {lab.testbed.address("nano-01"), lab.testbed.address("nano-02")}
+
+    def linked() -> bool:
+        boards = json.loads(subprocess.run([str(ROOT / ".build" / "debug" / "blectl"), "--socket", lab.socket, "--json",
+                                            "boards"], capture_output=True, text=True, timeout=30).stdout)["boards"]
+        return all(b["state"] == "ready" for b in boards if b["address"] in fleet)
+    # The fleet links its boards again after an earlier test leased them.
+    deadline = time.monotonic() + 60
+    while not linked():
+        assert time.monotonic() < deadline, "the fleet's boards are not linked"
+        time.sleep(0.2)
     out = launch(lab, tmp_path, """
         import asyncio, sys
         from bleak import BleakAdapter, BleakClient
@@ -231,13 +242,12 @@ def test_bleak_adapter_lists_the_connected_devices_and_a_client_joins_one(lab, t
             print("none", len(await adapter.get_connected_devices(["0000feed-0000-1000-8000-00805f9b34fb"])))
             elsewhere = await BleakAdapter.get(bluez={"adapter": "hci9"})
             print("hci9", len(await elsewhere.get_connected_devices(service_uuids=[sys.argv[1]])))
-            board = next(d for d in connected if d.name == "nano-01")
+            board = next(d for d in connected if d.address == sys.argv[3])
             async with BleakClient(board) as client:
                 print("joined", client.is_connected, len((await client.read_gatt_char(sys.argv[2]))))
 
         asyncio.run(main())
-    """, "cd48409a-f3cc-11ed-a05b-0242ac120003", TEMPERATURE).stdout
-    fleet = {lab.testbed.address("nano-01"), lab.testbed.address("nano-02")}
+    """, "cd48409a-f3cc-11ed-a05b-0242ac120003", TEMPERATURE, lab.testbed.address("nano-01")).stdout
     listed = set(out.split("connected ", 1)[1].splitlines()[0].split())
     assert fleet <= listed, out
     assert "none 0" in out and "hci9 0" in out and "joined True" in out, out
