@@ -51,4 +51,32 @@ import Testing
         await mirror.lose()
         #expect(await mirror.heardAt.isEmpty)
     }
+
+    /// A device heard, then linked: BlueZ then shows no RSSI and the services it resolved, yet
+    /// what the device said when last heard (what a scanner was told) is kept for it.
+    @Test func whatADeviceSaidIsKeptThroughItsLink() async {
+        let clock = StoppedClock()
+        let mirror = BlueZObjectMirror(logger: Logger(label: "test"), clock: clock)
+        await mirror.load([:], owner: ":1.1")
+        let led = "cd48409a-f3cc-11ed-a05b-0242ac120003", sensor = "d888a9c2-f3cc-11ed-a05b-0242ac120003"
+        var properties = Self.device(Self.heard, rssi: -61)
+        properties[BlueZInterfaces.device]?["UUIDs"] = .array(elementSignature: "s", [.string(led)])
+        await mirror.apply(.interfacesAdded(path: Self.heard, interfaces: properties))
+        clock.advance(.seconds(1))
+        await mirror.apply(.propertiesChanged(
+            path: Self.heard, interface: BlueZInterfaces.device, changed: ["RSSI": .int16(-55)], invalidated: []))
+        await mirror.apply(.propertiesChanged(
+            path: Self.heard, interface: BlueZInterfaces.device,
+            changed: ["Connected": .boolean(true), "UUIDs": .array(elementSignature: "s", [.string(led), .string(sensor)])],
+            invalidated: ["RSSI"]))
+        // Linked, an advertisement property BlueZ changes is a hearing, but not what it said.
+        clock.advance(.seconds(1))
+        await mirror.apply(.propertiesChanged(
+            path: Self.heard, interface: BlueZInterfaces.device, changed: ["TxPower": .int16(4)], invalidated: []))
+        let hearing = await mirror.hearings[Self.heard]
+        #expect(hearing?.at == clock.now)
+        #expect(hearing?.advertised["RSSI"] == .int16(-55))
+        #expect(hearing?.advertised["UUIDs"] == .array(elementSignature: "s", [.string(led)]))
+        #expect(hearing?.advertised["Connected"] == nil)
+    }
 }

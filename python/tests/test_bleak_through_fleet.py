@@ -21,6 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEMPERATURE = "d888a9c3-f3cc-11ed-a05b-0242ac120003"
 LED = "cd48409b-f3cc-11ed-a05b-0242ac120003"
+LED_SERVICE = "cd48409a-f3cc-11ed-a05b-0242ac120003"
 
 
 def launch(lab, tmp_path: Path, script: str, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
@@ -327,7 +328,8 @@ def test_a_fleet_board_the_fleet_holds_linked_is_found_as_on_bluez(lab, tmp_path
     yet a script through the fleet may use it (its lease joins the fleet's link), as on BlueZ
     without the fleet, where the board advertises and is found. So a scan finds it, also one
     started more than the daemon's 10 s of "recently heard" after the board was last heard
-    (linked all along, it has not advertised since)."""
+    (linked all along, it has not advertised since), with what it said when it was last heard:
+    its RSSI and its advertised service, not the link's "no RSSI"."""
     address = lab.testbed.address("nano-02")
 
     def linked() -> bool:
@@ -351,10 +353,14 @@ def test_a_fleet_board_the_fleet_holds_linked_is_found_as_on_bluez(lab, tmp_path
             print("found", device.address if device else None, device.name if device else None)
             async with BleakClient(device) as client:
                 print("read", len(await client.read_gatt_char(sys.argv[2])))
-            found = await BleakScanner.discover(timeout=1.0)
-            print("discovered", sys.argv[1] in [d.address for d in found])
+            found = await BleakScanner.discover(timeout=1.0, return_adv=True)
+            print("discovered", sys.argv[1] in found)
+            _, adv = found[sys.argv[1]]
+            print("rssi", adv.rssi, "advertises", sys.argv[3] in adv.service_uuids)
 
         asyncio.run(main())
-    """, address, TEMPERATURE).stdout
+    """, address, TEMPERATURE, LED_SERVICE).stdout
     assert f"found {address} nano-02" in out, out
     assert "read 1" in out and "discovered True" in out, out
+    rssi = int(out.split("rssi ")[1].split()[0])
+    assert -127 < rssi < 0 and "advertises True" in out, out

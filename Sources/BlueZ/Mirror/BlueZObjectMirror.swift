@@ -17,17 +17,39 @@ public actor BlueZObjectMirror {
     public private(set) var owner: String?
     /// Whether a snapshot is loaded (false while BlueZ is absent or loading).
     public private(set) var isLoaded = false
-    /// When each device object (by path) was last heard advertising, by ``clock``: it
-    /// appeared with an RSSI, or BlueZ changed what it says of an advertisement (RSSI,
-    /// data, TX power). What BlueZ remembers of a device it has not heard since the mirror
-    /// loaded has no entry: a scan session reports what it heard, not what BlueZ remembers.
-    public private(set) var heardAt: [String: ContinuousClock.Instant] = [:]
+    /// When each device object (by path) was last heard advertising, by ``clock``, and what
+    /// it said then: it appeared with an RSSI, or BlueZ changed what it says of an
+    /// advertisement (RSSI, data, TX power). What BlueZ remembers of a device it has not
+    /// heard since the mirror loaded has no entry: a scan session reports what it heard, not
+    /// what BlueZ remembers.
+    public private(set) var hearings: [String: Hearing] = [:]
 
-    /// Every device object with its Device1 properties, and ``heardAt``, in one look.
+    /// One device's last hearing.
+    public struct Hearing: Sendable, Equatable {
+        public var at: ContinuousClock.Instant
+        /// Its Device1 properties as BlueZ showed them when it was last heard without a link
+        /// (RSSI, name, advertised services and data): what a scanner was told of it. A link
+        /// made since changes what BlueZ shows (no RSSI, the services it resolved), not this.
+        public var advertised: BlueZObjectTree.Properties
+    }
+
+    /// When each device was last heard (``hearings`` without what it said).
+    public var heardAt: [String: ContinuousClock.Instant] { hearings.mapValues(\.at) }
+
+    /// Every device object with its Device1 properties, and ``hearings``, in one look.
     public func devicesAndHearings() -> (
-        devices: [(path: String, properties: BlueZObjectTree.Properties)], heardAt: [String: ContinuousClock.Instant]
+        devices: [(path: String, properties: BlueZObjectTree.Properties)], hearings: [String: Hearing]
     ) {
-        (tree.objects(implementing: BlueZInterfaces.device), heardAt)
+        (tree.objects(implementing: BlueZInterfaces.device), hearings)
+    }
+
+    /// Notes that the device at `path` was heard now: what it said is kept while it has no
+    /// link (a device linked when heard keeps what it said before).
+    private func heard(_ path: String) {
+        let properties = tree.objects[path]?[BlueZInterfaces.device] ?? [:]
+        let linked = properties["Connected"]?.bool == true || properties["ServicesResolved"]?.bool == true
+        let advertised = linked ? hearings[path]?.advertised ?? properties : properties
+        hearings[path] = Hearing(at: clock.now, advertised: advertised)
     }
 
     /// The Device1 properties that change only when an advertisement is heard.
@@ -182,7 +204,7 @@ public actor BlueZObjectMirror {
         loadingOwner = nil
         isLoaded = false
         tree = BlueZObjectTree()
-        heardAt = [:]
+        hearings = [:]
         broadcast(.serviceLost)
     }
 
@@ -295,26 +317,26 @@ public actor BlueZObjectMirror {
     public func apply(_ event: BlueZMirrorEvent) {
         switch event {
         case .interfacesAdded(let path, let interfaces):
-            if let device = interfaces[BlueZInterfaces.device], device["RSSI"] != nil { heardAt[path] = clock.now }
             var current = tree.objects[path] ?? [:]
             for (interface, properties) in interfaces {
                 current[interface, default: [:]].merge(properties) { _, new in new }
             }
             tree.set(current, at: path)
+            if let device = interfaces[BlueZInterfaces.device], device["RSSI"] != nil { heard(path) }
             broadcast(event)
         case .interfacesRemoved(let path, let interfaces):
             guard var current = tree.objects[path] else { return }
             for interface in interfaces { current[interface] = nil }
-            if interfaces.contains(BlueZInterfaces.device) { heardAt[path] = nil }
+            if interfaces.contains(BlueZInterfaces.device) { hearings[path] = nil }
             tree.set(current, at: path)
             broadcast(event)
         case .propertiesChanged(let path, let interface, let changed, let invalidated):
             // Properties of objects we do not know (removed meanwhile) are ignored.
             guard tree.objects[path]?[interface] != nil else { return }
-            if interface == BlueZInterfaces.device, !Self.advertisementProperties.isDisjoint(with: changed.keys) {
-                heardAt[path] = clock.now
-            }
             tree.change(path, interface, changed, invalidated: invalidated)
+            if interface == BlueZInterfaces.device, !Self.advertisementProperties.isDisjoint(with: changed.keys) {
+                heard(path)
+            }
             broadcast(event)
         case .serviceLost, .serviceLoaded:
             return

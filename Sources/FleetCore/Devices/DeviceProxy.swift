@@ -477,6 +477,10 @@ public final class DeviceProxy: Sendable {
     /// that are off, links that no longer advertise).
     public static let recentlyHeard: Duration = .seconds(10)
 
+    /// What a device says in its advertisements, as BlueZ shows it (the rest of Device1 is
+    /// BlueZ's own: its link, pairing, the services it resolved).
+    static let advertised: Set<String> = BlueZObjectMirror.advertisementProperties.union(["UUIDs", "Name", "Appearance"])
+
     /// Reports each device the adapters hear, from the fleet's one discovery session: first
     /// every device heard in the last ``recentlyHeard`` and every fleet board the fleet holds
     /// linked (``isFleetLink(_:)``), then each change of a device BlueZ
@@ -546,20 +550,28 @@ public final class DeviceProxy: Sendable {
                 break
             }
         }
-        let (objects, heardAt) = await client.mirror.devicesAndHearings()
+        let (objects, hearings) = await client.mirror.devicesAndHearings()
         let recent = client.clock.now.advanced(by: .zero - Self.recentlyHeard)
-        for (path, properties) in objects {
+        for (path, current) in objects {
+            let hearing = hearings[path]
+            let properties: BlueZObjectTree.Properties?
+            if let hearing, hearing.at >= recent {
+                properties = current
+            } else if isFleetLink(BlueZDevice(path: path, properties: current)) {
+                // What it said when last heard (its RSSI, advertised services and data), as
+                // a scanner would hear it were the fleet not holding its link; what BlueZ
+                // shows of the link (Connected, the services it resolved) stays.
+                let said = hearing?.advertised.filter { Self.advertised.contains($0.key) } ?? [:]
+                properties = current.merging(said) { _, said in said }
+            } else {
+                properties = nil  // not reported now; a change BlueZ reports later is
+            }
             let fresh = seen.withLock { seen -> Bool in
                 guard seen.properties[path] == nil else { return false }
-                seen.properties[path] = properties
+                seen.properties[path] = properties ?? current
                 return true
             }
-            guard fresh else { continue }
-            if let heard = heardAt[path], heard >= recent {
-                report(path, properties)
-            } else if isFleetLink(BlueZDevice(path: path, properties: properties)) {
-                report(path, properties)
-            }
+            if fresh, let properties { report(path, properties) }
         }
         return AdvertisementWatch { [weak self] in
             observation.cancel()
