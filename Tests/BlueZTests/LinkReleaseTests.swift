@@ -26,11 +26,15 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
     /// The clock the kernel's answer takes its time on: moved by `rssiAnswer.after` when given
     /// (time a loaded machine cannot stretch), else the machine's time passes.
     let answerClock: ProbeClock?
+    /// How long after a reset of the controller BlueZ shows the link down (nil: never).
+    let resetDrops: Duration?
 
     init(
         resolved: Bool, kernelTakes: Bool = true, writeTakes: Duration? = .milliseconds(20),
-        rssiAnswer: (after: Duration, status: UInt8?) = (.zero, nil), answerClock: ProbeClock? = nil
+        rssiAnswer: (after: Duration, status: UInt8?) = (.zero, nil), answerClock: ProbeClock? = nil,
+        resetDrops: Duration? = nil
     ) {
+        self.resetDrops = resetDrops
         self.resolved = resolved
         self.kernelTakes = kernelTakes
         self.writeTakes = writeTakes
@@ -80,7 +84,15 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
     }
 
     func setPowered(controller index: UInt16, _ on: Bool, timeout: Duration) async throws(ManagementInterface.Failure) {}
-    func closeController(_ index: UInt16, timeout: Duration) async throws(ManagementInterface.Failure) {}
+    func closeController(_ index: UInt16, timeout: Duration) async throws(ManagementInterface.Failure) {
+        calls.withLock { $0.append("mgmt.close") }
+        guard let resetDrops else { return }
+        Task {
+            try await Task.sleep(for: resetDrops)
+            calls.withLock { $0.append("BlueZ: link down") }
+            await drop()
+        }
+    }
     func connectionRSSI(controller index: UInt16, address: String, type: ManagementInterface.AddressType, timeout: Duration)
         async throws(ManagementInterface.Failure) -> Int?
     {
@@ -158,6 +170,22 @@ struct LinkReleaseTests {
         let took = try await release(bus, timeout: .seconds(10))
         #expect(bus.made == ["mgmt.Disconnect", "Device1.Disconnect"])
         #expect(took >= BlueZClient.kernelReleaseGrace && took < .seconds(10))
+    }
+}
+
+/// Issue 55: bluetoothd 5.66 died when a board connected through a controller the daemon had
+/// just reset, before bluetoothd had taken the controller's old links down ("already
+/// connected"); a reset is over once BlueZ shows them down.
+@Suite struct ControllerResetTests {
+    @Test func aResetIsOverOnceBlueZShowsTheOldLinksDown() async throws {
+        let bus = ReleaseBus(resolved: true, resetDrops: .milliseconds(300))
+        let client = BlueZClient(bus: bus, management: bus, logger: Logger(label: "test"))
+        let running = Task { try await client.run() }
+        defer { running.cancel() }
+        try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
+        try await client.resetController(BlueZAdapter(path: ReleaseBus.adapter, properties: [:]))
+        #expect(bus.made == ["mgmt.close", "BlueZ: link down"])
+        #expect(await client.mirror.tree.linkedDevices(onAdapter: ReleaseBus.adapter).isEmpty)
     }
 }
 

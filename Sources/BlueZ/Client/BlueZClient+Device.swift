@@ -215,8 +215,11 @@ extension BlueZClient {
     /// Resets an adapter's controller through the kernel: closed (`HCIDEVDOWN`, as
     /// `hciconfig down`; a powered-off through the management interface where that is not
     /// possible) and powered on by the kernel itself (bluetoothd follows), which sends it
-    /// HCI_Reset and sets it up anew. Throws when the interface is not available or the
-    /// kernel refuses.
+    /// HCI_Reset and sets it up anew. Returns once BlueZ shows every link of the controller
+    /// down (at most ``resetSettles`` after the power-on): a connect through the controller
+    /// before bluetoothd took its old links down has it find a device "already connected"
+    /// and, in 5.66, die on that device's next ATT traffic (issue 55). Throws when the
+    /// interface is not available or the kernel refuses.
     public func resetController(_ adapter: BlueZAdapter) async throws {
         guard let management, let index = Self.controllerIndex(adapter.path) else {
             throw BlueZError.notAvailable("the kernel's Bluetooth management interface is not available to reset \(adapter.name)")
@@ -229,7 +232,20 @@ extension BlueZClient {
             try? await management.setPowered(controller: index, false)
         }
         try await management.setPowered(controller: index, true)
+        let path = adapter.path
+        do {
+            try await mirror.wait(timeout: Self.resetSettles, description: "the links of \(adapter.name) down after its reset") {
+                $0.tree.linkedDevices(onAdapter: path).isEmpty ? .done(()) : .pending
+            }
+        } catch {
+            logger.notice(
+                "BlueZ still shows links of a controller reset \(Self.resetSettles) ago; connecting through it all the same",
+                metadata: ["ble.adapter": "\(adapter.name)", "error": "\(error)"])
+        }
     }
+
+    /// How long a reset waits for BlueZ to show the controller's old links down.
+    public static let resetSettles: Duration = .seconds(3)
 
     /// Asks the controller of the device at `path` about its link through the kernel's
     /// management interface: the RSSI it reads from the controller (nil when unknown).
