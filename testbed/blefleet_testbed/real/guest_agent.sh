@@ -65,7 +65,12 @@ bluez_supervise() {
   while [ ! -e /run/bluetoothd.stopping ]; do
     echo "--- bluetoothd starts $(date +%T.%N)" >>"$VMDIR/bluetoothd.log"
     started=$(cut -d. -f1 /proc/uptime)
-    "$BLUETOOTHD" -n --experimental -f "$VMDIR/main.conf" >>"$VMDIR/bluetoothd.log" 2>&1 </dev/null &
+    # $VMDIR/bluetoothd.debug, when there, names the source files whose debug lines
+    # bluetoothd logs (its --debug, e.g. "src/device.c:src/shared/gatt-client.c"): a
+    # diagnosis switch for a person, read at each start.
+    debug=""
+    [ -s "$VMDIR/bluetoothd.debug" ] && debug="--debug=$(head -n 1 "$VMDIR/bluetoothd.debug")"
+    "$BLUETOOTHD" -n --experimental $debug -f "$VMDIR/main.conf" >>"$VMDIR/bluetoothd.log" 2>&1 </dev/null &
     pid=$!
     echo "$pid" >/run/bluetoothd.pid
     wait "$pid"
