@@ -7,9 +7,12 @@ board answered ok). Each hang goes to the adapter holding the most links:
   links-live  `fault hang ADAPTER --until-reset --links-live`: its transport stalls, its link
               layer keeps every link up at the boards (they do not advertise) until a reset
 Per hang (seconds after the hang began): found (the daemon's status shows the adapter stuck),
-reset (its recovery's step `reset` seen, or it recovered by a lesser step), served (the end of
+reset (its recovery's step `reset` seen, or it recovered by a lesser step), reset done (the
+daemon saw the controller go down for it: the kernel's close waits for commands under way,
+so this comes later than the step), served (the end of
 the first led.set begun after "found" that every board answered ok), LEDs (then, the client
-paused, every board's LED as the testbed reads it the one last asked for); then the daemon's
+paused, every board's LED as the testbed reads it the one last asked for) and LEDs after the
+reset (from "reset done"); then the daemon's
 fds and the central's links, for leaks.
 Usage: Benchmarks/hang/run --vm DIR [--bin DIR] [--kind dead|links-live] [--hangs N] [--boards N] [--idle]
 Figures to /tmp/blefleet-bench-hang-KIND.json, the daemon's log to /tmp/blefleet-bench-hang-KIND.log.
@@ -26,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,6 +105,22 @@ def fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def reset_done(log: Path, adapter: str, since: datetime) -> float | None:
+    """Seconds from `since` until the daemon saw `adapter` go down for its reset (its log's
+    "adapter powered off" line): when the controller was reset, which the step's start
+    (`reset_s`) is not (the kernel's close waits for the commands it has under way)."""
+    for line in log.read_text(errors="replace").splitlines():
+        if "adapter powered off" not in line or f"ble.adapter={adapter}" not in line:
+            continue
+        try:
+            at = datetime.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%S.%f%z")
+        except ValueError:
+            continue
+        if at >= since:
+            return round((at - since).total_seconds(), 2)
+    return None
+
+
 def one_hang(number: int, kind: str, bed: Bed, daemon, client: Client, boards: int, idle: bool) -> dict:
     before = adapters(status(daemon))
     target = max(("hci0", "hci1"), key=lambda n: before.get(n, {}).get("slotsUsed", 0))
@@ -109,7 +129,7 @@ def one_hang(number: int, kind: str, bed: Bed, daemon, client: Client, boards: i
     argv = ["fault", "hang", target, "--until-reset"] + (["--links-live"] if kind == "links-live" else [])
     if idle:
         client.paused.set()
-    t0 = time.monotonic()
+    t0, wall0 = time.monotonic(), datetime.now(timezone.utc)
     bed.cli(*argv)
     found = reset = served = leds = None
     step = symptom = None
@@ -147,8 +167,10 @@ def one_hang(number: int, kind: str, bed: Bed, daemon, client: Client, boards: i
         time.sleep(0.2)
     client.paused.clear()
     after = adapters(status(daemon))
+    done = reset_done(daemon.log, target, wall0)
     return {"hang": number, "kind": kind, "adapter": target, "links_held": held, "symptom": symptom, "step": step,
-            "found_s": found, "reset_s": reset, "served_s": served, "leds_s": leds,
+            "found_s": found, "reset_s": reset, "reset_done_s": done, "served_s": served, "leds_s": leds,
+            "leds_after_reset_s": round(leds - done, 2) if leds is not None and done is not None else None,
             "adapters_after": {n: a.get("slotsUsed") for n, a in after.items()}}
 
 
@@ -183,7 +205,7 @@ def main() -> int:
             hang = one_hang(number, args.kind, bed, daemon, client, args.boards, args.idle)
             result["hangs"].append(hang)
             print(f"hang {number} ({args.kind}, {hang['adapter']} held {hang['links_held']}): {hang['symptom']} "
-                  f"found {hang['found_s']} s, {hang['step']} {hang['reset_s']} s, every board served "
+                  f"found {hang['found_s']} s, {hang['step']} {hang['reset_s']} s (done {hang['reset_done_s']} s), every board served "
                   f"{hang['served_s']} s, every LED {hang['leds_s']} s; links after {hang['adapters_after']}", flush=True)
             bench.run_cmd([str(bench.TESTBED), "fault", "clear", "--run-dir", str(bed.run_dir)], timeout=60, check=False)
             daemon.wait_ready(args.boards, timeout=90)
@@ -210,7 +232,7 @@ def main() -> int:
             return f"{key[:-2]}: -"
         return (f"{key[:-2]} median {statistics.median(values):.1f} s, worst {max(values):.1f} s"
                 + (f" ({missing} never)" if missing else ""))
-    print(f"== {len(hangs)} hangs ({args.kind}): " + "; ".join(fig(k) for k in ("found_s", "reset_s", "served_s", "leds_s")))
+    print(f"== {len(hangs)} hangs ({args.kind}): " + "; ".join(fig(k) for k in ("found_s", "reset_s", "reset_done_s", "served_s", "leds_s", "leds_after_reset_s")))
     print(f"   daemon fds {result.get('fds_start')} -> {result.get('fds_end')}; central links "
           f"{result.get('links_start')} -> {result.get('links_end')}")
     return 0
