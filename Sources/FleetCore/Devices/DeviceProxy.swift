@@ -457,7 +457,9 @@ public final class DeviceProxy: Sendable {
         return tree.objects(implementing: BlueZInterfaces.device)
             .map { BlueZDevice(path: $0.path, properties: $0.properties) }
             .filter { device in
-                device.connected && device.servicesResolved && (adapterPath == nil || device.adapterPath == adapterPath)
+                // A link bluetoothd found up when it learnt of it ("already connected") shows
+                // resolved services and never Connected: it is listed all the same.
+                device.hasLink && device.servicesResolved && (adapterPath == nil || device.adapterPath == adapterPath)
                     && (wanted.isEmpty || !wanted.isDisjoint(with: device.uuids))
             }
             .compactMap { device in
