@@ -31,23 +31,23 @@ extension SimulatedRadio {
         [
             "Address": .string(board.address), "AddressType": .string("public"), "Name": .string(board.name),
             "Alias": .string(board.name), "Adapter": .objectPath("/org/bluez/hci\(index)"),
-            "RSSI": .int16(board.rssi[index] ?? -60), "UUIDs": .array(elementSignature: "s", [.string(ledService)]),
+            "RSSI": .int16(board.rssi[index] ?? -60), "UUIDs": .array(elementSignature: "s", [.string(led.service.uuidString)]),
             "Connected": .boolean(false), "ServicesResolved": .boolean(false), "Paired": .boolean(false),
         ]
     }
 
     /// The GATT objects of a resolved board (as bluetoothd numbers them: by handle).
     static func gattObjects(_ board: Board, device: String) -> [(String, String, [String: DBusValue])] {
-        let led = "\(device)/service000a", sensor = "\(device)/service000d"
+        let ledService = "\(device)/service000a", sensorService = "\(device)/service000d"
         return [
-            (led, BlueZInterfaces.gattService, ["UUID": .string(ledService), "Device": .objectPath(device), "Primary": .boolean(true)]),
-            ("\(led)/char000b", BlueZInterfaces.gattCharacteristic, [
-                "UUID": .string(ledCharacteristic), "Service": .objectPath(led),
+            (ledService, BlueZInterfaces.gattService, ["UUID": .string(led.service.uuidString), "Device": .objectPath(device), "Primary": .boolean(true)]),
+            ("\(ledService)/char000b", BlueZInterfaces.gattCharacteristic, [
+                "UUID": .string(led.uuid.uuidString), "Service": .objectPath(ledService),
                 "Flags": .array(elementSignature: "s", [.string("write")]), "Notifying": .boolean(false),
             ]),
-            (sensor, BlueZInterfaces.gattService, ["UUID": .string(sensorService), "Device": .objectPath(device), "Primary": .boolean(true)]),
-            ("\(sensor)/char000e", BlueZInterfaces.gattCharacteristic, [
-                "UUID": .string(temperatureCharacteristic), "Service": .objectPath(sensor),
+            (sensorService, BlueZInterfaces.gattService, ["UUID": .string(temperature.service.uuidString), "Device": .objectPath(device), "Primary": .boolean(true)]),
+            ("\(sensorService)/char000e", BlueZInterfaces.gattCharacteristic, [
+                "UUID": .string(temperature.uuid.uuidString), "Service": .objectPath(sensorService),
                 "Flags": .array(elementSignature: "s", [.string("read"), .string("notify")]), "Notifying": .boolean(false),
                 "Value": .bytes([UInt8(bitPattern: board.temperature)]),
             ]),
@@ -280,19 +280,21 @@ extension SimulatedRadio {
             return world.adapters[index].hung
         }
         if hung { try await waitWhileHung(index) }
-        let isLED = path.hasSuffix("char000b")
         let delay = world.withLock { $0.random.duration(.milliseconds(15)...(.milliseconds(90))) }
         try await clock.sleep(for: delay)
-        return try await gattAnswer(member, path, isLED: isLED, address: address, index: index, arguments: arguments, mirror: mirror)
+        return try await gattAnswer(member, path, address: address, index: index, arguments: arguments, mirror: mirror)
     }
 
     private func gattAnswer(
-        _ member: String, _ path: String, isLED: Bool, address: String, index: Int, arguments: [DBusValue],
+        _ member: String, _ path: String, address: String, index: Int, arguments: [DBusValue],
         mirror: isolated BlueZObjectMirror
     ) throws -> [DBusValue] {
         try world.withLock { world -> Void in
             guard world.links[address] == index else { throw Self.failed("Not connected") }
         }
+        // The characteristic called, known by its UUID (as the fleet finds it), not its path.
+        let uuid = mirror.tree.properties(path, BlueZInterfaces.gattCharacteristic)?["UUID"]?.string
+        let isLED = uuid == Self.led.uuid.uuidString
         switch member {
         case "ReadValue":
             guard !isLED else { throw DBusError(name: "org.bluez.Error.NotPermitted", message: "Read not permitted") }

@@ -65,10 +65,10 @@ public final class SimulatedRadio: BlueZBus {
     let start: ContinuousClock.Instant
     private let attached = Mutex<BlueZObjectMirror?>(nil)
 
-    static let ledService = "cd48409a-f3cc-11ed-a05b-0242ac120003"
-    static let ledCharacteristic = "cd48409b-f3cc-11ed-a05b-0242ac120003"
-    static let sensorService = "d888a9c2-f3cc-11ed-a05b-0242ac120003"
-    static let temperatureCharacteristic = "d888a9c3-f3cc-11ed-a05b-0242ac120003"
+    /// The boards are of the built-in kind: its LED and temperature sensor, with the UUIDs the
+    /// fleet looks for (taken from the profile, not written again here).
+    static let led = BoardProfile.nano.led!
+    static let temperature = BoardProfile.nano.sensor(named: BoardProfile.temperatureSensor)!
 
     init(adapters: [Int], boards: [Board], seed: UInt64, clock: SimulatedClock) {
         var world = World(random: SeededRandomNumberGenerator(seed: seed ^ 0x5EED_0F_A1A))

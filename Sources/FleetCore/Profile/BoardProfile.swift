@@ -103,6 +103,10 @@ public struct BoardProfile: Sendable, Hashable {
     public func sensor(named name: String) -> Characteristic? { sensors.first { $0.name == name } }
     public func `switch`(named name: String) -> Characteristic? { switches.first { $0.name == name } }
 
+    /// Its LED: the switch ``ledSwitch``, which `led.set` names and a board keeps as its user
+    /// wants it; nil when the profile has none.
+    public var led: Characteristic? { self.switch(named: Self.ledSwitch) }
+
     /// Whether `text` may name a switch or sensor: a lower-case letter, then lower-case
     /// letters, digits, `_` or `-` (at most 32): it appears in MQTT topics and commands.
     public static func isValidName(_ text: String) -> Bool {
