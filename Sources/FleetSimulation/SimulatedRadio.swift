@@ -204,7 +204,7 @@ public final class SimulatedRadio: BlueZBus {
     }
 
     static func devicePath(_ address: String, on index: Int) -> String {
-        BlueZDevice.path(adapter: "/org/bluez/hci\(index)", address: address)
+        BlueZDevice.path(adapter: AdapterPath("/org/bluez/hci\(index)"), address: address)
     }
 
     static func unknown(_ path: String) -> DBusError {

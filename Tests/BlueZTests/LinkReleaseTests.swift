@@ -185,7 +185,7 @@ struct LinkReleaseTests {
         try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
         try await client.resetController(BlueZAdapter(path: ReleaseBus.adapter, properties: [:]))
         #expect(bus.made == ["mgmt.close", "BlueZ: link down"])
-        #expect(await client.mirror.tree.linkedDevices(onAdapter: ReleaseBus.adapter).isEmpty)
+        #expect(await client.mirror.tree.linkedDevices(onAdapter: AdapterPath(ReleaseBus.adapter)).isEmpty)
     }
 }
 

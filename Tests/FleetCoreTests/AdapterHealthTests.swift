@@ -1,3 +1,4 @@
+import BlueZ
 import Testing
 
 @testable import FleetCore
@@ -189,9 +190,9 @@ import Testing
     /// seconds through this adapter count, two of them at least, and only while another
     /// adapter is seen to deliver (else bluetoothd or the bus stalled, not this controller).
     @Test func linksCountForSilenceOnlyWhenChattyEnoughAndOthersDeliver() {
-        let hci0 = "/org/bluez/hci0", hci1 = "/org/bluez/hci1"
+        let hci0: AdapterPath = "/org/bluez/hci0", hci1: AdapterPath = "/org/bluez/hci1"
         let thresholds = AdapterHealth.Thresholds()
-        func link(_ adapter: String, at seconds: Double, gap: Double?) -> BoardLive.State {
+        func link(_ adapter: AdapterPath, at seconds: Double, gap: Double?) -> BoardLive.State {
             var state = BoardLive.State()
             state.carried = .init(adapter: adapter, at: at(seconds), gap: gap.map { .milliseconds(Int($0 * 1000)) })
             return state

@@ -9,7 +9,7 @@ import Testing
 /// says; placement never promises a slot past the limit; the fleet's reserve is never lent;
 /// and a standby board's "room here?" is placement's own answer.
 @Suite struct AdapterLedgerTests {
-    static let adapters = ["/org/bluez/hci0", "/org/bluez/hci1", "/org/bluez/hci2"]
+    static let adapters: [AdapterPath] = ["/org/bluez/hci0", "/org/bluez/hci1", "/org/bluez/hci2"]
     static let addresses = (1...8).map { BoardAddress("F0:0D:00:00:00:0\($0)")! }
 
     /// A random BlueZ world: the tree's devices (on which adapters, linked or not), and the
@@ -17,12 +17,12 @@ import Testing
     struct World {
         var random: SeededRandomNumberGenerator
         /// Device Connected / ServicesResolved, by adapter and address (absent: no object).
-        var devices: [String: [BoardAddress: (connected: Bool, resolved: Bool)]] = [:]
-        var ledgers: [String: AdapterLedger]
+        var devices: [AdapterPath: [BoardAddress: (connected: Bool, resolved: Bool)]] = [:]
+        var ledgers: [AdapterPath: AdapterLedger]
 
         init(seed: UInt64) {
             random = SeededRandomNumberGenerator(seed: seed)
-            var ledgers: [String: AdapterLedger] = [:]
+            var ledgers: [AdapterPath: AdapterLedger] = [:]
             for path in AdapterLedgerTests.adapters {
                 ledgers[path] = AdapterLedger(limit: Int.random(in: 1...4, using: &random), reserve: Int.random(in: 0...2, using: &random))
             }
@@ -34,7 +34,7 @@ import Testing
             for (adapter, devices) in devices {
                 for (address, state) in devices {
                     objects[BlueZDevice.path(adapter: adapter, address: address.rawValue)] = [BlueZInterfaces.device: [
-                        "Adapter": .objectPath(adapter), "Address": .string(address.rawValue),
+                        "Adapter": .objectPath(adapter.rawValue), "Address": .string(address.rawValue),
                         "Connected": .boolean(state.connected), "ServicesResolved": .boolean(state.resolved), "RSSI": .int16(-60),
                     ]]
                 }
@@ -44,10 +44,10 @@ import Testing
 
         /// The links through `adapter` by the tree's own words: its device objects there with
         /// Connected or ServicesResolved.
-        func linksTheTreeShows(_ adapter: String) -> Set<BoardAddress> {
+        func linksTheTreeShows(_ adapter: AdapterPath) -> Set<BoardAddress> {
             Set(tree.objects(implementing: BlueZInterfaces.device).compactMap { object in
                 let properties = object.properties
-                guard properties["Adapter"]?.string == adapter,
+                guard properties["Adapter"]?.string == adapter.rawValue,
                     properties["Connected"]?.bool == true || properties["ServicesResolved"]?.bool == true
                 else { return nil }
                 return BoardAddress(properties["Address"]?.string ?? "")
@@ -76,7 +76,7 @@ import Testing
 
         /// Placement as the fleet places a board (``FleetContext``): every adapter that has
         /// its device, each weighed by its ledger's candidate.
-        func placement(of board: BoardAddress, link: String?) -> Placement.Decision {
+        func placement(of board: BoardAddress, link: AdapterPath?) -> Placement.Decision {
             let candidates = AdapterLedgerTests.adapters.compactMap { path -> Placement.Candidate? in
                 guard devices[path]?[board] != nil, let ledger = ledgers[path] else { return nil }
                 return ledger.candidate(path: path, for: board, rssi: -60, recentFailures: 0)

@@ -14,12 +14,12 @@ import Testing
 
     func at(_ seconds: Double) -> ContinuousClock.Instant { t0 + .milliseconds(Int((seconds * 1000).rounded())) }
 
-    func device(_ adapter: String, connected: Bool = false, resolved: Bool = false) -> BlueZDevice {
+    func device(_ adapter: AdapterPath, connected: Bool = false, resolved: Bool = false) -> BlueZDevice {
         BoardDevicesTests.device(adapter, connected: connected, resolved: resolved)
     }
 
     /// A board known to `adapters`, wanted connected; `room`: the adapters with a free slot.
-    func core(knownTo adapters: [String], room: Set<String> = []) -> BoardCore {
+    func core(knownTo adapters: [AdapterPath], room: Set<AdapterPath> = []) -> BoardCore {
         var core = BoardCore(
             machine: BoardStateMachine(random: SeededRandomNumberGenerator(seed: 1), present: !adapters.isEmpty, now: t0),
             devices: BoardDevices(adapters.map { device($0) }), switches: BoardSwitches(desiredLED: .on), profile: .nano,
@@ -30,7 +30,7 @@ import Testing
     }
 
     /// `core` connected through `adapter` and prepared: ready.
-    func ready(_ core: inout BoardCore, through adapter: String) {
+    func ready(_ core: inout BoardCore, through adapter: AdapterPath) {
         core.connectStarts(through: adapter, device: device(adapter), now: at(0.1))
         core.connectEnded(.connected(through: adapter), awaited: false, now: at(0.2))
         let link = core.machine.link
@@ -42,7 +42,7 @@ import Testing
         effects.compactMap { if case .act(let action, _, _) = $0 { action } else { nil } }
     }
 
-    func closed(_ effects: [BoardCore.Effect]) -> [String] {
+    func closed(_ effects: [BoardCore.Effect]) -> [AdapterPath] {
         effects.compactMap { if case .close(let device) = $0 { device.adapterPath } else { nil } }
     }
 
@@ -70,11 +70,11 @@ import Testing
         board.connectEnded(.noSlot(adapter: "hci0"), awaited: false, now: at(1))
         _ = board.takeEffects()
         // hci0 hears it again: no room there, it keeps waiting.
-        let stillHeard = board.deviceUpdated(device(Self.hci0), changed: ["RSSI"], now: at(2))
+        let stillHeard = board.deviceUpdated(device(Self.hci0), changed: [.rssi], now: at(2))
         #expect(stillHeard)
         #expect(!actions(board.takeEffects()).contains(.startConnect))
         // hci1, which has room, hears it for the first time: its turn.
-        let heardThere = board.deviceUpdated(device(Self.hci1), changed: ["RSSI"], now: at(3))
+        let heardThere = board.deviceUpdated(device(Self.hci1), changed: [.rssi], now: at(3))
         #expect(heardThere)
         let effects = board.takeEffects()
         #expect(actions(effects).contains(.startConnect))
@@ -86,14 +86,14 @@ import Testing
         ready(&board, through: Self.hci0)
         #expect(board.machine.isReady)
         // Someone links it through hci1 too: that link only takes a slot.
-        _ = board.deviceUpdated(device(Self.hci1, connected: true), changed: ["Connected"], now: at(5))
+        _ = board.deviceUpdated(device(Self.hci1, connected: true), changed: [.connected], now: at(5))
         let stray = board.takeEffects()
         #expect(closed(stray) == [Self.hci1])
         #expect(board.machine.isReady)
         // Its own link falls after the settle time.
         board.step({ $0.timerFired(.init(kind: .settle(link: $0.link), after: .seconds(3)), awaited: false, now: $1) }, now: at(4))
         _ = board.takeEffects()
-        _ = board.deviceUpdated(device(Self.hci0), changed: ["Connected"], now: at(6))
+        _ = board.deviceUpdated(device(Self.hci0), changed: [.connected], now: at(6))
         let down = board.takeEffects()
         #expect(!board.machine.isReady)
         #expect(said(down) == ["link lost"])
@@ -163,7 +163,7 @@ import Testing
         #expect(board.machine.lastFailure == nil)
         _ = board.takeEffects()
         // hci1 hears it: it connects there at once, with no backoff.
-        _ = board.deviceUpdated(device(Self.hci1), changed: ["RSSI"], now: at(1.5))
+        _ = board.deviceUpdated(device(Self.hci1), changed: [.rssi], now: at(1.5))
         #expect(actions(board.takeEffects()) == [.startConnect])
         let gone = board.allDevicesRemoved(now: at(2))
         let goneAgain = board.allDevicesRemoved(now: at(3))

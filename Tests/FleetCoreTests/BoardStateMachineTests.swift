@@ -1,3 +1,4 @@
+import BlueZ
 import Testing
 
 @testable import FleetCore
@@ -25,7 +26,7 @@ import Testing
         return m
     }
 
-    let hci0 = "/org/bluez/hci0"
+    let hci0: AdapterPath = "/org/bluez/hci0"
 
     /// What the machine answers once the characteristics of its link are found: ready, and
     /// the link's settle timer.
@@ -530,7 +531,7 @@ import Testing
     }
 
     @Test func aLinkSomeoneElseMadeIsAdoptedAndItsEarlyLossCountsForNoAdapterOfOurs() {
-        let hci1 = "/org/bluez/hci1"
+        let hci1: AdapterPath = "/org/bluez/hci1"
         var m = machine()
         _ = m.connectRequested(now: at(0))
         // Still queued when another client's link through hci1 comes up: adopted there.

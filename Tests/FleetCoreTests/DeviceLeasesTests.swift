@@ -1,3 +1,4 @@
+import BlueZ
 import Testing
 
 @testable import FleetCore
@@ -6,12 +7,12 @@ import Testing
 /// slots their links hold are their adapter's ledger's (``AdapterLedgerTests``).
 @Suite struct DeviceLeasesTests {
     func address(_ n: Int) -> BoardAddress { BoardAddress("F0:0D:00:00:00:0\(n)")! }
-    let hci0 = "/org/bluez/hci0"
+    let hci0: AdapterPath = "/org/bluez/hci0"
     let alice = LeaseHolder(1, uid: 1000)
     let alicesOther = LeaseHolder(2, uid: 1000)
     let bob = LeaseHolder(3, uid: 1001)
 
-    func device(_ n: Int, on adapter: String) -> String { "\(adapter)/dev_F0_0D_00_00_00_0\(n)" }
+    func device(_ n: Int, on adapter: AdapterPath) -> String { "\(adapter)/dev_F0_0D_00_00_00_0\(n)" }
 
     @Test func aUserHoldsAtMostTheBoundOverAllItsConnections() {
         let leases = DeviceLeases()

@@ -1,3 +1,4 @@
+import BlueZ
 import Testing
 
 @testable import FleetCore
@@ -6,7 +7,7 @@ import Testing
     func candidate(
         _ name: String, rssi: Int?, free: Int = 3, queued: Int = 0, failures: Int = 0
     ) -> Placement.Candidate {
-        .init(path: "/org/bluez/\(name)", rssi: rssi, freeSlots: free, connectsInProgress: queued, recentFailures: failures)
+        .init(path: AdapterPath("/org/bluez/\(name)"), rssi: rssi, freeSlots: free, connectsInProgress: queued, recentFailures: failures)
     }
 
     @Test func theAdapterThatHearsTheBoardBestWins() {

@@ -1,3 +1,4 @@
+import BlueZ
 import Testing
 
 @testable import FleetCore
@@ -6,11 +7,11 @@ import Testing
 /// boards (`RotationPlan`), and each adapter's rotation time.
 @Suite struct RotationPlanTests {
     static func adapter(_ name: String, free: Int = 0, ahead: Int = 0, rotation: Duration = .seconds(1)) -> RotationPlan.Adapter {
-        RotationPlan.Adapter(path: "/org/bluez/\(name)", free: free, ahead: ahead, rotation: rotation)
+        RotationPlan.Adapter(path: AdapterPath("/org/bluez/\(name)"), free: free, ahead: ahead, rotation: rotation)
     }
 
-    static func heard(_ signals: [String: Int]) -> [String: Int] {
-        Dictionary(uniqueKeysWithValues: signals.map { ("/org/bluez/\($0.key)", $0.value) })
+    static func heard(_ signals: [String: Int]) -> [AdapterPath: Int] {
+        Dictionary(uniqueKeysWithValues: signals.map { (AdapterPath("/org/bluez/\($0.key)"), $0.value) })
     }
 
     @Test func freeSlotsThatCoverTheBoardsNeedNoRotation() {

@@ -10,7 +10,7 @@ extension BlueZClient {
 
     /// Switches an adapter's `Powered` property.
     public func setPowered(_ powered: Bool, adapter: BlueZAdapter, timeout: Duration = .seconds(10)) async throws {
-        try await setProperty(adapter.path, BlueZInterfaces.adapter, "Powered", .boolean(powered), timeout: timeout)
+        try await setProperty(adapter.path.rawValue, BlueZInterfaces.adapter, "Powered", .boolean(powered), timeout: timeout)
     }
 
     /// The adapter's state (nil while absent) now and after every change of it, deduplicated.
@@ -39,7 +39,7 @@ extension BlueZClient {
     /// `Adapter1.RemoveDevice`: forgets a device (and disconnects it).
     public func removeDevice(_ device: BlueZDevice, timeout: Duration = .seconds(10)) async throws {
         try await call(
-            device.adapterPath, BlueZInterfaces.adapter, "RemoveDevice", [.objectPath(device.path)],
+            device.adapterPath.rawValue, BlueZInterfaces.adapter, "RemoveDevice", [.objectPath(device.path)],
             timeout: timeout)
     }
 }

@@ -322,8 +322,9 @@ extension BlueZClient {
     }
 
     /// The controller index of an adapter path (`/org/bluez/hci3` → 3).
-    static func controllerIndex(_ adapterPath: String) -> UInt16? {
-        guard let name = adapterPath.split(separator: "/").last, name.hasPrefix("hci") else { return nil }
+    static func controllerIndex(_ adapter: AdapterPath) -> UInt16? {
+        let name = adapter.name
+        guard name.hasPrefix("hci") else { return nil }
         return UInt16(name.dropFirst(3))
     }
 }

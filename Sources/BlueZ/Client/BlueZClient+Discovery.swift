@@ -37,16 +37,16 @@ extension BlueZClient {
     public func startDiscovery(adapter: BlueZAdapter, filter: DiscoveryFilter, timeout: Duration = .seconds(10))
         async throws
     {
-        try await call(adapter.path, BlueZInterfaces.adapter, "SetDiscoveryFilter", [filter.dbusValue], timeout: timeout)
+        try await call(adapter.path.rawValue, BlueZInterfaces.adapter, "SetDiscoveryFilter", [filter.dbusValue], timeout: timeout)
         do {
-            try await call(adapter.path, BlueZInterfaces.adapter, "StartDiscovery", timeout: timeout)
+            try await call(adapter.path.rawValue, BlueZInterfaces.adapter, "StartDiscovery", timeout: timeout)
         } catch BlueZError.inProgress {
             // Already discovering for this client: that is what was asked for.
         }
     }
 
     public func stopDiscovery(adapter: BlueZAdapter, timeout: Duration = .seconds(10)) async throws {
-        try await call(adapter.path, BlueZInterfaces.adapter, "StopDiscovery", timeout: timeout)
+        try await call(adapter.path.rawValue, BlueZInterfaces.adapter, "StopDiscovery", timeout: timeout)
     }
 
     /// Devices on `adapter` matching `filter`, as known now.

@@ -52,11 +52,6 @@ public actor BlueZObjectMirror {
         hearings[path] = Hearing(at: clock.now, advertised: advertised)
     }
 
-    /// The Device1 properties that change only when an advertisement is heard.
-    public static let advertisementProperties: Set<String> = [
-        "RSSI", "ManufacturerData", "ServiceData", "TxPower", "AdvertisingData", "AdvertisingFlags",
-    ]
-
     let logger: Logger
     let clock: any RadioClock
     private var loadingOwner: String?
@@ -334,7 +329,7 @@ public actor BlueZObjectMirror {
             // Properties of objects we do not know (removed meanwhile) are ignored.
             guard tree.objects[path]?[interface] != nil else { return }
             tree.change(path, interface, changed, invalidated: invalidated)
-            if interface == BlueZInterfaces.device, !Self.advertisementProperties.isDisjoint(with: changed.keys) {
+            if interface == BlueZInterfaces.device, Set(named: changed.keys).sayAdvertised {
                 heard(path)
             }
             broadcast(event)

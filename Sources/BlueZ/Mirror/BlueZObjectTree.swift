@@ -74,8 +74,8 @@ public struct BlueZObjectTree: Sendable {
         objects(implementing: BlueZInterfaces.adapter).map { BlueZAdapter(path: $0.path, properties: $0.properties) }
     }
 
-    public func adapter(at path: String) -> BlueZAdapter? {
-        properties(path, BlueZInterfaces.adapter).map { BlueZAdapter(path: path, properties: $0) }
+    public func adapter(at path: AdapterPath) -> BlueZAdapter? {
+        properties(path.rawValue, BlueZInterfaces.adapter).map { BlueZAdapter(path: path.rawValue, properties: $0) }
     }
 
     /// The adapter called `nameOrAddress`: its interface name (`hci0`) or its address.
@@ -102,40 +102,40 @@ public struct BlueZObjectTree: Sendable {
 
     /// Devices known to one adapter (BlueZ lists other adapters' devices too; filter by
     /// `Adapter`): only the objects under the adapter are looked at, only its devices built.
-    public func devices(onAdapter adapterPath: String) -> [BlueZDevice] {
-        children(of: adapterPath, implementing: BlueZInterfaces.device).compactMap { path, properties -> BlueZDevice? in
-            guard properties["Adapter"]?.string == adapterPath else { return nil }
+    public func devices(onAdapter adapterPath: AdapterPath) -> [BlueZDevice] {
+        children(of: adapterPath.rawValue, implementing: BlueZInterfaces.device).compactMap { path, properties -> BlueZDevice? in
+            guard properties["Adapter"]?.string == adapterPath.rawValue else { return nil }
             return BlueZDevice(path: path, properties: properties)
         }.sorted { $0.path < $1.path }
     }
 
     /// The device of one adapter with address `address` (any case), if that adapter knows it:
     /// only that one is built.
-    public func device(onAdapter adapterPath: String, address: String) -> BlueZDevice? {
+    public func device(onAdapter adapterPath: AdapterPath, address: String) -> BlueZDevice? {
         let wanted = address.uppercased()
         func isIt(_ properties: Properties) -> Bool {
-            properties["Adapter"]?.string == adapterPath && properties["Address"]?.string?.uppercased() == wanted
+            properties["Adapter"]?.string == adapterPath.rawValue && properties["Address"]?.string?.uppercased() == wanted
         }
         // Where BlueZ puts it (its path is made of its address), else any path that has it.
         let direct = BlueZDevice.path(adapter: adapterPath, address: wanted)
         if let properties = objects[direct]?[BlueZInterfaces.device], isIt(properties) {
             return BlueZDevice(path: direct, properties: properties)
         }
-        return children(of: adapterPath, implementing: BlueZInterfaces.device)
+        return children(of: adapterPath.rawValue, implementing: BlueZInterfaces.device)
             .filter { isIt($0.properties) }
             .min { $0.path < $1.path }
             .map { BlueZDevice(path: $0.path, properties: $0.properties) }
     }
 
     /// The devices of one adapter with a link up (``BlueZDevice/hasLink``): only those are built.
-    public func linkedDevices(onAdapter adapterPath: String) -> [BlueZDevice] {
+    public func linkedDevices(onAdapter adapterPath: AdapterPath) -> [BlueZDevice] {
         linked(onAdapter: adapterPath).map { BlueZDevice(path: $0.path, properties: $0.properties) }
     }
 
     /// One adapter's devices with a link up, in path order, as BlueZ's properties.
-    private func linked(onAdapter adapterPath: String) -> [(path: String, properties: Properties)] {
-        (linkedPaths[adapterPath] ?? []).sorted().compactMap { path in
-            guard let properties = objects[path]?[BlueZInterfaces.device], properties["Adapter"]?.string == adapterPath
+    private func linked(onAdapter adapterPath: AdapterPath) -> [(path: String, properties: Properties)] {
+        (linkedPaths[adapterPath.rawValue] ?? []).sorted().compactMap { path in
+            guard let properties = objects[path]?[BlueZInterfaces.device], properties["Adapter"]?.string == adapterPath.rawValue
             else { return nil }
             return (path, properties)
         }
@@ -143,7 +143,7 @@ public struct BlueZObjectTree: Sendable {
 
     /// The addresses (upper case) of one adapter's devices with a link up, in path order:
     /// what the slots count, without building the devices.
-    public func linkedAddresses(onAdapter adapterPath: String) -> [String] {
+    public func linkedAddresses(onAdapter adapterPath: AdapterPath) -> [String] {
         linked(onAdapter: adapterPath).map { ($0.properties["Address"]?.string ?? "").uppercased() }
     }
 
@@ -192,9 +192,7 @@ public struct BlueZObjectTree: Sendable {
 
 /// `org.bluez.Adapter1`, as far as blefleet needs it.
 public struct BlueZAdapter: Sendable, Hashable {
-    public let path: String
-    /// The interface name, e.g. `hci0` (last path component).
-    public let name: String
+    public let path: AdapterPath
     public let address: String
     public let powered: Bool
     public let discovering: Bool
@@ -203,13 +201,15 @@ public struct BlueZAdapter: Sendable, Hashable {
     public let roles: [String]?
 
     public init(path: String, properties: BlueZObjectTree.Properties) {
-        self.path = path
-        self.name = String(path.split(separator: "/").last ?? Substring(path))
+        self.path = AdapterPath(path)
         self.address = properties["Address"]?.string ?? ""
         self.powered = properties["Powered"]?.bool ?? false
         self.discovering = properties["Discovering"]?.bool ?? false
         self.roles = properties["Roles"]?.array.map { $0.compactMap(\.string) }
     }
+
+    /// The interface name, e.g. `hci0`.
+    public var name: String { path.name }
 
     /// Whether the controller can connect to peripherals (a central), as far as BlueZ says.
     public var canBeCentral: Bool { roles.map { $0.contains("central") } ?? true }
@@ -218,7 +218,7 @@ public struct BlueZAdapter: Sendable, Hashable {
 /// `org.bluez.Device1`, as far as blefleet needs it.
 public struct BlueZDevice: Sendable, Hashable {
     public let path: String
-    public let adapterPath: String
+    public let adapterPath: AdapterPath
     public let address: String
     /// `AddressType`: "public" or "random".
     public let addressType: String?
@@ -231,7 +231,7 @@ public struct BlueZDevice: Sendable, Hashable {
 
     public init(path: String, properties: BlueZObjectTree.Properties) {
         self.path = path
-        self.adapterPath = properties["Adapter"]?.string ?? ""
+        self.adapterPath = AdapterPath(properties["Adapter"]?.string ?? "")
         self.address = (properties["Address"]?.string ?? "").uppercased()
         self.addressType = properties["AddressType"]?.string
         self.name = properties["Name"]?.string
@@ -243,8 +243,8 @@ public struct BlueZDevice: Sendable, Hashable {
     }
 
     /// The object path BlueZ gives a device of an adapter: `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`.
-    public static func path(adapter adapterPath: String, address: String) -> String {
-        adapterPath + "/dev_" + String(decoding: address.utf8.map { $0 == UInt8(ascii: ":") ? UInt8(ascii: "_") : $0 }, as: UTF8.self)
+    public static func path(adapter adapterPath: AdapterPath, address: String) -> String {
+        adapterPath.rawValue + "/dev_" + String(decoding: address.utf8.map { $0 == UInt8(ascii: ":") ? UInt8(ascii: "_") : $0 }, as: UTF8.self)
     }
 
     /// An RSSI as a signal strength, or nil when it is none: bluetoothd shows no RSSI as 0

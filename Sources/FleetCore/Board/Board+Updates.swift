@@ -4,7 +4,7 @@ import BlueZ
 extension Board {
     /// BlueZ added one of the board's device objects or changed its properties (`changed`;
     /// all of them for a new object).
-    func deviceUpdated(_ device: BlueZDevice, changed: Set<String>) {
+    func deviceUpdated(_ device: BlueZDevice, changed: Set<BlueZDevice.Property>) {
         let adapter = device.adapterPath
         let heard = core.deviceUpdated(device, changed: changed, now: clock.now)
         if let newName = device.name, newName != name { live.setNames(name: newName, alias: alias) }
@@ -20,12 +20,12 @@ extension Board {
     }
 
     /// BlueZ removed the board's device object on `adapter`.
-    func deviceRemoved(adapter: String) {
+    func deviceRemoved(adapter: AdapterPath) {
         if update({ $0.deviceRemoved(adapter: adapter, now: $1) }) { live.forget(adapter: adapter) }
     }
 
     /// After BlueZ's objects were loaded afresh: forgets the devices of other adapters.
-    func keepDevices(onAdapters present: Set<String>) {
+    func keepDevices(onAdapters present: Set<AdapterPath>) {
         for adapter in core.devices.adapters(notIn: present) { deviceRemoved(adapter: adapter) }
     }
 

@@ -96,7 +96,7 @@ actor Board {
                 if linkMoved {
                     // What an earlier link carried says nothing of the next.
                     live.linkChanged()
-                    logger[metadataKey: "ble.adapter"] = linkAdapter.map { "\(Fleet.adapterName($0))" }
+                    logger[metadataKey: "ble.adapter"] = linkAdapter.map { "\($0.name)" }
                 }
                 context.tally.boardChanged(address, board: ObjectIdentifier(self), phase: after, adapter: linkAdapter)
                 guard before != after else { continue }
@@ -114,7 +114,7 @@ actor Board {
         }
     }
 
-    private func perform(_ action: BoardStateMachine.Action, device: BlueZDevice?, linkAdapter: String?) {
+    private func perform(_ action: BoardStateMachine.Action, device: BlueZDevice?, linkAdapter: AdapterPath?) {
         switch action {
         case .none, .linkSettled(_, nil):
             break

@@ -10,17 +10,17 @@ import Logging
 struct BoardConnect: Sendable {
     /// What a connect came to.
     enum Result: Sendable {
-        case connected(through: String)
+        case connected(through: AdapterPath)
         /// Every slot it could use was taken, and nobody waited for the board: no `Connect`
         /// was called.
-        case noSlot(adapter: String)
+        case noSlot(adapter: AdapterPath)
         /// No adapter hears the board.
         case absent
-        case failed(ConnectErrorClass, error: BlueZError, adapter: String)
+        case failed(ConnectErrorClass, error: BlueZError, adapter: AdapterPath)
     }
 
     /// The adapter of the board's link, if it has one (placement keeps it there).
-    let link: String?
+    let link: AdapterPath?
     /// Whether a call waits for the board.
     let command: Bool
     let logger: Logger
@@ -40,13 +40,13 @@ struct BoardConnect: Sendable {
         case .cancelled:
             return
         case .noSlot:
-            board.connectEnded(.noSlot(adapter: adapter.name))
+            board.connectEnded(.noSlot(adapter: adapter.path))
         case .failed(let error):
             let errorClass = ConnectErrorClass(error)
             if !Task.isCancelled {
                 await adapter.connectFailed(address, device: choice.device, errorClass, in: context, logger: logger)
             }
-            board.connectEnded(.failed(errorClass, error: error, adapter: adapter.name))
+            board.connectEnded(.failed(errorClass, error: error, adapter: adapter.path))
         }
     }
 }

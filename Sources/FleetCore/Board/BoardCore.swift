@@ -14,22 +14,22 @@ struct BoardCore {
     /// The kind of board: the profile whose advertised service its device offers.
     var profile: BoardProfile
     /// Whether an adapter (path) has a free connection slot now (the fleet's count, asked).
-    private let hasRoom: @Sendable (String) -> Bool
+    private let hasRoom: @Sendable (AdapterPath) -> Bool
     private var effects: [Effect] = []
 
     /// What the board must do for an input, in the order it was decided.
     enum Effect: Sendable {
         /// The machine's phase or the adapter of its link moved: the tally, the journal and
         /// the fleet's events hear it.
-        case changed(from: BoardPhase, to: BoardPhase, linkAdapter: String?, linkMoved: Bool)
+        case changed(from: BoardPhase, to: BoardPhase, linkAdapter: AdapterPath?, linkMoved: Bool)
         /// The machine's action, with the device and adapter of the link when it was decided.
-        case act(BoardStateMachine.Action, device: BlueZDevice?, linkAdapter: String?)
+        case act(BoardStateMachine.Action, device: BlueZDevice?, linkAdapter: AdapterPath?)
         /// A link the board does not use (a second one, or one through a stuck adapter) is closed.
         case close(BlueZDevice)
         case log(Logger.Level, Logger.Message, Logger.Metadata)
     }
 
-    init(machine: BoardStateMachine, devices: BoardDevices, switches: BoardSwitches, profile: BoardProfile, hasRoom: @escaping @Sendable (String) -> Bool) {
+    init(machine: BoardStateMachine, devices: BoardDevices, switches: BoardSwitches, profile: BoardProfile, hasRoom: @escaping @Sendable (AdapterPath) -> Bool) {
         self.machine = machine
         self.devices = devices
         self.switches = switches
@@ -43,8 +43,8 @@ struct BoardCore {
         return effects
     }
 
-    /// The adapter (path) of the board's link, of the connect in progress, or of the link going down.
-    var linkAdapter: String? { machine.linkAdapter }
+    /// The adapter of the board's link, of the connect in progress, or of the link going down.
+    var linkAdapter: AdapterPath? { machine.linkAdapter }
     /// The device object the link goes through.
     var device: BlueZDevice? { linkAdapter.flatMap { devices[$0] } }
 
@@ -90,7 +90,7 @@ struct BoardCore {
     /// BlueZ added one of the board's device objects (one per adapter that knows it) or
     /// changed its properties (`changed`; all of them for a new object). Returns whether it
     /// tells the board was heard (a new object, or an advertisement's properties).
-    mutating func deviceUpdated(_ device: BlueZDevice, changed: Set<String>, now: ContinuousClock.Instant) -> Bool {
+    mutating func deviceUpdated(_ device: BlueZDevice, changed: Set<BlueZDevice.Property>, now: ContinuousClock.Instant) -> Bool {
         let adapter = device.adapterPath
         let heard = devices.report(device, changed: changed)
         if heard {
@@ -108,11 +108,11 @@ struct BoardCore {
             let usable = machine.isReady
             step({ $0.disconnected(now: $1) }, now: now)
             // Said once; a link that fell as soon as it came up was told as a failed connect.
-            if usable, machine.lastFailure == nil { log(.info, "link lost", ["ble.adapter": "\(Fleet.adapterName(adapter))"]) }
+            if usable, machine.lastFailure == nil { log(.info, "link lost", ["ble.adapter": "\(adapter.name)"]) }
         case .stray:
             // A second link to the board (left by an earlier run, or made by someone else)
             // only takes a slot: the board is used through one.
-            log(.info, "closing a second link to the board", ["stray.adapter": "\(Fleet.adapterName(adapter))"])
+            log(.info, "closing a second link to the board", ["stray.adapter": "\(adapter.name)"])
             effects.append(.close(device))
         }
         return heard
@@ -126,14 +126,14 @@ struct BoardCore {
     /// there, never handed back to standby.
     private mutating func wakeIfHeardWhereRoomIs(now: ContinuousClock.Instant) {
         guard let adapter = devices.adapters.first(where: hasRoom) else { return }
-        log(.debug, "an adapter that heard it has room; connecting", ["ble.adapter": "\(Fleet.adapterName(adapter))"])
+        log(.debug, "an adapter that heard it has room; connecting", ["ble.adapter": "\(adapter.name)"])
         step({ $0.connectionRoomAppeared(now: $1) }, now: now)
     }
 
     /// BlueZ removed the board's device object on `adapter` (it expired, was removed, the
     /// adapter went, or BlueZ did); whether the board knew it. The board is gone when no
     /// adapter knows it any more; a link through that adapter is lost.
-    mutating func deviceRemoved(adapter: String, now: ContinuousClock.Instant) -> Bool {
+    mutating func deviceRemoved(adapter: AdapterPath, now: ContinuousClock.Instant) -> Bool {
         guard devices.remove(adapter: adapter) else { return false }
         if devices.isEmpty {
             step({ $0.deviceVanished(now: $1) }, now: now)
@@ -164,7 +164,7 @@ struct BoardCore {
     /// An adapter the fleet used went (powered off, unplugged). A board whose link went
     /// with it is not gone: it reconnects through another adapter, at once where one knows
     /// it, else when one hears it.
-    mutating func adapterLost(_ path: String, now: ContinuousClock.Instant) {
+    mutating func adapterLost(_ path: AdapterPath, now: ContinuousClock.Instant) {
         guard machine.lastLinkAdapter == path else { return }
         if linkAdapter == path { step({ $0.disconnected(now: $1, withAdapter: true) }, now: now) }
         // A young link that fell with its adapter, BlueZ reporting the link down first, was
@@ -180,9 +180,9 @@ struct BoardCore {
     /// that only restarts discovery (an adapter that hears nothing) does not, and a board
     /// with a link does not advertise: it would stay linked where the fleet no longer looks,
     /// called absent, for good (the simulation found that).
-    mutating func adapterStuck(_ path: String, now: ContinuousClock.Instant) {
+    mutating func adapterStuck(_ path: AdapterPath, now: ContinuousClock.Instant) {
         guard linkAdapter == path else { return }
-        log(.info, "moving off a stuck adapter", ["ble.adapter": "\(Fleet.adapterName(path))"])
+        log(.info, "moving off a stuck adapter", ["ble.adapter": "\(path.name)"])
         if let device { effects.append(.close(device)) }
         adapterLost(path, now: now)
     }
@@ -191,7 +191,7 @@ struct BoardCore {
 
     /// The connect through `adapter` got its slot there and calls `Device1.Connect` on
     /// `device` (which placement read from the mirror: the fleet may not have reported it yet).
-    mutating func connectStarts(through adapter: String, device: BlueZDevice, now: ContinuousClock.Instant) {
+    mutating func connectStarts(through adapter: AdapterPath, device: BlueZDevice, now: ContinuousClock.Instant) {
         devices.connecting(through: device)
         step({ $0.connectAttemptStarted(through: adapter, now: $1) }, now: now)
     }
@@ -204,7 +204,7 @@ struct BoardCore {
             step({ $0.connectSucceeded(through: adapter, now: $1) }, now: now)
             step({ $0.servicesResolved(now: $1) }, now: now)
         case .noSlot(let adapter):
-            log(.debug, "every connection slot is taken; waiting in standby", ["ble.adapter": "\(adapter)"])
+            log(.debug, "every connection slot is taken; waiting in standby", ["ble.adapter": "\(adapter.name)"])
             step({ $0.slotUnavailable(now: $1) }, now: now)
             // A command that came while this connect finished is served as a command.
             if awaited { step({ $0.connectRequested(reason: .command, now: $1) }, now: now) }
@@ -214,7 +214,7 @@ struct BoardCore {
             // The journal says a streak of failures once: its first at warning, the retries
             // that fail the same way at debug, and the success that ends it.
             log(machine.failedAttempts == 0 ? .warning : .debug, "connect failed", [
-                "error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter)",
+                "error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter.name)",
             ])
             step({ $0.connectFailed(errorClass, now: $1) }, now: now)
         }
@@ -272,7 +272,7 @@ struct BoardCore {
             address: address, name: live.name, alias: live.alias, phase: machine.phase,
             rssi: live.rssiByAdapter.values.max(), desiredLED: switches.desiredLED, appliedLED: machine.currentLink?.appliedLED,
             temperature: live.temperature, lastFailure: machine.lastFailure, lastSeen: live.lastSeen,
-            adapter: devices.shown(link: linkAdapter, rssi: live.rssiByAdapter).map(Fleet.adapterName), profile: profile,
+            adapter: devices.shown(link: linkAdapter, rssi: live.rssiByAdapter)?.name, profile: profile,
             readings: live.readings)
     }
 

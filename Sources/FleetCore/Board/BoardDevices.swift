@@ -4,22 +4,22 @@ import BlueZ
 /// reports them. A value the board keeps; what a report means for its link is the board's
 /// state machine's.
 struct BoardDevices {
-    private(set) var byAdapter: [String: BlueZDevice]
+    private(set) var byAdapter: [AdapterPath: BlueZDevice]
 
     init(_ devices: [BlueZDevice]) {
         byAdapter = Dictionary(devices.map { ($0.adapterPath, $0) }) { first, _ in first }
     }
 
-    subscript(adapter: String) -> BlueZDevice? { byAdapter[adapter] }
+    subscript(adapter: AdapterPath) -> BlueZDevice? { byAdapter[adapter] }
     var isEmpty: Bool { byAdapter.isEmpty }
     var all: [BlueZDevice] { Array(byAdapter.values) }
 
     /// Records BlueZ's report of `device` (its properties `changed`; all of them for a new
     /// object); returns whether it tells the board was heard: a new object, or an
     /// advertisement's properties.
-    mutating func report(_ device: BlueZDevice, changed: Set<String>) -> Bool {
+    mutating func report(_ device: BlueZDevice, changed: Set<BlueZDevice.Property>) -> Bool {
         let isNew = byAdapter.updateValue(device, forKey: device.adapterPath) == nil
-        return isNew || !changed.isDisjoint(with: BlueZMirrorEvent.advertisementProperties)
+        return isNew || changed.sayAdvertised
     }
 
     /// A connect uses `device`, read from BlueZ's objects (its report may not have come yet).
@@ -41,8 +41,8 @@ struct BoardDevices {
     /// `ServicesResolved` (bluetoothd may set only the latter), usable once resolved. Only
     /// the device of the board's link counts; a link someone else made through any adapter
     /// is adopted when the board has none.
-    static func link(of device: BlueZDevice, changed: Set<String>, linkAdapter: String?) -> LinkReport? {
-        guard changed.contains("Connected") || changed.contains("ServicesResolved") else { return nil }
+    static func link(of device: BlueZDevice, changed: Set<BlueZDevice.Property>, linkAdapter: AdapterPath?) -> LinkReport? {
+        guard changed.sayLink else { return nil }
         guard let linkAdapter, device.adapterPath != linkAdapter else {
             return device.hasLink ? .up(resolved: device.servicesResolved) : (linkAdapter == nil ? nil : .down)
         }
@@ -50,7 +50,7 @@ struct BoardDevices {
     }
 
     /// Forgets the device on `adapter`; whether there was one.
-    mutating func remove(adapter: String) -> Bool {
+    mutating func remove(adapter: AdapterPath) -> Bool {
         byAdapter.removeValue(forKey: adapter) != nil
     }
 
@@ -61,28 +61,28 @@ struct BoardDevices {
     }
 
     /// The adapters that know the board and are not among `present`.
-    func adapters(notIn present: Set<String>) -> [String] {
+    func adapters(notIn present: Set<AdapterPath>) -> [AdapterPath] {
         byAdapter.keys.filter { !present.contains($0) }
     }
 
     /// Whether an adapter other than `adapter` knows the board.
-    func known(besides adapter: String) -> Bool {
+    func known(besides adapter: AdapterPath) -> Bool {
         byAdapter.keys.contains { $0 != adapter }
     }
 
     /// The adapters that know the board, in path order.
-    var adapters: [String] { byAdapter.keys.sorted() }
+    var adapters: [AdapterPath] { byAdapter.keys.sorted() }
 
     /// The adapter a board's view shows: its link's, else the one that hears it best
     /// (`rssi`, by adapter), else the first known.
-    func shown(link: String?, rssi: [String: Int]) -> String? {
+    func shown(link: AdapterPath?, rssi: [AdapterPath: Int]) -> AdapterPath? {
         let heard = rssi.filter { byAdapter[$0.key] != nil }.max { $0.value < $1.value }?.key
         return link ?? heard ?? byAdapter.keys.sorted().first
     }
 
     /// The device that holds a link in `tree`: `adapter`'s when BlueZ shows one there, else
     /// (the link was adopted or moved) any other, kept as BlueZ shows it now.
-    mutating func linked(in tree: BlueZObjectTree, preferring adapter: String?) -> BlueZDevice? {
+    mutating func linked(in tree: BlueZObjectTree, preferring adapter: AdapterPath?) -> BlueZDevice? {
         if let adapter, let device = byAdapter[adapter], tree.hasLink(at: device.path) == true { return device }
         for (adapter, known) in byAdapter {
             guard let current = tree.device(at: known.path), current.hasLink else { continue }

@@ -72,7 +72,7 @@ struct BoardGATT: Sendable {
     /// hand-off to the board's actor; what the link carries tells `adapter`'s health that
     /// its controller still works.
     nonisolated(nonsending) func follow(
-        _ sensor: BoardProfile.Characteristic, _ characteristic: BlueZCharacteristic, adapter: String?, live: BoardLive,
+        _ sensor: BoardProfile.Characteristic, _ characteristic: BlueZCharacteristic, adapter: AdapterPath?, live: BoardLive,
         events: EventBroadcaster<FleetEvent>, logger: Logger
     ) async throws -> BlueZNotificationSession {
         let address = self.address

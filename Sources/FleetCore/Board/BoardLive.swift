@@ -14,10 +14,10 @@ final class BoardLive: Sendable {
         var alias: String?
         /// The last signal each adapter reported, dBm, by adapter path (kept when BlueZ
         /// invalidates RSSI at the end of a discovery: placement still needs it).
-        var rssiByAdapter: [String: Int] = [:]
+        var rssiByAdapter: [AdapterPath: Int] = [:]
         var lastSeen: ContinuousClock.Instant?
         /// When each adapter last reported it, by adapter path (its health: is it still hearing?).
-        var heardAt: [String: ContinuousClock.Instant] = [:]
+        var heardAt: [AdapterPath: ContinuousClock.Instant] = [:]
         /// The latest reading of each sensor, by sensor name.
         var readings: [String: SensorReading] = [:]
         /// The temperature (the reading of the sensor `temperature`), in whole degrees.
@@ -29,7 +29,7 @@ final class BoardLive: Sendable {
     /// A notification that came over the board's link: through which adapter, when, and how
     /// long after the one before it on the same link (nil for the first).
     struct Carried: Sendable, Hashable {
-        var adapter: String
+        var adapter: AdapterPath
         var at: ContinuousClock.Instant
         var gap: Duration?
     }
@@ -73,7 +73,7 @@ final class BoardLive: Sendable {
     }
 
     /// The adapter no longer knows the board (its device object went).
-    func forget(adapter: String) {
+    func forget(adapter: AdapterPath) {
         state.withLock {
             _ = $0.rssiByAdapter.removeValue(forKey: adapter)
             _ = $0.heardAt.removeValue(forKey: adapter)
@@ -88,7 +88,7 @@ final class BoardLive: Sendable {
     }
 
     /// A notification came over the board's link through `adapter`.
-    func carried(through adapter: String) {
+    func carried(through adapter: AdapterPath) {
         state.withLock { state in
             let now = clock.now
             let gap = state.carried.flatMap { $0.adapter == adapter ? $0.at.duration(to: now) : nil }
@@ -102,12 +102,12 @@ final class BoardLive: Sendable {
     }
 
     /// Keeps the signal `adapter` last reported, without counting it as heard now.
-    func keepRSSI(_ rssi: Int, adapter: String) {
+    func keepRSSI(_ rssi: Int, adapter: AdapterPath) {
         state.withLock { $0.rssiByAdapter[adapter] = rssi }
     }
 
     /// Records an advertisement (an absent board, which waits for one, is told by the fleet).
-    func advertised(rssi: Int?, adapter: String) {
+    func advertised(rssi: Int?, adapter: AdapterPath) {
         state.withLock { state in
             if let rssi { state.rssiByAdapter[adapter] = rssi }
             let now = clock.now

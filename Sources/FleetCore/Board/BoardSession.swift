@@ -82,7 +82,7 @@ final class BoardSession: Sendable {
 
     /// Subscribes to every sensor of the profile that notifies (``BoardGATT/follow(_:_:adapter:live:events:logger:)``);
     /// the subscriptions end with the session.
-    func followSensors(adapter: String?, live: BoardLive, events: EventBroadcaster<FleetEvent>, logger: Logger) {
+    func followSensors(adapter: AdapterPath?, live: BoardLive, events: EventBroadcaster<FleetEvent>, logger: Logger) {
         for sensor in profile.sensors where sensor.access.contains(.notify) {
             guard let handle = handle(named: sensor.name) else { continue }
             Task {

@@ -1,8 +1,10 @@
+import BlueZ
+
 extension BoardStateMachine {
     /// A command or the auto-connect policy needs the board connected.
     /// When the returned action is `.none` and ``isReady`` is true, proceed at once;
     /// otherwise wait for `becomeReady` or `failWaiters`.
-    public mutating func connectRequested(
+    mutating func connectRequested(
         reason: ConnectReason = .command, now: ContinuousClock.Instant
     ) -> Action {
         switch state {
@@ -52,7 +54,7 @@ extension BoardStateMachine {
 
     /// The actor got the connect permit of the adapter at `adapter` and a slot there, and is
     /// calling `Device1.Connect`.
-    public mutating func connectAttemptStarted(through adapter: String, now: ContinuousClock.Instant) -> Action {
+    mutating func connectAttemptStarted(through adapter: AdapterPath, now: ContinuousClock.Instant) -> Action {
         guard case .connecting = state else { return .none }
         state = .connecting(Attempt(adapter: adapter, startedAt: now))
         lastLinkAdapter = adapter
@@ -61,7 +63,7 @@ extension BoardStateMachine {
 
     /// `Connected` became true through the adapter at `adapter` (reply to Connect, or
     /// PropertiesChanged).
-    public mutating func connectSucceeded(through adapter: String, now: ContinuousClock.Instant) -> Action {
+    mutating func connectSucceeded(through adapter: AdapterPath, now: ContinuousClock.Instant) -> Action {
         switch state {
         case .connecting(let attempt):
             // Ours, or (a connect still queued) someone else's link: adopted.
@@ -81,7 +83,7 @@ extension BoardStateMachine {
 
     /// `ServicesResolved` became true: the connect succeeded; the profile's characteristics
     /// on this link are looked up next (``characteristicsFound(link:now:)``).
-    public mutating func servicesResolved(now: ContinuousClock.Instant) -> Action {
+    mutating func servicesResolved(now: ContinuousClock.Instant) -> Action {
         switch state {
         case .connecting(let attempt):
             // Resolved before Connected=true was told (bluetoothd may set only this).
@@ -100,7 +102,7 @@ extension BoardStateMachine {
 
     /// The link the board is being prepared on shows through the adapter at `adapter` (it
     /// was adopted, or moved): that is where it is from now on.
-    public mutating func linkFound(through adapter: String) -> Action {
+    mutating func linkFound(through adapter: AdapterPath) -> Action {
         guard case .preparing(var current) = state, current.adapter != adapter else { return .none }
         current.adapter = adapter
         state = .preparing(current)
@@ -110,7 +112,7 @@ extension BoardStateMachine {
 
     /// The profile's characteristics on link `link` were looked up: the board is usable.
     /// The answer of a link that has since ended is ignored.
-    public mutating func characteristicsFound(link found: UInt64, now: ContinuousClock.Instant) -> Action {
+    mutating func characteristicsFound(link found: UInt64, now: ContinuousClock.Instant) -> Action {
         guard case .preparing(var current) = state, found == link else { return .none }
         current.lastUsed = now
         state = .ready(current)
@@ -119,7 +121,7 @@ extension BoardStateMachine {
 
     /// The link `link` has lasted ``BoardStateMachine/settleTime`` since its resolve: its
     /// connect worked, and the streak of failed attempts before it ends.
-    public mutating func linkSettled(link settled: UInt64, now: ContinuousClock.Instant) -> Action {
+    mutating func linkSettled(link settled: UInt64, now: ContinuousClock.Instant) -> Action {
         guard settled == link, var current = currentLink, let since = current.resolvedAt,
             since.duration(to: now) >= Self.settleTime
         else { return .none }
@@ -132,7 +134,7 @@ extension BoardStateMachine {
 
     /// The link that fell as soon as it came up (``Action/linkLostEarly(failedAttempts:)``)
     /// went with its adapter (powered off, unplugged): not a failed connect after all.
-    public mutating func linkLossForgiven() -> Action {
+    mutating func linkLossForgiven() -> Action {
         // Only an early loss leaves a retry floor (a failed Connect backs off instead).
         guard case .absent(var absence) = state, absence.retryFloor != nil else { return .none }
         backoff.forgetOne()
@@ -143,7 +145,7 @@ extension BoardStateMachine {
     }
 
     /// The link `link` was to be prepared on is not there (BlueZ shows no link): it is lost.
-    public mutating func linkMissing(link missing: UInt64, now: ContinuousClock.Instant) -> Action {
+    mutating func linkMissing(link missing: UInt64, now: ContinuousClock.Instant) -> Action {
         switch state {
         case .preparing, .ready: missing == link ? disconnected(now: now) : .none
         default: .none
@@ -151,7 +153,7 @@ extension BoardStateMachine {
     }
 
     /// A connect attempt (or the resolve after it) failed or timed out.
-    public mutating func connectFailed(
+    mutating func connectFailed(
         _ errorClass: ConnectErrorClass, now: ContinuousClock.Instant
     ) -> Action {
         switch state {
@@ -173,7 +175,7 @@ extension BoardStateMachine {
     /// The automatic connect found every connection slot of its adapter taken (and nobody
     /// waits for the board): it waits its turn in ``BoardPhase/standby``, without a
     /// connect call, a retry timer or a failure. More boards than slots is normal.
-    public mutating func slotUnavailable(now: ContinuousClock.Instant) -> Action {
+    mutating func slotUnavailable(now: ContinuousClock.Instant) -> Action {
         guard case .connecting = state else { return .none }
         state = .standby
         return .none
@@ -182,7 +184,7 @@ extension BoardStateMachine {
     /// `Connected` became false, or the actor's `Device1.Disconnect` call returned.
     /// `withAdapter`: the link went with its adapter (powered off, unplugged), which is no
     /// failed connect however young the link was.
-    public mutating func disconnected(now: ContinuousClock.Instant, withAdapter: Bool = false) -> Action {
+    mutating func disconnected(now: ContinuousClock.Instant, withAdapter: Bool = false) -> Action {
         switch state {
         case .resolving(let current), .preparing(let current), .ready(let current):
             // Lost before it was resolved, or within the settle time after: the connect failed.
@@ -222,7 +224,7 @@ extension BoardStateMachine {
     }
 
     /// The board advertised (device added, or RSSI/ManufacturerData changed).
-    public mutating func advertisementSeen(now: ContinuousClock.Instant) -> Action {
+    mutating func advertisementSeen(now: ContinuousClock.Instant) -> Action {
         guard case .absent(let absence) = state else { return .none }
         let since = absence.since
         // Back after a link that fell at once: the streak goes on, with its backoff.
@@ -239,7 +241,7 @@ extension BoardStateMachine {
     }
 
     /// The `Device1` object was removed from BlueZ (InterfacesRemoved).
-    public mutating func deviceVanished(now: ContinuousClock.Instant) -> Action {
+    mutating func deviceVanished(now: ContinuousClock.Instant) -> Action {
         // No adapter knows the board any more: it is gone, not about to relink.
         switch state {
         case .idle, .standby, .backingOff:
@@ -265,7 +267,7 @@ extension BoardStateMachine {
     }
 
     /// The adapter was powered off (or went away): nothing connects until it is back.
-    public mutating func adapterPoweredOff(now: ContinuousClock.Instant) -> Action {
+    mutating func adapterPoweredOff(now: ContinuousClock.Instant) -> Action {
         switch state {
         case .forgotten, .failed, .waitingForAdapter:
             return .none
@@ -282,7 +284,7 @@ extension BoardStateMachine {
     }
 
     /// The adapter was powered on: wanted boards that are present connect again.
-    public mutating func adapterPoweredOn(now: ContinuousClock.Instant) -> Action {
+    mutating func adapterPoweredOn(now: ContinuousClock.Instant) -> Action {
         guard case .waitingForAdapter(let present) = state else { return .none }
         backoff.reset()
         guard present else {
@@ -306,7 +308,7 @@ extension BoardStateMachine {
     /// is reported lost first): the board did not go, it moves to another adapter. One that
     /// already knows it (`heardElsewhere`) connects it; until one hears it, a call waits for
     /// it (``isMoving(at:)``) rather than be answered `absent`.
-    public mutating func linkAdapterWent(heardElsewhere: Bool, now: ContinuousClock.Instant) -> Action {
+    mutating func linkAdapterWent(heardElsewhere: Bool, now: ContinuousClock.Instant) -> Action {
         movedAt = now
         guard case .absent = state else { return .none }
         state = .absent(Absence(since: now, moving: true))
@@ -315,7 +317,7 @@ extension BoardStateMachine {
 
     /// An adapter came (plugged in, powered on): a board waiting to retry, or waiting for a
     /// slot, tries now.
-    public mutating func connectionRoomAppeared(now: ContinuousClock.Instant) -> Action {
+    mutating func connectionRoomAppeared(now: ContinuousClock.Instant) -> Action {
         switch state {
         case .backingOff where wanted, .standby where wanted: return beginConnect()
         default: return .none
@@ -323,7 +325,7 @@ extension BoardStateMachine {
     }
 
     /// A timer the machine asked for fired; `awaited`: a call waits for the board.
-    public mutating func timerFired(_ timer: Timer, awaited: Bool, now: ContinuousClock.Instant) -> Action {
+    mutating func timerFired(_ timer: Timer, awaited: Bool, now: ContinuousClock.Instant) -> Action {
         switch timer.kind {
         case .retry(let token): backoffTimerFired(token: token, now: now)
         case .settle(let link): linkSettled(link: link, now: now)
@@ -335,7 +337,7 @@ extension BoardStateMachine {
     /// adapter is connected by its advertisement there; one whose link fell moments ago is
     /// waited for (it advertises again, or its adapter's loss is told and it moves) before
     /// it is called absent; any other is connected for the call now.
-    public mutating func callWaiting(now: ContinuousClock.Instant) -> Action {
+    mutating func callWaiting(now: ContinuousClock.Instant) -> Action {
         guard !isReady, !isMoving(at: now) else { return .none }
         if let left = relinkGraceLeft(at: now) { return .startTimer(Timer(kind: .relinkGrace, after: left)) }
         return connectRequested(reason: .command, now: now)
@@ -349,7 +351,7 @@ extension BoardStateMachine {
     }
 
     /// The retry timer scheduled with `token` fired.
-    public mutating func backoffTimerFired(token: UInt64, now: ContinuousClock.Instant) -> Action {
+    mutating func backoffTimerFired(token: UInt64, now: ContinuousClock.Instant) -> Action {
         guard case .backingOff(let current) = state, current == token else { return .none }
         guard wanted else {
             state = .idle
@@ -361,7 +363,7 @@ extension BoardStateMachine {
     /// A user or LRU eviction wants the board disconnected; it stays disconnected until the
     /// next connect request. An evicted board (`evicted`) waits its turn in standby: it gave
     /// its slot away, it is not done with.
-    public mutating func disconnectRequested(now: ContinuousClock.Instant, evicted: Bool = false) -> Action {
+    mutating func disconnectRequested(now: ContinuousClock.Instant, evicted: Bool = false) -> Action {
         if evicted, case .ready(let current) = state {
             // Still wanted: it takes a slot again when one is free.
             state = .disconnecting(then: .standby, adapter: current.adapter)
@@ -397,7 +399,7 @@ extension BoardStateMachine {
     }
 
     /// The board is removed from the fleet. Terminal.
-    public mutating func forget(now: ContinuousClock.Instant) -> Action {
+    mutating func forget(now: ContinuousClock.Instant) -> Action {
         let previous = state
         state = .forgotten
         wanted = false
@@ -416,7 +418,7 @@ extension BoardStateMachine {
     // MARK: - Work on the link
 
     /// A call used the board's link (it is the most recently used now).
-    public mutating func linkUsed(now: ContinuousClock.Instant) -> Action {
+    mutating func linkUsed(now: ContinuousClock.Instant) -> Action {
         guard case .ready(var current) = state else { return .none }
         current.lastUsed = now
         state = .ready(current)
@@ -424,7 +426,7 @@ extension BoardStateMachine {
     }
 
     /// The LED was written `on` over link `written` (ignored when that link has ended).
-    public mutating func ledWritten(_ on: Bool, link written: UInt64) -> Action {
+    mutating func ledWritten(_ on: Bool, link written: UInt64) -> Action {
         guard written == link, case .ready(var current) = state else { return .none }
         current.appliedLED = on
         state = .ready(current)
@@ -432,13 +434,13 @@ extension BoardStateMachine {
     }
 
     /// A call's operation, or the LED put back, starts on the board: its link is not given away.
-    public mutating func workStarted() -> Action {
+    mutating func workStarted() -> Action {
         work += 1
         return .none
     }
 
     /// That work ended (once none is left, ``isBusy`` is false: its link may be given away).
-    public mutating func workEnded() -> Action {
+    mutating func workEnded() -> Action {
         work = max(0, work - 1)
         return .none
     }

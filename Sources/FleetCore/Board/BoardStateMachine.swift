@@ -1,3 +1,5 @@
+import BlueZ
+
 /// The connection lifecycle of one board as a plain value: events in, actions out, no I/O.
 ///
 /// The board actor feeds it every event (connect wanted, Connected/ServicesResolved
@@ -35,7 +37,7 @@ public struct BoardStateMachine: Sendable {
         case ready(Link)
         /// Disconnect sent (the link through `adapter`, if any, is going down); `then` says
         /// what follows once it completes.
-        case disconnecting(then: AfterDisconnect, adapter: String?)
+        case disconnecting(then: AfterDisconnect, adapter: AdapterPath?)
         /// Waiting for retry timer `token`.
         case backingOff(token: UInt64)
         /// Not advertising.
@@ -51,7 +53,7 @@ public struct BoardStateMachine: Sendable {
     /// A connect wanted: queued until it has an adapter, then running through it.
     struct Attempt: Sendable, Equatable {
         /// The adapter (path) the connect goes through, once it runs.
-        var adapter: String?
+        var adapter: AdapterPath?
         /// When the running attempt started.
         var startedAt: ContinuousClock.Instant?
     }
@@ -59,10 +61,10 @@ public struct BoardStateMachine: Sendable {
     /// The board's link: the one place it is recorded.
     struct Link: Sendable, Equatable {
         /// The adapter (path) the link goes through.
-        var adapter: String
+        var adapter: AdapterPath
         /// The adapter of this daemon's connect that made it (nil for a link adopted): its
         /// health learns whether the link lasted or fell at once.
-        var connectedThrough: String?
+        var connectedThrough: AdapterPath?
         /// When the link was resolved, until it lasted ``BoardStateMachine/settleTime``.
         var resolvedAt: ContinuousClock.Instant?
         /// When a call last used it (for the least recently used link to give away).
@@ -89,8 +91,8 @@ public struct BoardStateMachine: Sendable {
 
     /// A timer the board actor starts for the machine; it reports ``timerFired(_:awaited:now:)``
     /// after ``after`` (a timer that no longer matches the machine's state is ignored).
-    public struct Timer: Sendable, Equatable {
-        public enum Kind: Sendable, Equatable {
+    struct Timer: Sendable, Equatable {
+        enum Kind: Sendable, Equatable {
             /// The retry of a backing-off board, numbered: an older one no longer matches.
             case retry(token: UInt64)
             /// Link `link` has lasted ``BoardStateMachine/settleTime``.
@@ -98,8 +100,8 @@ public struct BoardStateMachine: Sendable {
             /// A call gave a board whose link fell moments ago ``BoardStateMachine/relinkGrace``.
             case relinkGrace
         }
-        public var kind: Kind
-        public var after: Duration
+        var kind: Kind
+        var after: Duration
     }
 
     /// What follows a completed disconnect.
@@ -115,7 +117,7 @@ public struct BoardStateMachine: Sendable {
     }
 
     /// What the board actor must do after an event.
-    public enum Action: Sendable, Equatable {
+    enum Action: Sendable, Equatable {
         /// Nothing.
         case none
         /// Queue a connect on the adapter's ``ConnectScheduler``, call `Device1.Connect`, and
@@ -144,15 +146,15 @@ public struct BoardStateMachine: Sendable {
         /// it like `abandonConnection` (waiters keep waiting for the reconnect), and count a
         /// failed connect, the `failedAttempts`-th in a row, for the board and for the adapter
         /// of the connect that made it (`through`; nil for a link adopted).
-        case linkLostEarly(failedAttempts: Int, through: String?)
+        case linkLostEarly(failedAttempts: Int, through: AdapterPath?)
         /// The link lasted ``BoardStateMachine/settleTime``: the connect through `through`
         /// (nil: the link was adopted) worked, and ended a streak of `afterFailures` failed
         /// attempts (0: there was none).
-        case linkSettled(afterFailures: Int, through: String?)
+        case linkSettled(afterFailures: Int, through: AdapterPath?)
     }
 
     /// Why a connect is wanted.
-    public enum ConnectReason: Sendable, Equatable {
+    enum ConnectReason: Sendable, Equatable {
         /// A user command needs the board: also retries a board that failed permanently.
         case command
         /// Auto-connect policy: never revives a failed board.
@@ -161,30 +163,30 @@ public struct BoardStateMachine: Sendable {
 
     var state: State
     /// Whether someone wants this board connected (cleared by a requested disconnect).
-    public internal(set) var wanted: Bool = false
+    var wanted: Bool = false
     /// The error class of the last failed connect, if any since the last success.
-    public internal(set) var lastFailure: ConnectErrorClass?
+    var lastFailure: ConnectErrorClass?
     var backoff: ReconnectBackoff
     var nextToken: UInt64 = 0
     /// The current link's number, bumped whenever a link (or a connect) ends: work that
     /// belongs to an older link can tell it is stale.
-    public internal(set) var link: UInt64 = 0
+    var link: UInt64 = 0
     /// Work running on the board (a call's operation, the LED put back): a busy board's
     /// link is never given away.
-    public internal(set) var work = 0
+    var work = 0
     /// The adapter of the board's last link, or last connect (kept after the link).
-    public internal(set) var lastLinkAdapter: String?
+    var lastLinkAdapter: AdapterPath?
     /// When the board's last link went with its adapter: for ``moveGrace`` after it, a
     /// connect that finds no adapter hearing the board yet leaves it moving (a call waits for
     /// it), not absent, whatever state it went through meanwhile.
     var movedAt: ContinuousClock.Instant?
     /// How long a board whose adapter went counts as moving, not gone.
-    public static let moveGrace: Duration = .seconds(10)
+    static let moveGrace: Duration = .seconds(10)
     /// How long after its link fell a board that waits for its advertisement counts as just
     /// disconnected, not absent: a call waits that long for it. Its adapter's loss (the board
     /// then moves) may be told moments after the link's, and a board that is still there
     /// advertises again at once; one switched off is told absent after it.
-    public static let relinkGrace: Duration = .milliseconds(500)
+    static let relinkGrace: Duration = .milliseconds(500)
     /// How long a link must last, from its resolve, for its connect to count as one that
     /// worked. A link lost sooner came up and fell (a controller's `0x3e` "Connection Failed
     /// to be Established", a MIC failure, a supervision timeout at once): a failed connect,
@@ -193,7 +195,7 @@ public struct BoardStateMachine: Sendable {
 
     /// A board found by discovery (present) or loaded from the registry (not yet seen:
     /// `present == false`, it starts absent).
-    public init(
+    init(
         policy: ReconnectPolicy = ReconnectPolicy(),
         random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
         present: Bool = true,
@@ -209,7 +211,7 @@ public struct BoardStateMachine: Sendable {
     }
 
     /// The phase shown to the outside world.
-    public var phase: BoardPhase {
+    var phase: BoardPhase {
         switch state {
         case .idle: .discovered
         case .standby: .standby
@@ -225,13 +227,13 @@ public struct BoardStateMachine: Sendable {
     }
 
     /// Whether commands can run now.
-    public var isReady: Bool {
+    var isReady: Bool {
         if case .ready = state { return true }
         return false
     }
 
     /// Whether work runs on the board.
-    public var isBusy: Bool { work > 0 }
+    var isBusy: Bool { work > 0 }
 
     /// The board's link (resolving, preparing or ready), if it has one.
     var currentLink: Link? {
@@ -243,7 +245,7 @@ public struct BoardStateMachine: Sendable {
 
     /// The adapter (path) of the board's link, of its running connect, or of the link going
     /// down: the adapter where it holds (or takes) a connection slot.
-    public var linkAdapter: String? {
+    var linkAdapter: AdapterPath? {
         switch state {
         case .connecting(let attempt): attempt.adapter
         case .resolving(let link), .preparing(let link), .ready(let link): link.adapter
@@ -253,21 +255,21 @@ public struct BoardStateMachine: Sendable {
     }
 
     /// When the running connect attempt started.
-    public var attemptStartedAt: ContinuousClock.Instant? {
+    var attemptStartedAt: ContinuousClock.Instant? {
         guard case .connecting(let attempt) = state else { return nil }
         return attempt.startedAt
     }
 
     /// Whether the board lost its link with its adapter lately and is about to be heard
     /// through another (``linkAdapterWent(heardElsewhere:now:)``): a call waits for it.
-    public func isMoving(at now: ContinuousClock.Instant) -> Bool {
+    func isMoving(at now: ContinuousClock.Instant) -> Bool {
         guard case .absent(let absence) = state, absence.moving else { return false }
         return absence.since.duration(to: now) < Self.moveGrace
     }
 
     /// How much of ``relinkGrace`` is left for a board whose link fell moments ago and that
     /// waits for its advertisement; nil for any other board.
-    public func relinkGraceLeft(at now: ContinuousClock.Instant) -> Duration? {
+    func relinkGraceLeft(at now: ContinuousClock.Instant) -> Duration? {
         guard case .absent(let absence) = state, !absence.moving, let lostAt = absence.linkLostAt else { return nil }
         let left = Self.relinkGrace - lostAt.duration(to: now)
         return left > .zero ? left : nil
@@ -279,7 +281,7 @@ public struct BoardStateMachine: Sendable {
     }
 
     /// Whether the board holds (or is about to hold) a controller connection slot.
-    public var holdsLink: Bool {
+    var holdsLink: Bool {
         switch state {
         case .connecting, .resolving, .preparing, .ready, .disconnecting: true
         default: false
@@ -287,8 +289,8 @@ public struct BoardStateMachine: Sendable {
     }
 
     /// Whether ``forget()`` was called; the actor can be discarded.
-    public var isForgotten: Bool { state == .forgotten }
+    var isForgotten: Bool { state == .forgotten }
 
     /// Consecutive failed attempts since the last success.
-    public var failedAttempts: Int { backoff.attempts }
+    var failedAttempts: Int { backoff.attempts }
 }

@@ -5,7 +5,7 @@ import Synchronization
 /// work (a discovery command, a connect, an advertisement) without a hop to the fleet: an
 /// event that asks for an action hands it to `report`, which the fleet serves.
 final class AdapterHealthMonitor: Sendable {
-    let path: String
+    let path: AdapterPath
     private struct State {
         var health: AdapterHealth
         /// When a connect through the adapter last succeeded.
@@ -15,9 +15,9 @@ final class AdapterHealthMonitor: Sendable {
     }
     private let state: Mutex<State>
     let clock: any RadioClock
-    private let report: @Sendable (String, AdapterHealth.Action) -> Void
+    private let report: @Sendable (AdapterPath, AdapterHealth.Action) -> Void
 
-    init(path: String, clock: any RadioClock, report: @escaping @Sendable (String, AdapterHealth.Action) -> Void) {
+    init(path: AdapterPath, clock: any RadioClock, report: @escaping @Sendable (AdapterPath, AdapterHealth.Action) -> Void) {
         self.path = path
         self.clock = clock
         self.state = Mutex(State(health: AdapterHealth(now: clock.now)))

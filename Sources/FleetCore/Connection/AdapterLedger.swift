@@ -1,3 +1,5 @@
+import BlueZ
+
 /// One adapter's connection slots, counted in one place: the links BlueZ shows through it
 /// (anyone's), the connects placed on it (its queue) and those of them given a slot, the
 /// slots lent to clients (their connects and leased links), and the fleet's reserve, which
@@ -62,7 +64,7 @@ struct AdapterLedger: Sendable, Equatable {
 
     /// The adapter at `path` as placement weighs it for `board`: its slots not promised to
     /// another, its queue, and `board`'s signal and recent failures there.
-    func candidate(path: String, for board: BoardAddress, rssi: Int?, recentFailures: Int) -> Placement.Candidate {
+    func candidate(path: AdapterPath, for board: BoardAddress, rssi: Int?, recentFailures: Int) -> Placement.Candidate {
         Placement.Candidate(
             path: path, rssi: rssi, freeSlots: free(for: board), connectsInProgress: placed.count, recentFailures: recentFailures)
     }

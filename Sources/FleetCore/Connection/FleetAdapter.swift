@@ -7,8 +7,9 @@ import Synchronization
 /// (``AdapterLedger``: the one count of them), and the recent connect failures placement
 /// weighs. Connects on different adapters run in parallel.
 final class FleetAdapter: Sendable {
-    let path: String
-    let name: String
+    let path: AdapterPath
+    /// Its interface name (`hci0`), as the journal and the status say it.
+    var name: String { path.name }
     let scheduler = ConnectScheduler(limit: 1)
     let discovery: DiscoveryGovernor
     /// The radio's time (the client's).
@@ -47,10 +48,9 @@ final class FleetAdapter: Sendable {
     /// the slots never lent to clients (`reserved-fleet-slots`).
     init(
         adapter: BlueZAdapter, limit: Int, reserve: Int, client: BlueZClient, filter: DiscoveryFilter, logger: Logger,
-        report: @escaping @Sendable (String, AdapterHealth.Action) -> Void
+        report: @escaping @Sendable (AdapterPath, AdapterHealth.Action) -> Void
     ) {
         self.path = adapter.path
-        self.name = adapter.name
         self.clock = client.clock
         let health = AdapterHealthMonitor(path: adapter.path, clock: client.clock, report: report)
         self.health = health
@@ -175,7 +175,7 @@ final class FleetAdapter: Sendable {
     func place(of board: BoardAddress) -> SlotQueuePlace? {
         let place = ledger.place(of: board)
         guard place.inQueue else { return nil }
-        return place.ahead.map { .queued(adapter: name, ahead: $0) } ?? .connecting(adapter: name)
+        return place.ahead.map { .queued(adapter: path, ahead: $0) } ?? .connecting(adapter: path)
     }
 
     /// Placement chose this adapter for `board`'s connect; ``unclaim(_:)`` when it is done.

@@ -1,22 +1,24 @@
+import BlueZ
+
 /// Which adapter a board connects through, when the fleet has several: the one that hears
 /// it best and has room, weighed against the connects already queued there and the
 /// failures it had lately (the way Home Assistant's habluetooth scores connection paths;
 /// written afresh for boards). Pure: the caller gives what it knows now.
-public enum Placement {
+enum Placement {
     /// One adapter that has seen the board.
-    public struct Candidate: Sendable, Hashable {
+    struct Candidate: Sendable, Hashable {
         /// The adapter's BlueZ object path.
-        public var path: String
+        var path: AdapterPath
         /// The board's signal on this adapter, dBm (nil: not reported).
-        public var rssi: Int?
+        var rssi: Int?
         /// Connection slots left on the adapter.
-        public var freeSlots: Int
+        var freeSlots: Int
         /// Connects queued or running on the adapter.
-        public var connectsInProgress: Int
+        var connectsInProgress: Int
         /// This board's failed connects through this adapter lately.
-        public var recentFailures: Int
+        var recentFailures: Int
 
-        public init(path: String, rssi: Int?, freeSlots: Int, connectsInProgress: Int, recentFailures: Int) {
+        init(path: AdapterPath, rssi: Int?, freeSlots: Int, connectsInProgress: Int, recentFailures: Int) {
             self.path = path
             self.rssi = rssi
             self.freeSlots = freeSlots
@@ -26,11 +28,11 @@ public enum Placement {
     }
 
     /// What to do.
-    public enum Decision: Sendable, Hashable {
+    enum Decision: Sendable, Hashable {
         /// Connect through this adapter (it has a free slot).
-        case connect(String)
+        case connect(AdapterPath)
         /// Every adapter that hears the board is full: this one is best to free a slot on.
-        case full(String)
+        case full(AdapterPath)
         /// No adapter hears the board.
         case none
     }
@@ -43,7 +45,7 @@ public enum Placement {
     static let failurePenalty = 15
 
     /// The adapter's score for the board: higher is better.
-    public static func score(_ candidate: Candidate) -> Int {
+    static func score(_ candidate: Candidate) -> Int {
         (candidate.rssi ?? unknownRSSI) - queuedPenalty * candidate.connectsInProgress
             - failurePenalty * candidate.recentFailures
     }
@@ -51,7 +53,7 @@ public enum Placement {
     /// - Parameters:
     ///   - candidates: the adapters (powered, in use) that have seen the board.
     ///   - current: the adapter the board is linked through now, if any: it stays there.
-    public static func choose(_ candidates: [Candidate], current: String?) -> Decision {
+    static func choose(_ candidates: [Candidate], current: AdapterPath?) -> Decision {
         if let current, candidates.contains(where: { $0.path == current }) { return .connect(current) }
         func better(_ a: Candidate, _ b: Candidate) -> Bool {
             (score(a), a.freeSlots, b.path) > (score(b), b.freeSlots, a.path)

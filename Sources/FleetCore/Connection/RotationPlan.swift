@@ -1,23 +1,25 @@
+import BlueZ
+
 /// How long a call needs when more of its boards need a link than there are free slots:
 /// each board needing one connects through the adapter placement gives it, each adapter
 /// connects one board at a time (a rotation: a slot freed, the next board connected and
 /// resolved), and the adapters rotate in parallel. Pure: what each adapter holds and how fast it rotates are
 /// inputs.
-public enum RotationPlan {
+enum RotationPlan {
     /// One usable adapter as the plan sees it.
-    public struct Adapter: Sendable, Hashable {
-        public var path: String
+    struct Adapter: Sendable, Hashable {
+        var path: AdapterPath
         /// Slots free now (its limit less the links held or being made there).
-        public var free: Int
+        var free: Int
         /// Boards of other calls already queued there: they go first.
-        public var ahead: Int
+        var ahead: Int
         /// How long one rotation takes there.
-        public var rotation: Duration
+        var rotation: Duration
         /// How long before its first connect (an adapter just powered on listens first: the
         /// boards are heard again before they are connected).
-        public var startup: Duration
+        var startup: Duration
 
-        public init(path: String, free: Int, ahead: Int, rotation: Duration, startup: Duration = .zero) {
+        init(path: AdapterPath, free: Int, ahead: Int, rotation: Duration, startup: Duration = .zero) {
             self.path = path
             self.free = free
             self.ahead = ahead
@@ -32,7 +34,7 @@ public enum RotationPlan {
     /// that hears it has one, else queued where it scores best (its signal, less the
     /// adapter's queue); each adapter then works through its queue, one rotation at a time.
     /// The answer is the adapter that finishes last; zero when the free slots cover them.
-    public static func rotations(of heard: [[String: Int]], on adapters: [Adapter]) -> Duration {
+    static func rotations(of heard: [[AdapterPath: Int]], on adapters: [Adapter]) -> Duration {
         guard !adapters.isEmpty else { return .zero }
         var free = Dictionary(uniqueKeysWithValues: adapters.map { ($0.path, $0.free) })
         var queued = Dictionary(uniqueKeysWithValues: adapters.map { ($0.path, $0.ahead) })
@@ -40,7 +42,7 @@ public enum RotationPlan {
         for signals in heard {
             let known = signals.filter { paths.contains($0.key) }
             let candidates = known.isEmpty ? Dictionary(uniqueKeysWithValues: paths.map { ($0, Placement.unknownRSSI) }) : known
-            func better(_ a: (key: String, value: Int), _ b: (key: String, value: Int)) -> Bool {
+            func better(_ a: (key: AdapterPath, value: Int), _ b: (key: AdapterPath, value: Int)) -> Bool {
                 let scoreA = a.value - Placement.queuedPenalty * (queued[a.key] ?? 0)
                 let scoreB = b.value - Placement.queuedPenalty * (queued[b.key] ?? 0)
                 return (scoreA, b.key) > (scoreB, a.key)

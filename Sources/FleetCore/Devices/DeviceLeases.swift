@@ -84,7 +84,7 @@ final class DeviceLeases: Sendable {
         var holders: [LeaseHolder: @Sendable (String) -> Void]
         let devicePath: String
         /// The adapter the link goes through (its BlueZ object path).
-        let adapterPath: String
+        let adapterPath: AdapterPath
         /// The device is one of the fleet's boards: its link stays when the lease ends.
         let isBoard: Bool
         var observation: BlueZMirrorObservation?
@@ -134,7 +134,7 @@ final class DeviceLeases: Sendable {
     func count(of uid: UInt32) -> Int { state.withLock { $0.devices(of: uid).count } }
 
     /// The adapter (its path) of `address`'s lease, if it is leased.
-    func adapterPath(of address: BoardAddress) -> String? { state.withLock { $0.leases[address]?.adapterPath } }
+    func adapterPath(of address: BoardAddress) -> AdapterPath? { state.withLock { $0.leases[address]?.adapterPath } }
 
     /// `holder` asks for a lease on `address`: refused when its user already holds or is
     /// connecting `bound` other devices. Pair a nil answer with ``end(_:for:)``.
@@ -167,7 +167,7 @@ final class DeviceLeases: Sendable {
     /// Adds `holder` to `address`'s lease through the adapter at `adapterPath` (whose ledger
     /// has lent the slot: ``AdapterLedger/lease(_:)``).
     func add(
-        _ holder: LeaseHolder, to address: BoardAddress, devicePath: String, adapterPath: String, isBoard: Bool,
+        _ holder: LeaseHolder, to address: BoardAddress, devicePath: String, adapterPath: AdapterPath, isBoard: Bool,
         onLost: @escaping @Sendable (String) -> Void
     ) -> Added {
         state.withLock { state in

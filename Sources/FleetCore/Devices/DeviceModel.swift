@@ -69,7 +69,7 @@ public struct DeviceAdvertisement: Sendable, Hashable {
         for (uuid, bytes) in advertisement.serviceData { data[BluetoothUUID(uuid)?.uuidString ?? uuid.lowercased()] = bytes }
         serviceData = data
         serviceUUIDs = device.uuids.map(\.uuidString)
-        adapter = Fleet.adapterName(device.adapterPath)
+        adapter = device.adapterPath.name
         connected = device.hasLink
     }
 }

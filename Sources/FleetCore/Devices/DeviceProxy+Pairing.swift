@@ -50,7 +50,7 @@ extension DeviceProxy {
         guard let device = Self.linkedDevice(address, in: await client.mirror.tree) else {
             throw DeviceError(.notConnected, "\(address) is not connected: connect it first (device.connect); BlueZ pairs over its link.")
         }
-        let adapter = Fleet.adapterName(device.adapterPath)
+        let adapter = device.adapterPath.name
         // What the agent refused for want of a passkey or PIN, said when the pairing fails.
         let missing = Mutex<String?>(nil)
         let responder: PairingResponder = { request in
@@ -141,7 +141,7 @@ extension DeviceProxy {
         }
         var removed: [String] = []
         for device in devices {
-            let adapter = Fleet.adapterName(device.adapterPath)
+            let adapter = device.adapterPath.name
             do {
                 try await client.removeDevice(device)
                 removed.append(adapter)

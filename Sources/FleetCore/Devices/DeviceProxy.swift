@@ -93,7 +93,7 @@ public final class DeviceProxy: Sendable {
             throw DeviceError(.notConnected, "\(address) disconnected as soon as it was connected.")
         }
         let path = device.path
-        let adapterName = Fleet.adapterName(device.adapterPath)
+        let adapterName = device.adapterPath.name
         // The slot is the adapter's to lend (the one its connect was lent, or one now).
         if let adapter = context.adapter(device.adapterPath),
             let refusal = adapter.withLedger({ $0.lease(address) })
@@ -215,7 +215,7 @@ public final class DeviceProxy: Sendable {
             ) { snapshot in
                 snapshot.tree.objects(implementing: BlueZInterfaces.device).contains {
                     BoardAddress($0.properties["Address"]?.string ?? "") == address
-                        && usable.contains($0.properties["Adapter"]?.string ?? "")
+                        && usable.contains(AdapterPath($0.properties["Adapter"]?.string ?? ""))
                 } ? .done(()) : .pending
             }
             await widenDiscovery(-1)
@@ -466,7 +466,7 @@ public final class DeviceProxy: Sendable {
                 BoardAddress(device.address).map { address in
                     ConnectedDevice(
                         address: address, addressType: device.addressType, name: device.name,
-                        adapter: Fleet.adapterName(device.adapterPath), serviceUUIDs: device.uuids.map(\.uuidString))
+                        adapter: device.adapterPath.name, serviceUUIDs: device.uuids.map(\.uuidString))
                 }
             }
             .sorted { ($0.adapter, $0.address.rawValue) < ($1.adapter, $1.address.rawValue) }
@@ -481,7 +481,7 @@ public final class DeviceProxy: Sendable {
 
     /// What a device says in its advertisements, as BlueZ shows it (the rest of Device1 is
     /// BlueZ's own: its link, pairing, the services it resolved).
-    static let advertised: Set<String> = BlueZObjectMirror.advertisementProperties.union(["UUIDs", "Name", "Appearance"])
+    static let advertised: Set<String> = Set(BlueZDevice.Property.advertisement.map(\.rawValue)).union(["UUIDs", "Name", "Appearance"])
 
     /// Reports each device the adapters hear, from the fleet's one discovery session: first
     /// every device heard in the last ``recentlyHeard`` and every fleet board the fleet holds
@@ -535,7 +535,7 @@ public final class DeviceProxy: Sendable {
                     return seen.reported.remove(path) != nil ? properties : nil
                 }
                 if let gone, let address = BoardAddress(gone["Address"]?.string ?? "") {
-                    removed(address, Fleet.adapterName(BlueZObjectTree.parent(of: path)))
+                    removed(address, AdapterPath(BlueZObjectTree.parent(of: path)).name)
                 }
             case .serviceLost:
                 // bluetoothd left: its devices are gone, as a scanner on BlueZ would be told.
@@ -545,7 +545,7 @@ public final class DeviceProxy: Sendable {
                 }
                 for (path, properties) in gone {
                     if let address = BoardAddress(properties["Address"]?.string ?? "") {
-                        removed(address, Fleet.adapterName(BlueZObjectTree.parent(of: path)))
+                        removed(address, AdapterPath(BlueZObjectTree.parent(of: path)).name)
                     }
                 }
             default:

@@ -22,7 +22,7 @@ public actor Fleet {
     /// The boards (the context keeps them; the mirror adds them).
     var boards: [BoardAddress: Board] { context.boards }
     /// The adapters in use (shown by BlueZ and named by the selection), by object path.
-    var adapters: [String: FleetAdapter] { context.adapters }
+    var adapters: [AdapterPath: FleetAdapter] { context.adapters }
     /// Counts and adapter state for `status`, readable without awaiting this actor or any board.
     nonisolated let tally: FleetTally
     /// Keeps the boards and adapters in step with BlueZ.
@@ -203,9 +203,4 @@ public actor Fleet {
 
     /// Returns once the fleet actor has run this call: a liveness check (e.g. for the watchdog).
     public func ping() {}
-
-    /// `/org/bluez/hci0` → `hci0`.
-    nonisolated static func adapterName(_ path: String) -> String {
-        String(path.split(separator: "/").last ?? Substring(path))
-    }
 }

@@ -37,7 +37,7 @@ extension FleetContext {
         logger.debug(
             "the call's deadline fits its rotations",
             metadata: ["plan.rotations": "\(rotations)", "plan.boards": "\(needing.count)",
-                       "plan.adapters": "\(plan.map { "\($0.path.split(separator: "/").last ?? "") free \($0.free) ahead \($0.ahead) rotation \($0.rotation)" })"])
+                       "plan.adapters": "\(plan.map { "\($0.path.name) free \($0.free) ahead \($0.ahead) rotation \($0.rotation)" })"])
         return max(defaultTimeout, rotations * 1.5 + .seconds(2))
     }
 }

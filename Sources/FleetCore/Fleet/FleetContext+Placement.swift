@@ -3,7 +3,7 @@ import BlueZ
 /// Where a board connects (``Placement``): the adapter that hears it best and has room.
 extension FleetContext {
     /// Restarts discovery on these adapters, so they report the boards in range at once.
-    private func kickDiscovery(on paths: [String]) async {
+    private func kickDiscovery(on paths: [AdapterPath]) async {
         for path in paths {
             await adapter(path)?.discovery.kick()
         }
@@ -11,7 +11,7 @@ extension FleetContext {
 
     /// Returns once BlueZ shows `board` on one (`all`: every one) of `adapters` (paths), or
     /// after `limit`.
-    private func waitUntilHeard(_ board: BoardAddress, on adapters: [String], all: Bool, within limit: Duration) async {
+    private func waitUntilHeard(_ board: BoardAddress, on adapters: [AdapterPath], all: Bool, within limit: Duration) async {
         let paths = adapters.map { BlueZDevice.path(adapter: $0, address: board.rawValue) }
         _ = try? await client.mirror.wait(timeout: limit, description: "\(board) heard by other adapters") { snapshot in
             let heard = paths.filter { snapshot.tree.properties($0, BlueZInterfaces.device) != nil }.count
@@ -30,7 +30,7 @@ extension FleetContext {
     /// of them to hear it; for a connect nobody waits for (not `command`), for the adapters
     /// lately started, to settle where it is heard best. Nil when no adapter hears it, or
     /// when cancelled meanwhile.
-    nonisolated(nonsending) func placement(for board: BoardAddress, link: String?, live: BoardLive, command: Bool) async -> PlacementChoice? {
+    nonisolated(nonsending) func placement(for board: BoardAddress, link: AdapterPath?, live: BoardLive, command: Bool) async -> PlacementChoice? {
         guard let choice = await placement(for: board, link: link, rssi: live.current.rssiByAdapter) else { return nil }
         let waitOn = choice.full ? choice.roomWhereUnheard : (command ? [] : choice.freshRoomWhereUnheard)
         guard !waitOn.isEmpty else { return choice }
@@ -45,7 +45,7 @@ extension FleetContext {
     /// device there), is powered and in use, scored by ``Placement``; nil when none does.
     /// The adapter chosen is claimed (``FleetAdapter/claim(_:)``): the caller unclaims it
     /// when its connect is done.
-    func placement(for board: BoardAddress, link: String?, rssi: [String: Int]) async -> PlacementChoice? {
+    func placement(for board: BoardAddress, link: AdapterPath?, rssi: [AdapterPath: Int]) async -> PlacementChoice? {
         let tree = await client.mirror.tree
         // No other placement from reading the claims to taking one: placements that run at
         // the same moment see each other's.
@@ -54,11 +54,11 @@ extension FleetContext {
         return choice
     }
 
-    private func place(_ board: BoardAddress, link: String?, rssi: [String: Int], tree: BlueZObjectTree) -> PlacementChoice? {
+    private func place(_ board: BoardAddress, link: AdapterPath?, rssi: [AdapterPath: Int], tree: BlueZObjectTree) -> PlacementChoice? {
         var candidates: [Placement.Candidate] = []
-        var devices: [String: BlueZDevice] = [:]
-        var roomWhereUnheard: [String] = []
-        var freshRoomWhereUnheard: [String] = []
+        var devices: [AdapterPath: BlueZDevice] = [:]
+        var roomWhereUnheard: [AdapterPath] = []
+        var freshRoomWhereUnheard: [AdapterPath] = []
         let adapters = self.adapters
         // An adapter powered off, or whose controller is being recovered, takes nobody (and
         // wakes no board in standby: ``hasRoom(onAdapter:for:)``); its recovery or power-on
@@ -79,7 +79,7 @@ extension FleetContext {
                 path: path, for: board, rssi: rssi[path] ?? device.rssi.map(Int.init),
                 recentFailures: adapter.recentFailures(of: board)))
         }
-        let chosen: (path: String, full: Bool)? =
+        let chosen: (path: AdapterPath, full: Bool)? =
             switch Placement.choose(candidates, current: link) {
             case .connect(let path): (path, false)
             case .full(let path): (path, true)
@@ -96,7 +96,7 @@ extension FleetContext {
     /// its controller usable, and its ledger with a slot not promised to another. What a
     /// board in standby asks when an adapter hears it: placement counts the same way, so a
     /// board woken by room is placed there.
-    func hasRoom(onAdapter path: String, for board: BoardAddress) -> Bool {
+    func hasRoom(onAdapter path: AdapterPath, for board: BoardAddress) -> Bool {
         guard let adapter = adapter(path), adapter.adapter.powered, adapter.health.isUsable else { return false }
         return adapter.ledger.free(for: board) > 0
     }

@@ -27,11 +27,11 @@ final class FleetContext: Sendable {
     let slotsChanged = ChangeSignal()
     /// What the adapters' health asks the fleet to do (``AdapterHealthMonitor``), by adapter
     /// path: ``AdapterRecovery`` carries it out.
-    let healthReports = AsyncStream.makeStream(of: (String, AdapterHealth.Action).self)
+    let healthReports = AsyncStream.makeStream(of: (AdapterPath, AdapterHealth.Action).self)
 
     private struct Roster {
         var boards: [BoardAddress: Board] = [:]
-        var adapters: [String: FleetAdapter] = [:]
+        var adapters: [AdapterPath: FleetAdapter] = [:]
         /// The settings that can change while running (SIGHUP), the kinds of board among them.
         var tunables: Fleet.Tunables
         /// Clients that want every device reported (an advertisement watch, a connect to a
@@ -71,14 +71,14 @@ final class FleetContext: Sendable {
     }
 
     /// The adapters in use (shown by BlueZ and named by the selection), by object path.
-    var adapters: [String: FleetAdapter] {
+    var adapters: [AdapterPath: FleetAdapter] {
         get { roster.withLock { $0.adapters } }
         set { roster.withLock { $0.adapters = newValue } }
     }
 
     func board(_ address: BoardAddress) -> Board? { roster.withLock { $0.boards[address] } }
 
-    func adapter(_ path: String) -> FleetAdapter? { roster.withLock { $0.adapters[path] } }
+    func adapter(_ path: AdapterPath) -> FleetAdapter? { roster.withLock { $0.adapters[path] } }
 
     /// Forgets every board and adapter (the fleet is gone): boards hold this context, so
     /// their actors would otherwise outlive the fleet.
@@ -153,7 +153,7 @@ struct PlacementChoice: Sendable {
     let device: BlueZDevice
     let full: Bool
     /// Adapters with room that have not reported the board (yet).
-    let roomWhereUnheard: [String]
+    let roomWhereUnheard: [AdapterPath]
     /// Those of them lately started (or powered on): they may not have heard anything yet.
-    let freshRoomWhereUnheard: [String]
+    let freshRoomWhereUnheard: [AdapterPath]
 }

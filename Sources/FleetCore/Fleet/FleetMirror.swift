@@ -34,7 +34,7 @@ actor FleetMirror {
     private nonisolated let pathIndex = DevicePathIndex()
     /// The adapters in use (shown by BlueZ and named by the selection), by object path
     /// (the context keeps them; this mirror alone adds and removes them).
-    private(set) var adapters: [String: FleetAdapter] {
+    private(set) var adapters: [AdapterPath: FleetAdapter] {
         get { context.adapters }
         set { context.adapters = newValue }
     }
@@ -71,7 +71,7 @@ actor FleetMirror {
                 tally.phase(of: board.address) != .absent
             {
                 board.live.advertised(
-                    rssi: advertisement.rssi.map(Int.init), adapter: BlueZObjectTree.parent(of: advertisement.path))
+                    rssi: advertisement.rssi.map(Int.init), adapter: AdapterPath(BlueZObjectTree.parent(of: advertisement.path)))
                 return
             }
             forward.yield(event)
@@ -148,16 +148,16 @@ actor FleetMirror {
                 // Powered off and on again, both told before this signal is handled: the
                 // adapter looks powered throughout, but BlueZ ended every discovery session
                 // as it powered off, ours included.
-                if changed["Powered"]?.bool == false, let adapter = adapters[path], adapter.adapter.powered {
+                if changed["Powered"]?.bool == false, let adapter = adapters[AdapterPath(path)], adapter.adapter.powered {
                     await adapter.discovery.sessionEnded()
                 }
-                if changed["Discovering"]?.bool == false, let adapter = adapters[path] {
+                if changed["Discovering"]?.bool == false, let adapter = adapters[AdapterPath(path)] {
                     await adapter.discovery.discoveringStopped()
                 }
             } else if interface == BlueZInterfaces.device {
                 // Advertisements of boards that do not wait for one never get here: they are
                 // recorded on the mirror (see `run()`).
-                await deviceChanged(at: path, changed: Set(changed.keys))
+                await deviceChanged(at: path, changed: Set(named: changed.keys))
             }
         }
     }
@@ -166,7 +166,7 @@ actor FleetMirror {
     private func synchronise() async {
         await refreshAdapters()
         let tree = await client.mirror.tree
-        var present: [BoardAddress: Set<String>] = [:]
+        var present: [BoardAddress: Set<AdapterPath>] = [:]
         for adapter in adapters.values {
             for device in tree.devices(onAdapter: adapter.path) {
                 await deviceChanged(at: device.path, changed: nil)
@@ -185,7 +185,7 @@ actor FleetMirror {
         let shown = bluezAvailable ? await client.mirror.tree.adapters.filter(context.adapterSelection.matches) : []
         let wasPowered = anyAdapterPowered
         var roomAppeared = false
-        var lost: [String] = []
+        var lost: [AdapterPath] = []
         for (path, adapter) in adapters where !shown.contains(where: { $0.path == path }) {
             adapters[path] = nil
             adapter.retire()
@@ -244,21 +244,23 @@ actor FleetMirror {
         for board in boards.values { await board.apply { isPowered ? $0.adapterPoweredOn(now: $1) : $0.adapterPoweredOff(now: $1) } }
     }
 
+    /// What a device told anew (appeared, or read again) says: every property the fleet reads of it.
+    static let anew: Set<BlueZDevice.Property> = BlueZDevice.Property.link.union([.rssi, .name])
+
     /// A device appeared (`changed == nil`) or some of its properties changed.
-    private func deviceChanged(at path: String, changed: Set<String>?) async {
+    private func deviceChanged(at path: String, changed: Set<BlueZDevice.Property>?) async {
         guard let device = await client.mirror.tree.device(at: path), adapters[device.adapterPath] != nil,
             let address = BoardAddress(device.address)
         else { return }
         // Set only when new: every set rebuilds the advertisements' path index.
         if devicePaths[path] != address { devicePaths[path] = address }
-        let allProperties: Set<String> = ["RSSI", "Connected", "ServicesResolved", "Name"]
         // The adapter's ledger learns of a link up or down before anyone asks it of the board.
-        if changed.map({ $0.contains("Connected") || $0.contains("ServicesResolved") }) ?? true {
+        if changed?.sayLink ?? true {
             adapters[device.adapterPath]?.linksShown(in: await client.mirror.tree)
         }
         if let board = boards[address] {
-            await board.deviceUpdated(device, changed: changed ?? allProperties)
-            if changed?.contains("RSSI") ?? true { await sightings.note(address, name: device.name) }
+            await board.deviceUpdated(device, changed: changed ?? Self.anew)
+            if changed?.contains(.rssi) ?? true { await sightings.note(address, name: device.name) }
             // A known board (re)appearing, e.g. after a BlueZ restart: connect it again.
             if changed == nil { await board.requestAutoConnect() }
             return
@@ -294,16 +296,16 @@ actor FleetMirror {
         let changedMeanwhile = adopting.removeValue(forKey: address) == true
         logger.info("board adopted", metadata: ["ble.address": "\(address)", "ble.name": "\(device.name ?? "")"])
         context.events.publish(.boardAdded(address, name: device.name))
-        await board.deviceUpdated(device, changed: ["RSSI", "Connected", "ServicesResolved"])
+        await board.deviceUpdated(device, changed: Self.anew)
         if changedMeanwhile, let current = await client.mirror.tree.device(at: path) {
-            await board.deviceUpdated(current, changed: ["RSSI", "Connected", "ServicesResolved", "Name"])
+            await board.deviceUpdated(current, changed: Self.anew)
         }
         await board.requestAutoConnect()
     }
 
     private func deviceRemoved(at path: String) async {
         guard let address = devicePaths.removeValue(forKey: path) else { return }
-        let adapter = BlueZObjectTree.parent(of: path)
+        let adapter = AdapterPath(BlueZObjectTree.parent(of: path))
         adapters[adapter]?.linksShown(in: await client.mirror.tree)
         await boards[address]?.deviceRemoved(adapter: adapter)
     }

@@ -1,3 +1,4 @@
+import BlueZ
 import Synchronization
 
 /// The fleet's counts and adapter state, kept up to date by the fleet and its boards as
@@ -9,13 +10,13 @@ final class FleetTally: Sendable {
         /// for a new board of the same address.
         var board: ObjectIdentifier
         var phase: BoardPhase
-        /// The adapter path of its link, if any.
-        var adapter: String?
+        /// The adapter of its link, if any.
+        var adapter: AdapterPath?
     }
 
     /// An adapter as the fleet last saw it.
     struct AdapterEntry: Sendable {
-        var path: String?
+        var path: AdapterPath?
         var name: String
         var address: String?
         var powered: Bool
@@ -49,7 +50,7 @@ final class FleetTally: Sendable {
     }
 
     /// A known board's phase, or the adapter of its link, changed.
-    func boardChanged(_ address: BoardAddress, board: ObjectIdentifier, phase: BoardPhase, adapter: String?) {
+    func boardChanged(_ address: BoardAddress, board: ObjectIdentifier, phase: BoardPhase, adapter: AdapterPath?) {
         state.withLock { state in
             guard state.boards[address]?.board == board else { return }
             state.boards[address] = BoardEntry(board: board, phase: phase, adapter: adapter)
@@ -96,8 +97,8 @@ final class FleetTally: Sendable {
             let message =
                 switch queue(board.address) {
                 case .queued(let adapter, let ahead)?:
-                    "Still waiting for a connection slot on \(adapter), \(ahead) ahead of it, at the deadline"
-                case .connecting(let adapter)?: "Its turn had come: it was connecting through \(adapter) at the deadline"
+                    "Still waiting for a connection slot on \(adapter.name), \(ahead) ahead of it, at the deadline"
+                case .connecting(let adapter)?: "Its turn had come: it was connecting through \(adapter.name) at the deadline"
                 case nil: "Still waiting for a connection slot at the deadline"
                 }
             errors[board.address] = FleetError(.timeout, "\(message) (it is not gone\(hint)).")
@@ -106,7 +107,7 @@ final class FleetTally: Sendable {
     }
 
     /// The boards whose link through the adapter at `path` is up and ready.
-    func readyLinks(onAdapter path: String) -> [BoardAddress] {
+    func readyLinks(onAdapter path: AdapterPath) -> [BoardAddress] {
         state.withLock { state in
             state.boards.compactMap { $0.value.adapter == path && $0.value.phase == .ready ? $0.key : nil }
         }
@@ -127,7 +128,7 @@ final class FleetTally: Sendable {
         state.withLock { state in
             var ready = 0
             var linked = 0
-            var boardsPerAdapter: [String: [BoardAddress]] = [:]
+            var boardsPerAdapter: [AdapterPath: [BoardAddress]] = [:]
             for (address, entry) in state.boards {
                 if entry.phase == .ready { ready += 1 }
                 if entry.phase == .resolving || entry.phase == .ready || entry.phase == .disconnecting { linked += 1 }
@@ -152,7 +153,7 @@ final class FleetTally: Sendable {
 /// Where a board stands in an adapter's queue for a connection slot.
 enum SlotQueuePlace: Sendable, Hashable {
     /// Waiting, with this many boards ahead of it.
-    case queued(adapter: String, ahead: Int)
+    case queued(adapter: AdapterPath, ahead: Int)
     /// Given its slot: its connect is under way.
-    case connecting(adapter: String)
+    case connecting(adapter: AdapterPath)
 }

@@ -71,7 +71,7 @@ struct AdapterRecovery: Service {
     /// and another adapter heard or carried something lately (so that bluetoothd, the bus
     /// and this daemon are seen to deliver); nil otherwise.
     static func linksCarried(
-        through path: String, readyLinks: [BoardLive.State], everyBoard: some Collection<BoardLive.State>,
+        through path: AdapterPath, readyLinks: [BoardLive.State], everyBoard: some Collection<BoardLive.State>,
         thresholds: AdapterHealth.Thresholds, now: ContinuousClock.Instant
     ) -> ContinuousClock.Instant? {
         let chatty = readyLinks.compactMap { state -> ContinuousClock.Instant? in
@@ -132,14 +132,14 @@ struct AdapterRecovery: Service {
     /// Whether a board whose adapters last heard it at `times` was heard through an adapter
     /// other than `path` within `window`.
     static func heard(
-        _ times: [String: ContinuousClock.Instant], elsewhereThan path: String, within window: Duration,
+        _ times: [AdapterPath: ContinuousClock.Instant], elsewhereThan path: AdapterPath, within window: Duration,
         now: ContinuousClock.Instant
     ) -> Bool {
         times.contains { $0.key != path && $0.value.duration(to: now) < window }
     }
 
     /// Carries out what an adapter's health asks.
-    func act(_ action: AdapterHealth.Action, onAdapter path: String) {
+    func act(_ action: AdapterHealth.Action, onAdapter path: AdapterPath) {
         guard let adapter = context.adapter(path) else { return }
         let metadata: [String: Logger.MetadataValue] = ["ble.adapter": "\(adapter.name)"]
         switch action {
@@ -216,7 +216,7 @@ extension FleetContext {
     /// timed out when another adapter heard the board lately (it was there to connect). An
     /// adapter always connecting (more boards than slots) is found this way: a rotation
     /// releases a link before each connect.
-    func gotNoAnswer(to what: Unanswered, for board: BoardAddress, onAdapter path: String) async {
+    func gotNoAnswer(to what: Unanswered, for board: BoardAddress, onAdapter path: AdapterPath) async {
         guard let adapter = adapter(path) else { return }
         let metadata: Logger.Metadata = ["ble.adapter": "\(adapter.name)", "ble.address": "\(board)"]
         do {

@@ -1,0 +1,66 @@
+/// An adapter, as BlueZ names it: its object path, `/org/bluez/hci0`. The one way the fleet
+/// names an adapter (its links, its ledger, its devices); its interface name (`hci0`, what
+/// the journal, the status and the wire say) is ``name``, derived here alone.
+public struct AdapterPath: Sendable, Hashable, Comparable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// The D-Bus object path.
+    public let rawValue: String
+
+    public init(_ rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    public init(stringLiteral value: String) {
+        self.init(value)
+    }
+
+    /// The interface name, e.g. `hci0` (the path's last component).
+    public var name: String { String(rawValue.split(separator: "/").last ?? Substring(rawValue)) }
+
+    public var description: String { rawValue }
+
+    public static func < (a: AdapterPath, b: AdapterPath) -> Bool { a.rawValue < b.rawValue }
+}
+
+extension BlueZDevice {
+    /// The name of one of `org.bluez.Device1`'s properties, as BlueZ reports their changes.
+    public struct Property: Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+
+        public init(_ rawValue: String) {
+            self.rawValue = rawValue
+        }
+
+        public var description: String { rawValue }
+
+        public static let rssi = Property("RSSI")
+        public static let connected = Property("Connected")
+        public static let servicesResolved = Property("ServicesResolved")
+        public static let name = Property("Name")
+        public static let manufacturerData = Property("ManufacturerData")
+        public static let serviceData = Property("ServiceData")
+        public static let txPower = Property("TxPower")
+        public static let advertisingData = Property("AdvertisingData")
+        public static let advertisingFlags = Property("AdvertisingFlags")
+
+        /// Those that change only when an advertisement is heard: a change of nothing else
+        /// says the device advertised again.
+        public static let advertisement: Set<Property> = [
+            .rssi, .manufacturerData, .serviceData, .txPower, .advertisingData, .advertisingFlags,
+        ]
+        /// Those that say whether a link is up (``BlueZDevice/hasLink``).
+        public static let link: Set<Property> = [.connected, .servicesResolved]
+    }
+}
+
+extension Set<BlueZDevice.Property> {
+    /// The properties BlueZ reported changed, by their names.
+    public init(named names: some Sequence<String>) {
+        self.init(names.map(BlueZDevice.Property.init))
+    }
+
+    /// Whether these say the device advertised again (an advertisement's properties among them).
+    public var sayAdvertised: Bool { !isDisjoint(with: BlueZDevice.Property.advertisement) }
+
+    /// Whether these say something of a link (`Connected` or `ServicesResolved` among them).
+    public var sayLink: Bool { !isDisjoint(with: BlueZDevice.Property.link) }
+}
