@@ -116,6 +116,18 @@ import Testing
         #expect(board.machine.failedAttempts == 0)
     }
 
+    /// A controller reset through the kernel ends its links; one that answers nothing leaves
+    /// a release unanswered, holding the kernel's queue the reset waits behind.
+    @Test func aBoardOffAControllerThatAnswersNothingLeavesItsLinkToTheReset() {
+        var board = core(knownTo: [Self.hci0, Self.hci1])
+        ready(&board, through: Self.hci0)
+        board.adapterStuck(Self.hci0, answersNothing: true, now: at(5))
+        let effects = board.takeEffects()
+        #expect(closed(effects).isEmpty)
+        #expect(said(effects) == ["moving off a stuck adapter", "retrying connect later"])
+        #expect(actions(effects).contains(.startTimer(.init(kind: .retry(token: 1), after: .milliseconds(200)))))
+    }
+
     @Test func aLateDisconnectOfAnOldLinkLeavesTheNewOneAlone() {
         var board = core(knownTo: [Self.hci0, Self.hci1])
         ready(&board, through: Self.hci0)

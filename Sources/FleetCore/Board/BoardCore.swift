@@ -180,10 +180,14 @@ struct BoardCore {
     /// that only restarts discovery (an adapter that hears nothing) does not, and a board
     /// with a link does not advertise: it would stay linked where the fleet no longer looks,
     /// called absent, for good (the simulation found that).
-    mutating func adapterStuck(_ path: AdapterPath, now: ContinuousClock.Instant) {
+    /// `answersNothing`: the controller answers no command, or is about to be reset through
+    /// the kernel (which ends every link): the link is left to that, not released through
+    /// it (a release the controller leaves unanswered holds the kernel's command queue, and
+    /// the reset waits behind it: 1 to 4 s on the real lane, issue 52).
+    mutating func adapterStuck(_ path: AdapterPath, answersNothing: Bool = false, now: ContinuousClock.Instant) {
         guard linkAdapter == path else { return }
         log(.info, "moving off a stuck adapter", ["ble.adapter": "\(path.name)"])
-        if let device { effects.append(.close(device)) }
+        if let device, !answersNothing { effects.append(.close(device)) }
         adapterLost(path, now: now)
     }
 

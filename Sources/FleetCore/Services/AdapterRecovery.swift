@@ -156,7 +156,10 @@ struct AdapterRecovery: Service {
             // of seconds). Only one whose connects fail keeps its links through the restart
             // of its discovery.
             if symptom != .connectsFail || step >= .powerCycle {
-                for board in context.boards.values { Task { await board.update { $0.adapterStuck(path, now: $1) } } }
+                let answersNothing = step == .reset || symptom == .commandsTimeOut || symptom == .linksSilent
+                for board in context.boards.values {
+                    Task { await board.update { $0.adapterStuck(path, answersNothing: answersNothing, now: $1) } }
+                }
             }
             Task { await perform(step, on: adapter) }
         case .recovered(let recovery):
