@@ -165,6 +165,29 @@ import Testing
         #expect(board.machine.currentLink?.appliedLED == nil)
     }
 
+    /// The fleet's events say the LED was switched (a call's write, or put back on a link),
+    /// and say nothing of another switch, nor of the blink of an identify.
+    @Test func onlyTheLEDsWritesAreToldAndAnIdentifysBlinkIsNot() {
+        var board = core(knownTo: [Self.hci0])
+        ready(&board, through: Self.hci0)
+        let link = board.machine.link
+        func told(_ effects: [BoardCore.Effect]) -> [Bool] {
+            effects.compactMap { if case .ledApplied(let on) = $0 { on } else { nil } }
+        }
+        board.switchWritten("buzzer", on: true, link: link, now: at(1))
+        #expect(told(board.takeEffects()).isEmpty)
+        board.switchWritten(BoardProfile.ledSwitch, on: true, link: link, now: at(2))
+        #expect(told(board.takeEffects()) == [true])
+        #expect(board.machine.currentLink?.appliedLED == true)
+        board.blinkStarts(BoardProfile.ledSwitch)
+        board.blinkEnded(BoardProfile.ledSwitch, wanted: false, link: link, now: at(3))
+        #expect(told(board.takeEffects()).isEmpty)
+        #expect(board.machine.currentLink?.appliedLED == false)
+        board.switches.leftMidBlink = BoardProfile.ledSwitch
+        _ = board.switchPutBack(BoardProfile.ledSwitch, on: true, link: link, now: at(4))
+        #expect(told(board.takeEffects()) == [true])
+    }
+
     @Test func aLinkWhoseDeviceWentIsNoFailedConnectAndABoardNoAdapterKnowsIsAbsent() {
         var board = core(knownTo: [Self.hci0, Self.hci1])
         ready(&board, through: Self.hci0)

@@ -70,8 +70,8 @@ extension Board {
         defer { workEnded() }
         if let error {
             logger.warning("could not put the switch back", metadata: ["switch": "\(item.name)", "error": "\(error)"])
-        } else if update({ $0.switchPutBack(item.name, on: on, link: link, now: $1) }), item.name == BoardProfile.ledSwitch {
-            context.events.publish(.ledApplied(address, on: on))
+        } else {
+            update { $0.switchPutBack(item.name, on: on, link: link, now: $1) }
         }
     }
 }

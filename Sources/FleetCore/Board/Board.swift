@@ -108,6 +108,8 @@ actor Board {
                 perform(action, device: device, linkAdapter: linkAdapter)
             case .close(let device):
                 Task { [client = context.client] in try? await client.disconnect(device) }
+            case .ledApplied(let on):
+                context.events.publish(.ledApplied(address, on: on))
             case .log(let level, let message, let metadata):
                 logger.log(level: level, message, metadata: metadata)
             }

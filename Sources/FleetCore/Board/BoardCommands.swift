@@ -12,8 +12,9 @@ struct BoardCommands: Sendable {
     private var address: BoardAddress { board.address }
     private var client: BlueZClient { board.context.client }
 
-    /// Switches one of the profile's switches (write with response). The LED as a user wants
-    /// it is the board's to keep (``BoardCore/want(led:)``, told by ``Fleet/setLED(_:on:timeout:)``).
+    /// Switches one of the profile's switches (write with response); the board is told what
+    /// its link carries now (``BoardCore/switchWritten(_:on:link:now:)``). The LED as a user
+    /// wants it is the board's to keep (``BoardCore/want(led:)``, told by ``Fleet/setSwitch(_:name:on:timeout:)``).
     func setSwitch(_ name: String, on: Bool) async throws {
         let address = self.address
         try await board.whenReady { session in
@@ -25,10 +26,8 @@ struct BoardCommands: Sendable {
             }
             let handle = try await session.handle(of: item)
             try await session.call { try await client.writeValue(item.encode(on: on), to: handle, type: .request) }
-            if name == BoardProfile.ledSwitch { await board.update { $0.switchWritten(name, on: on, link: session.link, now: $1) } }
+            await board.update { $0.switchWritten(name, on: on, link: session.link, now: $1) }
         }
-        guard name == BoardProfile.ledSwitch else { return }
-        board.context.events.publish(.ledApplied(address, on: on))
     }
 
     /// Shows which physical board this is: blinks its LED (or its profile's first writable
@@ -51,8 +50,7 @@ struct BoardCommands: Sendable {
                     try await board.clock.sleep(for: BoardGATT.identifyHalfBlink)
                 }
                 // As wanted now (a call may have switched the LED meanwhile).
-                let desired = await board.switches.desiredLED
-                let wanted = item.name == BoardProfile.ledSwitch && desired == .on
+                let wanted = await board.switches.wantsOn(item.name)
                 try await session.call { try await client.writeValue(item.encode(on: wanted), to: handle, type: .request) }
                 await board.update { $0.blinkEnded(item.name, wanted: wanted, link: session.link, now: $1) }
             }

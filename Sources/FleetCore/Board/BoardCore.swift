@@ -26,6 +26,8 @@ struct BoardCore {
         case act(BoardStateMachine.Action, device: BlueZDevice?, linkAdapter: AdapterPath?)
         /// A link the board does not use (a second one, or one through a stuck adapter) is closed.
         case close(BlueZDevice)
+        /// The LED was written `on` (a call's, or put back): the fleet's events hear it.
+        case ledApplied(on: Bool)
         case log(Logger.Level, Logger.Message, Logger.Metadata)
     }
 
@@ -240,10 +242,18 @@ struct BoardCore {
         switches.desiredLED = led
     }
 
-    /// Switch `name` was written `on` through `link`: for the LED, what the link carries now.
+    /// Switch `name` was written `on` through `link`: for the LED, what the link carries now,
+    /// and the fleet's events are told.
     mutating func switchWritten(_ name: String, on: Bool, link: UInt64, now: ContinuousClock.Instant) {
-        guard name == BoardProfile.ledSwitch else { return }
+        guard linkCarries(name, on: on, link: link, now: now) else { return }
+        effects.append(.ledApplied(on: on))
+    }
+
+    /// For the LED (``BoardSwitches/isLED(_:)``): `link` carries it `on` now. Whether `name` is the LED.
+    private mutating func linkCarries(_ name: String, on: Bool, link: UInt64, now: ContinuousClock.Instant) -> Bool {
+        guard BoardSwitches.isLED(name) else { return false }
         step({ machine, _ in machine.ledWritten(on, link: link) }, now: now)
+        return true
     }
 
     /// An identify starts blinking switch `name`: until it ends, where the switch stands on
@@ -255,7 +265,7 @@ struct BoardCore {
     /// An identify's blink of switch `name` ended, the switch left `wanted` through `link`.
     mutating func blinkEnded(_ name: String, wanted: Bool, link: UInt64, now: ContinuousClock.Instant) {
         switches.leftMidBlink = nil
-        switchWritten(name, on: wanted, link: link, now: now)
+        _ = linkCarries(name, on: wanted, link: link, now: now)
         log(.info, "board identified", ["switch": "\(name)"])
     }
 

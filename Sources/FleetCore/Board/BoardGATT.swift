@@ -105,7 +105,7 @@ extension BoardProfile {
     /// The switch a board blinks to show itself: its LED, else the profile's first writable switch.
     func identifySwitch(of board: BoardAddress) throws -> Characteristic {
         let writable = switches.filter { $0.access.contains(.write) }
-        guard let item = writable.first(where: { $0.name == Self.ledSwitch }) ?? writable.first else {
+        guard let item = writable.first(where: { $0 == led }) ?? writable.first else {
             throw FleetError(.notFound, "\(board) has no switch to blink; its profile \(name) has none that can be written.")
         }
         return item

@@ -70,33 +70,7 @@ extension Fleet {
     /// remembered (and saved) per board and applied again whenever a board comes back: a
     /// board that could not be switched now (a failure worth retrying) is `pending`.
     public func setLED(_ selection: Selection, on: Bool, timeout: Duration? = nil) async -> FleetResult<Done> {
-        let resolved = resolve(selection)
-        // What a board's LED should be is the board's to keep (its ``BoardSwitches``: it puts
-        // it back on every link); the registry saves it from there for the next run, in one
-        // write for all of them while they are switched, not before.
-        let wanted: DesiredLED = on ? .on : .off
-        let boards = self.boards
-        var addresses: [BoardAddress] = []
-        for identity in resolved.boards {
-            guard let board = boards[identity.address] else { continue }
-            await board.update { core, _ in core.want(led: wanted) }
-            addresses.append(identity.address)
-        }
-        let registry = self.registry
-        let logger = self.logger
-        async let saved: Void = { [addresses] in
-            do {
-                try await registry.setDesiredLED(wanted, for: addresses)
-            } catch {
-                logger.error("could not save the desired LED state: \(error)")
-            }
-        }()
-        let result = await fanOut(resolved, timeout: timeout) {
-            try await $0.commands.setSwitch(BoardProfile.ledSwitch, on: on)
-            return Done()
-        }
-        await saved
-        return FleetResult(outcomes: result.outcomes.map { $0.pending(when: \.retryable) }, unmatched: result.unmatched)
+        await setSwitch(selection, name: BoardProfile.ledSwitch, on: on, timeout: timeout)
     }
 
     /// Every selected board shows itself: its LED blinks for a few seconds, then is as it was
@@ -131,12 +105,40 @@ extension Fleet {
     }
 
     /// Switches `name` (a switch of each board's profile) on or off on every selected board.
-    /// The LED (`led`) is remembered as with ``setLED(_:on:timeout:)``.
+    /// The LED (``BoardSwitches/isLED(_:)``) is remembered as with ``setLED(_:on:timeout:)``.
     public func setSwitch(_ selection: Selection, name: String, on: Bool, timeout: Duration? = nil) async
         -> FleetResult<Done>
     {
-        if name == BoardProfile.ledSwitch { return await setLED(selection, on: on, timeout: timeout) }
-        return await fanOut(selection, timeout: timeout) { try await $0.commands.setSwitch(name, on: on); return Done() }
+        guard BoardSwitches.isLED(name) else {
+            return await fanOut(selection, timeout: timeout) { try await $0.commands.setSwitch(name, on: on); return Done() }
+        }
+        let resolved = resolve(selection)
+        // What a board's LED should be is the board's to keep (its ``BoardSwitches``: it puts
+        // it back on every link); the registry saves it from there for the next run, in one
+        // write for all of them while they are switched, not before.
+        let wanted: DesiredLED = on ? .on : .off
+        let boards = self.boards
+        var addresses: [BoardAddress] = []
+        for identity in resolved.boards {
+            guard let board = boards[identity.address] else { continue }
+            await board.update { core, _ in core.want(led: wanted) }
+            addresses.append(identity.address)
+        }
+        let registry = self.registry
+        let logger = self.logger
+        async let saved: Void = { [addresses] in
+            do {
+                try await registry.setDesiredLED(wanted, for: addresses)
+            } catch {
+                logger.error("could not save the desired LED state: \(error)")
+            }
+        }()
+        let result = await fanOut(resolved, timeout: timeout) {
+            try await $0.commands.setSwitch(name, on: on)
+            return Done()
+        }
+        await saved
+        return FleetResult(outcomes: result.outcomes.map { $0.pending(when: \.retryable) }, unmatched: result.unmatched)
     }
 
     /// The kinds of board known now.
