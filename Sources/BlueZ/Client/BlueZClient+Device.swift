@@ -70,6 +70,7 @@ extension BlueZClient {
             try await mirror.result(
                 of: ticket, timeout: max(remaining, .milliseconds(1)),
                 description: "services of \(device.address) not resolved within \(timeout)")
+            await catchUpObjects(of: path)
         } catch {
             await mirror.discard(ticket)
             // Also when the caller was cancelled: a call from a cancelled task is never sent,
@@ -77,6 +78,30 @@ extension BlueZClient {
             // would count free. The clean-up runs in a task of its own, and is awaited.
             await Task { await self.abandonConnect(device, after: error) }.value
             throw error
+        }
+    }
+
+    /// Takes into the mirror the GATT objects of the device at `path` that bluetoothd has
+    /// made but not announced yet. bluetoothd announces new objects and changed properties
+    /// from idle callbacks, one per object, each moved to the back of the line when its object
+    /// changes again: a characteristic that changed as the discovery ended is announced after
+    /// the device's `ServicesResolved` (on the real lane, one connect in a few of two at once
+    /// handed its client a service tree without a characteristic). bluetoothd serves a
+    /// method call before its idle callbacks, so `GetManagedObjects` now lists every object
+    /// of the device; only those the mirror lacks are taken from it (what it has is as new as
+    /// what the answer says, or newer).
+    func catchUpObjects(of path: String) async {
+        guard
+            let reply = try? await bus.call(
+                path: "/", interface: BlueZInterfaces.objectManager, member: "GetManagedObjects", arguments: [],
+                timeout: .seconds(5))
+        else { return }
+        let objects = BlueZObjectMirror.parseManagedObjects(reply.first).filter { $0.key.hasPrefix(path + "/") }
+        let added = await mirror.addMissing(objects)
+        if added > 0 {
+            logger.info(
+                "took \(added) GATT object\(added == 1 ? "" : "s") BlueZ had made but not announced when the services were resolved",
+                metadata: ["dbus.path": "\(path)"])
         }
     }
 
