@@ -210,7 +210,8 @@ import Testing
         #expect(judged([chatty[0], link(hci1, at: 6, gap: 1)]) == nil, "what came through another adapter")
         #expect(judged(chatty, others: [link(hci1, at: 5, gap: 1)]) == nil, "nothing delivered elsewhere either")
         var heard = BoardLive.State()
-        heard.heardAt = [hci1: at(18)]
+        heard.devices = BoardDevices([BoardDevicesTests.device(hci1)])
+        _ = heard.devices.advertised(rssi: nil, through: hci1, at: at(18))
         #expect(judged(chatty, others: [heard]) == at(6), "an advertisement through another adapter shows delivery")
     }
 }

@@ -22,7 +22,7 @@ import Testing
     func core(knownTo adapters: [AdapterPath], room: Set<AdapterPath> = []) -> BoardCore {
         var core = BoardCore(
             machine: BoardStateMachine(random: SeededRandomNumberGenerator(seed: 1), present: !adapters.isEmpty, now: t0),
-            devices: BoardDevices(adapters.map { device($0) }), switches: BoardSwitches(desiredLED: .on), profile: .nano,
+            live: BoardLive(clock: MachineClock(), devices: adapters.map { device($0) }), switches: BoardSwitches(desiredLED: .on), profile: .nano,
             hasRoom: { room.contains($0) })
         core.step({ $0.connectRequested(reason: .automatic, now: $1) }, now: t0)
         _ = core.takeEffects()

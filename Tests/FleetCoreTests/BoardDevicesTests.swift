@@ -19,17 +19,45 @@ import Testing
         return BlueZDevice(path: BlueZDevice.path(adapter: adapter, address: "CA:FE:00:00:00:01"), properties: properties)
     }
 
+    static let t0 = ContinuousClock.now
+    static func at(_ seconds: Int) -> ContinuousClock.Instant { t0 + .seconds(seconds) }
+
     @Test func aNewObjectOrAnAdvertisementIsTheBoardHeardAndALinkChangeIsNot() {
         var devices = BoardDevices([])
         let heard = [
-            devices.report(Self.device(Self.hci0), changed: [.connected]),  // new on hci0
-            devices.report(Self.device(Self.hci0, connected: true), changed: [.connected]),
-            devices.report(Self.device(Self.hci0), changed: [.rssi]),
-            devices.report(Self.device(Self.hci0), changed: [.manufacturerData]),
+            devices.report(Self.device(Self.hci0), changed: [.connected], now: Self.at(1)),  // new on hci0
+            devices.report(Self.device(Self.hci0, connected: true), changed: [.connected], now: Self.at(2)),
+            devices.report(Self.device(Self.hci0), changed: [.rssi], now: Self.at(3)),
+            devices.report(Self.device(Self.hci0), changed: [.manufacturerData], now: Self.at(4)),
         ]
         #expect(heard == [true, false, true, true])
         #expect(devices[Self.hci0]?.connected == false)
         #expect(devices[Self.hci1] == nil)
+        #expect(devices.heardAt == [Self.hci0: Self.at(4)])
+    }
+
+    /// Each adapter's device, signal and last hearing of the board are one entry: an adapter
+    /// that forgot the board (its device object went) is neither heard nor placed on for
+    /// what it reported before, and one whose device the board was not told of yet records
+    /// nothing until its report.
+    @Test func anAdaptersSignalAndHearingGoWithItsDevice() {
+        var devices = BoardDevices([Self.device(Self.hci0, rssi: -70)])
+        #expect(devices.rssi == [Self.hci0: -70])
+        let unknown = devices.advertised(rssi: -40, through: Self.hci1, at: Self.at(1))
+        let known = devices.advertised(rssi: -65, through: Self.hci0, at: Self.at(2))
+        #expect(!unknown && known)
+        _ = devices.report(Self.device(Self.hci1, rssi: -50), changed: [.rssi], now: Self.at(3))
+        #expect(devices.rssi == [Self.hci0: -65, Self.hci1: -50])
+        #expect(devices.heardAt == [Self.hci0: Self.at(2), Self.hci1: Self.at(3)])
+        // A link came up: BlueZ shows no RSSI; the last one heard is kept, and no hearing.
+        _ = devices.report(Self.device(Self.hci1, connected: true, rssi: nil), changed: [.connected], now: Self.at(4))
+        #expect(devices.rssi[Self.hci1] == -50 && devices.heardAt[Self.hci1] == Self.at(3))
+        let removed = devices.remove(adapter: Self.hci1)
+        #expect(removed)
+        #expect(devices.rssi == [Self.hci0: -65] && devices.heardAt == [Self.hci0: Self.at(2)] && devices.bestRSSI == -65)
+        let cleared = devices.removeAll()
+        #expect(cleared)
+        #expect(devices.rssi.isEmpty && devices.heardAt.isEmpty && devices.bestRSSI == nil)
     }
 
     @Test func onlyTheLinksAdapterSaysTheLinkIsDownAndAnotherAdaptersLinkIsAStray() {
@@ -48,11 +76,10 @@ import Testing
     }
 
     @Test func theAdapterShownIsTheLinksElseTheOneThatHearsItBest() {
-        let devices = BoardDevices([Self.device(Self.hci0), Self.device(Self.hci1)])
-        #expect(devices.shown(link: Self.hci0, rssi: [Self.hci1: -40, Self.hci0: -80]) == Self.hci0)
-        #expect(devices.shown(link: nil, rssi: [Self.hci1: -40, Self.hci0: -80]) == Self.hci1)
-        // An adapter that no longer knows it is not shown for its last RSSI.
-        #expect(devices.shown(link: nil, rssi: ["/org/bluez/hci2": -30]) == Self.hci0)
+        let devices = BoardDevices([Self.device(Self.hci0, rssi: -80), Self.device(Self.hci1, rssi: -40)])
+        #expect(devices.shown(link: Self.hci0) == Self.hci0)
+        #expect(devices.shown(link: nil) == Self.hci1)
+        #expect(BoardDevices([Self.device(Self.hci1, rssi: nil), Self.device(Self.hci0, rssi: nil)]).shown(link: nil) == Self.hci0)
     }
 
     @Test func theLinkedDeviceIsFoundWhereBlueZShowsTheLinkNow() {

@@ -5,23 +5,15 @@ extension Board {
     /// BlueZ added one of the board's device objects or changed its properties (`changed`;
     /// all of them for a new object).
     func deviceUpdated(_ device: BlueZDevice, changed: Set<BlueZDevice.Property>) {
-        let adapter = device.adapterPath
-        let heard = core.deviceUpdated(device, changed: changed, now: clock.now)
+        // The core records the sighting (``BoardDevices/report(_:changed:now:)``) before its
+        // effects are performed: a call failed now is told when it was last heard.
         if let newName = device.name, newName != name { live.setNames(name: newName, alias: alias) }
-        if heard {
-            live.advertised(rssi: device.rssi.map(Int.init), adapter: adapter)
-        } else if let value = device.rssi {
-            // Another property changed (a link up or down): the RSSI it shows is the last one
-            // heard, kept for placement; it is no new sighting (the adapter may be off by now).
-            live.keepRSSI(Int(value), adapter: adapter)
-        }
-        // Performed once the sighting is recorded: a call failed now is told when it was last heard.
-        performEffects()
+        update { $0.deviceUpdated(device, changed: changed, now: $1) }
     }
 
     /// BlueZ removed the board's device object on `adapter`.
     func deviceRemoved(adapter: AdapterPath) {
-        if update({ $0.deviceRemoved(adapter: adapter, now: $1) }) { live.forget(adapter: adapter) }
+        update { $0.deviceRemoved(adapter: adapter, now: $1) }
     }
 
     /// After BlueZ's objects were loaded afresh: forgets the devices of other adapters.
@@ -31,7 +23,7 @@ extension Board {
 
     /// BlueZ went away: every device object with it.
     func allDevicesRemoved() {
-        if update({ $0.allDevicesRemoved(now: $1) }) { live.forgetAllAdapters() }
+        update { $0.allDevicesRemoved(now: $1) }
     }
 
     /// The fleet wants the board connected (to receive its temperature notifications).

@@ -11,7 +11,8 @@ actor Board {
     let context: FleetContext
     var logger: Logger
     var core: BoardCore
-    /// RSSI, last advertisement, latest readings, name and alias, recorded without this actor.
+    /// Its adapters (each one's device, RSSI, last hearing), latest readings, name and alias,
+    /// recorded without this actor.
     nonisolated let live: BoardLive
     /// The radio's time (the client's).
     nonisolated var clock: any RadioClock { context.client.clock }
@@ -36,13 +37,13 @@ actor Board {
         self.address = record.address
         self.context = context
         self.gatt = BoardGATT(address: record.address, client: context.client)
-        self.live = BoardLive(clock: context.client.clock)
+        self.live = BoardLive(clock: context.client.clock, devices: devices)
         live.setNames(name: record.name, alias: record.alias)
         let machine = BoardStateMachine(
             policy: context.configuration.reconnect, random: context.randomness(record.address), present: !devices.isEmpty,
             adapterPowered: adapterPowered, now: context.client.clock.now)
         self.core = BoardCore(
-            machine: machine, devices: BoardDevices(devices), switches: BoardSwitches(desiredLED: record.desiredLED),
+            machine: machine, live: live, switches: BoardSwitches(desiredLED: record.desiredLED),
             profile: context.profiles.profile(offering: devices.flatMap(\.uuids)) ?? .nano,
             hasRoom: { [address = record.address] in context.hasRoom(onAdapter: $0, for: address) })
         var logger = context.logger

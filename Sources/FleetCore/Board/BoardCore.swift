@@ -1,15 +1,17 @@
 import BlueZ
 import Logging
 
-/// What a board knows and decides, as a value: its link's lifecycle (``BoardStateMachine``),
-/// its BlueZ device objects (``BoardDevices``), how its switches should stand
-/// (``BoardSwitches``) and its profile. Its inputs are what BlueZ, the adapters, its connect,
+/// What a board knows and decides: its link's lifecycle (``BoardStateMachine``), its
+/// adapters (``BoardDevices``: the one map of them, kept in its ``BoardLive``, where the
+/// mirror records their advertisements), how its switches should stand (``BoardSwitches``)
+/// and its profile. Its inputs are what BlueZ, the adapters, its connect,
 /// the calls and its timers tell it, each at a time `now`; each records what the board must
 /// do (``Effect``), in order, which the ``Board`` actor takes and performs. No I/O and no
 /// clock of its own: tested without BlueZ.
 struct BoardCore {
     private(set) var machine: BoardStateMachine
-    private(set) var devices: BoardDevices
+    /// Where its adapters' devices are kept (with what each adapter heard of it).
+    let live: BoardLive
     var switches: BoardSwitches
     /// The kind of board: the profile whose advertised service its device offers.
     var profile: BoardProfile
@@ -31,9 +33,9 @@ struct BoardCore {
         case log(Logger.Level, Logger.Message, Logger.Metadata)
     }
 
-    init(machine: BoardStateMachine, devices: BoardDevices, switches: BoardSwitches, profile: BoardProfile, hasRoom: @escaping @Sendable (AdapterPath) -> Bool) {
+    init(machine: BoardStateMachine, live: BoardLive, switches: BoardSwitches, profile: BoardProfile, hasRoom: @escaping @Sendable (AdapterPath) -> Bool) {
         self.machine = machine
-        self.devices = devices
+        self.live = live
         self.switches = switches
         self.profile = profile
         self.hasRoom = hasRoom
@@ -47,6 +49,8 @@ struct BoardCore {
 
     /// The adapter of the board's link, of the connect in progress, or of the link going down.
     var linkAdapter: AdapterPath? { machine.linkAdapter }
+    /// The board's adapters, each with its device object, now.
+    var devices: BoardDevices { live.devices }
     /// The device object the link goes through.
     var device: BlueZDevice? { linkAdapter.flatMap { devices[$0] } }
 
@@ -94,7 +98,7 @@ struct BoardCore {
     /// tells the board was heard (a new object, or an advertisement's properties).
     mutating func deviceUpdated(_ device: BlueZDevice, changed: Set<BlueZDevice.Property>, now: ContinuousClock.Instant) -> Bool {
         let adapter = device.adapterPath
-        let heard = devices.report(device, changed: changed)
+        let heard = live.report(device, changed: changed, now: now)
         if heard {
             step({ $0.advertisementSeen(now: $1) }, now: now)
             // A board waiting for a slot, newly heard by an adapter with room: its turn.
@@ -136,7 +140,7 @@ struct BoardCore {
     /// adapter went, or BlueZ did); whether the board knew it. The board is gone when no
     /// adapter knows it any more; a link through that adapter is lost.
     mutating func deviceRemoved(adapter: AdapterPath, now: ContinuousClock.Instant) -> Bool {
-        guard devices.remove(adapter: adapter) else { return false }
+        guard live.withDevices({ $0.remove(adapter: adapter) }) else { return false }
         if devices.isEmpty {
             step({ $0.deviceVanished(now: $1) }, now: now)
         } else if adapter == linkAdapter {
@@ -147,7 +151,7 @@ struct BoardCore {
 
     /// BlueZ went away, every device object with it; whether the board knew any.
     mutating func allDevicesRemoved(now: ContinuousClock.Instant) -> Bool {
-        guard devices.removeAll() else { return false }
+        guard live.withDevices({ $0.removeAll() }) else { return false }
         step({ $0.deviceVanished(now: $1) }, now: now)
         return true
     }
@@ -156,7 +160,7 @@ struct BoardCore {
     /// BlueZ shows a link there, else (the link was adopted or moved) any of the board's
     /// devices with a link, whose adapter is the link's from now on.
     mutating func linkedDevice(in tree: BlueZObjectTree, now: ContinuousClock.Instant) -> BlueZDevice? {
-        guard let linked = devices.linked(in: tree, preferring: linkAdapter) else { return nil }
+        guard let linked = live.withDevices({ $0.linked(in: tree, preferring: linkAdapter) }) else { return nil }
         if linked.adapterPath != linkAdapter { step({ machine, _ in machine.linkFound(through: linked.adapterPath) }, now: now) }
         return linked
     }
@@ -198,7 +202,7 @@ struct BoardCore {
     /// The connect through `adapter` got its slot there and calls `Device1.Connect` on
     /// `device` (which placement read from the mirror: the fleet may not have reported it yet).
     mutating func connectStarts(through adapter: AdapterPath, device: BlueZDevice, now: ContinuousClock.Instant) {
-        devices.connecting(through: device)
+        live.withDevices { $0.connecting(through: device) }
         step({ $0.connectAttemptStarted(through: adapter, now: $1) }, now: now)
     }
 
@@ -284,9 +288,9 @@ struct BoardCore {
     func snapshot(of address: BoardAddress, live: BoardLive.State) -> BoardSnapshot {
         BoardSnapshot(
             address: address, name: live.name, alias: live.alias, phase: machine.phase,
-            rssi: live.rssiByAdapter.values.max(), desiredLED: switches.desiredLED, appliedLED: machine.currentLink?.appliedLED,
+            rssi: live.devices.bestRSSI, desiredLED: switches.desiredLED, appliedLED: machine.currentLink?.appliedLED,
             temperature: live.temperature, lastFailure: machine.lastFailure, lastSeen: live.lastSeen,
-            adapter: devices.shown(link: linkAdapter, rssi: live.rssiByAdapter)?.name, profile: profile,
+            adapter: live.devices.shown(link: linkAdapter)?.name, profile: profile,
             readings: live.readings)
     }
 

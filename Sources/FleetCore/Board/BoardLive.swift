@@ -12,12 +12,10 @@ final class BoardLive: Sendable {
         /// Name and alias, for selections resolved without a hop to the board's actor.
         var name: String?
         var alias: String?
-        /// The last signal each adapter reported, dBm, by adapter path (kept when BlueZ
-        /// invalidates RSSI at the end of a discovery: placement still needs it).
-        var rssiByAdapter: [AdapterPath: Int] = [:]
+        /// Its adapters: each one's device object, last signal and last hearing of the board.
+        var devices = BoardDevices([])
+        /// When any adapter last heard it (kept after they forgot it: a call failed tells it).
         var lastSeen: ContinuousClock.Instant?
-        /// When each adapter last reported it, by adapter path (its health: is it still hearing?).
-        var heardAt: [AdapterPath: ContinuousClock.Instant] = [:]
         /// The latest reading of each sensor, by sensor name.
         var readings: [String: SensorReading] = [:]
         /// The temperature (the reading of the sensor `temperature`), in whole degrees.
@@ -34,11 +32,13 @@ final class BoardLive: Sendable {
         var gap: Duration?
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let clock: any RadioClock
 
-    init(clock: any RadioClock) {
+    /// A board known to the adapters of `devices` (none: heard by none yet).
+    init(clock: any RadioClock, devices: [BlueZDevice] = []) {
         self.clock = clock
+        self.state = Mutex(State(devices: BoardDevices(devices)))
     }
 
     /// Now, by the radio's clock.
@@ -47,7 +47,26 @@ final class BoardLive: Sendable {
     var current: State { state.withLock { $0 } }
 
     /// The best signal any adapter reports.
-    var rssi: Int? { state.withLock { $0.rssiByAdapter.values.max() } }
+    var rssi: Int? { state.withLock { $0.devices.bestRSSI } }
+
+    /// The board's adapters as they stand now.
+    var devices: BoardDevices { state.withLock { $0.devices } }
+
+    /// Changes the board's devices (the board's actor alone: BlueZ's reports, its connect).
+    @discardableResult
+    func withDevices<T>(_ body: (inout BoardDevices) -> T) -> T {
+        state.withLock { body(&$0.devices) }
+    }
+
+    /// Records BlueZ's report of one of the board's devices at `now`
+    /// (``BoardDevices/report(_:changed:now:)``); whether it tells the board was heard.
+    func report(_ device: BlueZDevice, changed: Set<BlueZDevice.Property>, now: ContinuousClock.Instant) -> Bool {
+        state.withLock { state in
+            let heard = state.devices.report(device, changed: changed, now: now)
+            if heard { state.lastSeen = now }
+            return heard
+        }
+    }
 
     var temperature: SensorReading? { state.withLock { $0.temperature } }
 
@@ -72,21 +91,6 @@ final class BoardLive: Sendable {
         readingArrived.notify()
     }
 
-    /// The adapter no longer knows the board (its device object went).
-    func forget(adapter: AdapterPath) {
-        state.withLock {
-            _ = $0.rssiByAdapter.removeValue(forKey: adapter)
-            _ = $0.heardAt.removeValue(forKey: adapter)
-        }
-    }
-
-    func forgetAllAdapters() {
-        state.withLock {
-            $0.rssiByAdapter = [:]
-            $0.heardAt = [:]
-        }
-    }
-
     /// A notification came over the board's link through `adapter`.
     func carried(through adapter: AdapterPath) {
         state.withLock { state in
@@ -101,18 +105,13 @@ final class BoardLive: Sendable {
         state.withLock { $0.carried = nil }
     }
 
-    /// Keeps the signal `adapter` last reported, without counting it as heard now.
-    func keepRSSI(_ rssi: Int, adapter: AdapterPath) {
-        state.withLock { $0.rssiByAdapter[adapter] = rssi }
-    }
-
-    /// Records an advertisement (an absent board, which waits for one, is told by the fleet).
+    /// Records an advertisement through `adapter`, where it arrives (an absent board, which
+    /// waits for one, is told by the fleet); one through an adapter whose device object the
+    /// board was not told of yet is told by that report.
     func advertised(rssi: Int?, adapter: AdapterPath) {
         state.withLock { state in
-            if let rssi { state.rssiByAdapter[adapter] = rssi }
             let now = clock.now
-            state.lastSeen = now
-            state.heardAt[adapter] = now
+            if state.devices.advertised(rssi: rssi, through: adapter, at: now) { state.lastSeen = now }
         }
     }
 

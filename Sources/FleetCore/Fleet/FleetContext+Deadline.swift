@@ -25,7 +25,7 @@ extension FleetContext {
         // now (moving to another adapter, or unheard since their adapter's reset), which
         // are heard again in a moment; one that stays away is answered early anyway.
         let needing = boards.filter { tally.mayNeedLink($0.address) }.map { board in
-            (known[board.address]?.live.current.rssiByAdapter ?? [:]).filter { paths.contains($0.key) }
+            (known[board.address]?.live.devices.rssi ?? [:]).filter { paths.contains($0.key) }
         }
         var rotations = RotationPlan.rotations(of: needing, on: plan)
         guard rotations > .zero else { return defaultTimeout }

@@ -31,14 +31,14 @@ extension FleetContext {
     /// lately started, to settle where it is heard best. Nil when no adapter hears it, or
     /// when cancelled meanwhile.
     nonisolated(nonsending) func placement(for board: BoardAddress, link: AdapterPath?, live: BoardLive, command: Bool) async -> PlacementChoice? {
-        guard let choice = await placement(for: board, link: link, rssi: live.current.rssiByAdapter) else { return nil }
+        guard let choice = await placement(for: board, link: link, rssi: live.devices.rssi) else { return nil }
         let waitOn = choice.full ? choice.roomWhereUnheard : (command ? [] : choice.freshRoomWhereUnheard)
         guard !waitOn.isEmpty else { return choice }
         choice.adapter.unclaim(board)
         if choice.full { await kickDiscovery(on: waitOn) }
         await waitUntilHeard(board, on: waitOn, all: !choice.full, within: Self.placementWait)
         guard !Task.isCancelled else { return nil }
-        return await placement(for: board, link: link, rssi: live.current.rssiByAdapter)
+        return await placement(for: board, link: link, rssi: live.devices.rssi)
     }
 
     /// The adapter `board` should connect through now: one that hears it (BlueZ has its
@@ -77,7 +77,7 @@ extension FleetContext {
             devices[path] = device
             candidates.append(ledger.candidate(
                 path: path, for: board, rssi: rssi[path] ?? device.rssi.map(Int.init),
-                recentFailures: adapter.recentFailures(of: board)))
+                recentFailures: adapter.recentFailures(of: board), bonded: device.bonded))
         }
         let chosen: (path: AdapterPath, full: Bool)? =
             switch Placement.choose(candidates, current: link) {

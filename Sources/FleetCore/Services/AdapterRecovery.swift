@@ -46,7 +46,7 @@ struct AdapterRecovery: Service {
     func checkAdapterHealth() {
         let now = context.client.clock.now
         let live = context.boards.mapValues { $0.live.current }
-        let heard = live.values.map(\.heardAt)
+        let heard = live.values.map(\.devices.heardAt)
         for adapter in context.adapters.values {
             let path = adapter.path
             if let last = heard.compactMap({ $0[path] }).max() { adapter.health.heard(at: last) }
@@ -84,7 +84,7 @@ struct AdapterRecovery: Service {
             if let carried = state.carried, carried.adapter != path, carried.at.duration(to: now) < thresholds.silence {
                 return true
             }
-            return heard(state.heardAt, elsewhereThan: path, within: thresholds.silence, now: now)
+            return heard(state.devices.heardAt, elsewhereThan: path, within: thresholds.silence, now: now)
         }
         return othersDeliver ? chatty.max() : nil
     }
@@ -236,7 +236,7 @@ extension FleetContext {
             logger.debug("could not ask the controller", metadata: metadata.merging(["error": "\(error)"]) { $1 })
             return
         }
-        guard let times = self.board(board)?.live.current.heardAt,
+        guard let times = self.board(board)?.live.devices.heardAt,
             AdapterRecovery.heard(times, elsewhereThan: adapter.path, within: adapter.health.current.thresholds.silence, now: client.clock.now)
         else { return }
         logger.debug("\(what.rawValue) got no answer although another adapter hears the board", metadata: metadata)
