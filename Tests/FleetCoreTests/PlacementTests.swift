@@ -15,6 +15,16 @@ import Testing
         #expect(decision == .connect("/org/bluez/hci1"))
     }
 
+    /// A bond's keys work only through the adapter that made it (pair() through the fleet, or
+    /// bluetoothctl): the device connects there while it has room, heard better elsewhere or not.
+    @Test func aBondedDeviceConnectsThroughTheAdapterThatHoldsItsBondWhileItHasRoom() {
+        var bonded = candidate("hci0", rssi: -85)
+        bonded.bonded = true
+        #expect(Placement.choose([bonded, candidate("hci1", rssi: -45)], current: nil) == .connect("/org/bluez/hci0"))
+        bonded.freeSlots = 0
+        #expect(Placement.choose([bonded, candidate("hci1", rssi: -45)], current: nil) == .connect("/org/bluez/hci1"))
+    }
+
     @Test func aBoardStaysOnTheAdapterOfItsLink() {
         let decision = Placement.choose(
             [candidate("hci0", rssi: -90, free: 0), candidate("hci1", rssi: -40)], current: "/org/bluez/hci0")

@@ -228,6 +228,9 @@ public struct BlueZDevice: Sendable, Hashable {
     public let uuids: [BluetoothUUID]
     public let connected: Bool
     public let servicesResolved: Bool
+    /// BlueZ keeps a bond with the device through this adapter (`Bonded`, or `Paired` where
+    /// BlueZ is older than 5.63): its keys work through no other adapter.
+    public let bonded: Bool
 
     public init(path: String, properties: BlueZObjectTree.Properties) {
         self.path = path
@@ -240,6 +243,7 @@ public struct BlueZDevice: Sendable, Hashable {
         self.uuids = (properties["UUIDs"]?.array ?? []).compactMap { $0.string.flatMap(BluetoothUUID.init) }
         self.connected = properties["Connected"]?.bool ?? false
         self.servicesResolved = properties["ServicesResolved"]?.bool ?? false
+        self.bonded = properties["Bonded"]?.bool ?? properties["Paired"]?.bool ?? false
     }
 
     /// The object path BlueZ gives a device of an adapter: `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`.

@@ -64,9 +64,12 @@ struct AdapterLedger: Sendable, Equatable {
 
     /// The adapter at `path` as placement weighs it for `board`: its slots not promised to
     /// another, its queue, and `board`'s signal and recent failures there.
-    func candidate(path: AdapterPath, for board: BoardAddress, rssi: Int?, recentFailures: Int) -> Placement.Candidate {
+    func candidate(path: AdapterPath, for board: BoardAddress, rssi: Int?, recentFailures: Int, bonded: Bool = false)
+        -> Placement.Candidate
+    {
         Placement.Candidate(
-            path: path, rssi: rssi, freeSlots: free(for: board), connectsInProgress: placed.count, recentFailures: recentFailures)
+            path: path, rssi: rssi, freeSlots: free(for: board), connectsInProgress: placed.count, recentFailures: recentFailures,
+            bonded: bonded)
     }
 
     /// The boards placed here that wait for a slot (not given one yet), in queue order.

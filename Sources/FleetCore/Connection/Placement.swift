@@ -17,13 +17,16 @@ enum Placement {
         var connectsInProgress: Int
         /// This board's failed connects through this adapter lately.
         var recentFailures: Int
+        /// BlueZ keeps a bond with the device through this adapter.
+        var bonded: Bool
 
-        init(path: AdapterPath, rssi: Int?, freeSlots: Int, connectsInProgress: Int, recentFailures: Int) {
+        init(path: AdapterPath, rssi: Int?, freeSlots: Int, connectsInProgress: Int, recentFailures: Int, bonded: Bool = false) {
             self.path = path
             self.rssi = rssi
             self.freeSlots = freeSlots
             self.connectsInProgress = connectsInProgress
             self.recentFailures = recentFailures
+            self.bonded = bonded
         }
     }
 
@@ -53,12 +56,17 @@ enum Placement {
     /// - Parameters:
     ///   - candidates: the adapters (powered, in use) that have seen the board.
     ///   - current: the adapter the board is linked through now, if any: it stays there.
+    ///
+    /// A device bonded through an adapter with room connects there, however it is heard: its
+    /// keys work through no other (a connect elsewhere reads none of its encrypted values).
     static func choose(_ candidates: [Candidate], current: AdapterPath?) -> Decision {
         if let current, candidates.contains(where: { $0.path == current }) { return .connect(current) }
         func better(_ a: Candidate, _ b: Candidate) -> Bool {
             (score(a), a.freeSlots, b.path) > (score(b), b.freeSlots, a.path)
         }
-        if let best = candidates.filter({ $0.freeSlots > 0 }).sorted(by: better).first { return .connect(best.path) }
+        let withRoom = candidates.filter { $0.freeSlots > 0 }
+        if let best = withRoom.filter(\.bonded).sorted(by: better).first { return .connect(best.path) }
+        if let best = withRoom.sorted(by: better).first { return .connect(best.path) }
         if let best = candidates.sorted(by: better).first { return .full(best.path) }
         return .none
     }
