@@ -81,15 +81,16 @@ extension BlueZClient {
         }
     }
 
-    /// Takes into the mirror the GATT objects of the device at `path` that bluetoothd has
-    /// made but not announced yet. bluetoothd announces new objects and changed properties
-    /// from idle callbacks, one per object, each moved to the back of the line when its object
-    /// changes again: a characteristic that changed as the discovery ended is announced after
-    /// the device's `ServicesResolved` (on the real lane, one connect in a few of two at once
-    /// handed its client a service tree without a characteristic). bluetoothd serves a
-    /// method call before its idle callbacks, so `GetManagedObjects` now lists every object
-    /// of the device; only those the mirror lacks are taken from it (what it has is as new as
-    /// what the answer says, or newer).
+    /// Makes sure the mirror holds every object of the device at `path` once its services are
+    /// resolved. bluetoothd's D-Bus layer sends the changes it holds back in the order the
+    /// objects first had one (gdbus/object.c: `add_pending`, `g_dbus_flush`): a device with a
+    /// change held since before its services were exported signals `ServicesResolved` before
+    /// its services' and characteristics' `InterfacesAdded`, so a connect that returns at
+    /// `ServicesResolved` may read the tree before the mirror has them (on the real lane, one
+    /// connect in a few of two at once handed its client a tree without a characteristic).
+    /// `GetManagedObjects` is answered after those signals: when its answer is here, the
+    /// mirror has had them, and the objects it still lacks are taken from the answer (only
+    /// those: what it has is as new as the answer, or newer).
     func catchUpObjects(of path: String) async {
         guard
             let reply = try? await bus.call(
