@@ -42,6 +42,22 @@ struct FleetTests {
         }
     }
 
+    /// The status lists each linked board under the adapter it is linked through, the one
+    /// its view shows (what each adapter's ledger holds, asked: no second record of it).
+    @Test(arguments: Lane.enabled)
+    func theStatusListsEachLinkedBoardUnderItsAdapter(lane: Lane) async throws {
+        try await FleetFixture.with(lane: lane, boards: 3) { fixture in
+            try await fixture.waitUntilReady(3)
+            let status = fixture.fleet.status
+            let listed = status.adapters.flatMap { adapter in adapter.boards.map { (board: $0, adapter: adapter.name) } }
+            #expect(listed.count == 3, "\(status.adapters)")
+            for board in await fixture.fleet.snapshots() {
+                #expect(listed.contains { $0.board == board.address && $0.adapter == board.adapter }, "\(board.address) via \(board.adapter ?? "-"): \(listed)")
+            }
+            #expect(status.readyCount == 3 && status.connectedCount == 3)
+        }
+    }
+
     @Test(arguments: Lane.enabled)
     func notifiedTemperaturesKeepTheCacheCurrentWithoutReads(lane: Lane) async throws {
         try await FleetFixture.with(lane: lane, boards: 3, testbedArguments: ["--notify-interval", "0.2", "--latency-ms", "400"]) {

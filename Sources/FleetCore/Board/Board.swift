@@ -99,7 +99,7 @@ actor Board {
                     live.linkChanged()
                     logger[metadataKey: "ble.adapter"] = linkAdapter.map { "\($0.name)" }
                 }
-                context.tally.boardChanged(address, board: ObjectIdentifier(self), phase: after, adapter: linkAdapter)
+                context.tally.boardChanged(address, board: ObjectIdentifier(self), phase: after)
                 guard before != after else { continue }
                 logger.debug("board \(before) → \(after)")
                 // A slot freed (the link is down): a connect waiting for one looks again.

@@ -125,6 +125,9 @@ final class FleetContext: Sendable {
 
     func callEnded() { calls.subtract(1, ordering: .relaxed) }
 
+    /// The slots each adapter's ledger holds now (links up, connects given a slot), by board.
+    var heldSlots: [AdapterPath: Set<BoardAddress>] { adapters.mapValues { $0.ledger.held() } }
+
     /// Puts the adapters' state into the counts `status` reads.
     func noteAdapterState() {
         let adapters = Array(self.adapters.values)

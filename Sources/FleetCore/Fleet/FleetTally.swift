@@ -3,15 +3,15 @@ import Synchronization
 
 /// The fleet's counts and adapter state, kept up to date by the fleet and its boards as
 /// things change, so that ``Fleet/status`` is read without waiting for any actor (a
-/// `daemon.status` call or an sd-notify summary never queues behind board work).
+/// `daemon.status` call or an sd-notify summary never queues behind board work). Which
+/// boards hold a slot of which adapter is not kept here: each adapter's ledger says it
+/// (``AdapterLedger/held(except:)``), asked when the status is read.
 final class FleetTally: Sendable {
     private struct BoardEntry {
         /// The identity of the board's actor: a forgotten board's late changes never count
         /// for a new board of the same address.
         var board: ObjectIdentifier
         var phase: BoardPhase
-        /// The adapter of its link, if any.
-        var adapter: AdapterPath?
     }
 
     /// An adapter as the fleet last saw it.
@@ -49,11 +49,11 @@ final class FleetTally: Sendable {
         state.withLock { _ = $0.boards.removeValue(forKey: address) }
     }
 
-    /// A known board's phase, or the adapter of its link, changed.
-    func boardChanged(_ address: BoardAddress, board: ObjectIdentifier, phase: BoardPhase, adapter: AdapterPath?) {
+    /// A known board's phase changed.
+    func boardChanged(_ address: BoardAddress, board: ObjectIdentifier, phase: BoardPhase) {
         state.withLock { state in
             guard state.boards[address]?.board == board else { return }
-            state.boards[address] = BoardEntry(board: board, phase: phase, adapter: adapter)
+            state.boards[address]?.phase = phase
         }
     }
 
@@ -106,11 +106,10 @@ final class FleetTally: Sendable {
         return errors
     }
 
-    /// The boards whose link through the adapter at `path` is up and ready.
-    func readyLinks(onAdapter path: AdapterPath) -> [BoardAddress] {
-        state.withLock { state in
-            state.boards.compactMap { $0.value.adapter == path && $0.value.phase == .ready ? $0.key : nil }
-        }
+    /// Those of `links` (an adapter's, as its ledger holds them) that are boards whose link is
+    /// ready.
+    func ready(_ links: some Collection<BoardAddress>) -> [BoardAddress] {
+        state.withLock { state in links.filter { state.boards[$0]?.phase == .ready } }
     }
 
     func adaptersChanged(_ adapters: [AdapterEntry]) {
@@ -124,23 +123,25 @@ final class FleetTally: Sendable {
         state.withLock { $0.bluezAvailable = available }
     }
 
-    var status: FleetStatus {
+    /// The fleet's state now; `held`: the slots each adapter's ledger holds now, by board.
+    func status(held: [AdapterPath: Set<BoardAddress>]) -> FleetStatus {
         state.withLock { state in
             var ready = 0
             var linked = 0
-            var boardsPerAdapter: [AdapterPath: [BoardAddress]] = [:]
-            for (address, entry) in state.boards {
+            for entry in state.boards.values {
                 if entry.phase == .ready { ready += 1 }
                 if entry.phase == .resolving || entry.phase == .ready || entry.phase == .disconnecting { linked += 1 }
-                if let adapter = entry.adapter, entry.phase.holdsSlot {
-                    boardsPerAdapter[adapter, default: []].append(address)
-                }
+            }
+            // An adapter's boards: the fleet's boards among the slots it holds.
+            func boards(on path: AdapterPath?) -> [BoardAddress] {
+                (path.flatMap { held[$0] } ?? []).filter { state.boards[$0]?.phase.holdsSlot == true }
+                    .sorted { $0.description < $1.description }
             }
             let adapters = state.adapters.map { entry in
                 FleetStatus.Adapter(
                     name: entry.name, address: entry.address, present: entry.path != nil, powered: entry.powered,
                     discovering: entry.discovering,
-                    boards: (entry.path.flatMap { boardsPerAdapter[$0] } ?? []).sorted { $0.description < $1.description },
+                    boards: boards(on: entry.path),
                     limit: entry.limit, health: entry.health, lastRecovery: entry.lastRecovery)
             }
             return FleetStatus(

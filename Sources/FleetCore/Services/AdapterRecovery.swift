@@ -57,7 +57,7 @@ struct AdapterRecovery: Service {
             }
             let discovering = adapter.adapter.powered && adapter.adapter.discovering
             let carried = Self.linksCarried(
-                through: path, readyLinks: context.tally.readyLinks(onAdapter: path).compactMap { live[$0] },
+                through: path, readyLinks: context.tally.ready(adapter.ledger.links).compactMap { live[$0] },
                 everyBoard: live.values, thresholds: thresholds, now: now)
             adapter.health.observe {
                 $0.tick(now: $1, discovering: discovering, heardElsewhere: elsewhere, linksCarried: carried)
@@ -112,7 +112,7 @@ struct AdapterRecovery: Service {
                 // controller whose transport stalled is found in two of the kernel's command
                 // timeouts, and reset in time to serve its boards again within 15 s (issue 52).
                 for again in [false, true] {
-                    let aboutALink = !tally.readyLinks(onAdapter: current.path).isEmpty
+                    let aboutALink = !tally.ready(adapter.ledger.links).isEmpty
                     do {
                         if try await client.probeController(current, turn: turn &+ (again ? 1 : 0)) {
                             adapter.health.command(completed: true)
