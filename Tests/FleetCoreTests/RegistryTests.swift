@@ -96,6 +96,21 @@ import Testing
         }
     }
 
+    /// Who a board is, as a selection resolves it: the registry's name and alias, read
+    /// without a hop to it, as soon as a change is made (the fleet keeps no copy).
+    @Test func aBoardsIdentityIsTheRegistrysAtOnce() async throws {
+        try await withRegistry { registry, _ in
+            #expect(registry.identity(of: a) == nil)
+            try await registry.noteSeen(a, name: "nano-01", at: t0)
+            #expect(registry.identity(of: a) == BoardIdentity(address: a, name: "nano-01"))
+            try await registry.setAlias("door", for: a, now: t0)
+            try await registry.noteSeen(a, name: "nano-07", at: t0 + 1)
+            #expect(registry.identity(of: a) == BoardIdentity(address: a, name: "nano-07", alias: "door"))
+            try await registry.forget(a, now: t0 + 2)
+            #expect(registry.identity(of: a) == nil)
+        }
+    }
+
     @Test func corruptFileIsMovedAsideAndRegistryStartsEmpty() async throws {
         let url = try makeTemporaryDirectory(prefix: "registry")
         defer { try? FileManager.default.removeItem(at: url) }

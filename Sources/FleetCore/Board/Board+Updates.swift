@@ -7,7 +7,6 @@ extension Board {
     func deviceUpdated(_ device: BlueZDevice, changed: Set<BlueZDevice.Property>) {
         // The core records the sighting (``BoardDevices/report(_:changed:now:)``) before its
         // effects are performed: a call failed now is told when it was last heard.
-        if let newName = device.name, newName != name { live.setNames(name: newName, alias: alias) }
         update { $0.deviceUpdated(device, changed: changed, now: $1) }
     }
 

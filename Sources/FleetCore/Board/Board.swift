@@ -11,9 +11,11 @@ actor Board {
     let context: FleetContext
     var logger: Logger
     var core: BoardCore
-    /// Its adapters (each one's device, RSSI, last hearing), latest readings, name and alias,
-    /// recorded without this actor.
+    /// Its adapters (each one's device, RSSI, last hearing) and latest readings, recorded
+    /// without this actor.
     nonisolated let live: BoardLive
+    /// Where its name and alias are kept (``Registry/identity(of:)``).
+    nonisolated let registry: Registry
     /// The radio's time (the client's).
     nonisolated var clock: any RadioClock { context.client.clock }
     /// The current link's session: the profile's characteristics found on it, its sensors'
@@ -30,15 +32,12 @@ actor Board {
     var machine: BoardStateMachine { core.machine }
     var profile: BoardProfile { core.profile }
     var switches: BoardSwitches { core.switches }
-    nonisolated var name: String? { live.current.name }
-    nonisolated var alias: String? { live.current.alias }
-
-    init(record: BoardRecord, devices: [BlueZDevice], adapterPowered: Bool, context: FleetContext) {
+    init(record: BoardRecord, devices: [BlueZDevice], adapterPowered: Bool, context: FleetContext, registry: Registry) {
         self.address = record.address
         self.context = context
+        self.registry = registry
         self.gatt = BoardGATT(address: record.address, client: context.client)
         self.live = BoardLive(clock: context.client.clock, devices: devices)
-        live.setNames(name: record.name, alias: record.alias)
         let machine = BoardStateMachine(
             policy: context.configuration.reconnect, random: context.randomness(record.address), present: !devices.isEmpty,
             adapterPowered: adapterPowered, now: context.client.clock.now)
@@ -53,14 +52,11 @@ actor Board {
         context.tally.add(record.address, board: ObjectIdentifier(self), phase: machine.phase)
     }
 
-    /// Who the board is, read without waiting for this actor (selections are resolved for
-    /// every board of a fleet-wide call at once).
-    nonisolated var identity: BoardIdentity {
-        let current = live.current
-        return BoardIdentity(address: address, name: current.name, alias: current.alias)
-    }
+    /// Who the board is (its name and alias, the registry's), read without waiting for this
+    /// actor (selections are resolved for every board of a fleet-wide call at once).
+    nonisolated var identity: BoardIdentity { registry.identity(of: address) ?? BoardIdentity(address: address) }
 
-    var snapshot: BoardSnapshot { core.snapshot(of: address, live: live.current) }
+    var snapshot: BoardSnapshot { core.snapshot(of: identity, live: live.current) }
 
     /// Whether the board holds a link it is not using right now (eviction candidate).
     var linkUsage: ConnectionSlots.Link { core.linkUsage(of: address, awaited: !waiters.isEmpty, now: clock.now) }

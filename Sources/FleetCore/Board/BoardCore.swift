@@ -285,9 +285,9 @@ struct BoardCore {
 
     // MARK: What the fleet shows of it
 
-    func snapshot(of address: BoardAddress, live: BoardLive.State) -> BoardSnapshot {
+    func snapshot(of board: BoardIdentity, live: BoardLive.State) -> BoardSnapshot {
         BoardSnapshot(
-            address: address, name: live.name, alias: live.alias, phase: machine.phase,
+            address: board.address, name: board.name, alias: board.alias, phase: machine.phase,
             rssi: live.devices.bestRSSI, desiredLED: switches.desiredLED, appliedLED: machine.currentLink?.appliedLED,
             temperature: live.temperature, lastFailure: machine.lastFailure, lastSeen: live.lastSeen,
             adapter: live.devices.shown(link: linkAdapter)?.name, profile: profile,

@@ -9,9 +9,6 @@ import Synchronization
 /// daemon's idle CPU.
 final class BoardLive: Sendable {
     struct State: Sendable {
-        /// Name and alias, for selections resolved without a hop to the board's actor.
-        var name: String?
-        var alias: String?
         /// Its adapters: each one's device object, last signal and last hearing of the board.
         var devices = BoardDevices([])
         /// When any adapter last heard it (kept after they forgot it: a call failed tells it).
@@ -71,17 +68,6 @@ final class BoardLive: Sendable {
     var temperature: SensorReading? { state.withLock { $0.temperature } }
 
     func reading(_ sensor: String) -> SensorReading? { state.withLock { $0.readings[sensor] } }
-
-    func setNames(name: String?, alias: String?) {
-        state.withLock {
-            $0.name = name
-            $0.alias = alias
-        }
-    }
-
-    func setAlias(_ alias: String?) {
-        state.withLock { $0.alias = alias }
-    }
 
     /// A sensor value arrived (for a call waiting for a sensor the board only notifies).
     let readingArrived = ChangeSignal()

@@ -190,7 +190,7 @@ extension Fleet {
 
     /// Names a board (an alias is unique, and usable wherever a selector is).
     public func setAlias(_ alias: String?, for address: BoardAddress) async throws {
-        guard let board = boards[address] else {
+        guard boards[address] != nil else {
             throw FleetError(.notFound, "No board \(address) is known; `boards.list` shows the known ones.")
         }
         do {
@@ -198,7 +198,6 @@ extension Fleet {
         } catch {
             throw FleetError(.invalidArgument, "\(error)")
         }
-        board.live.setAlias(alias)
         events.publish(.boardAliased(address, alias: alias))
     }
 

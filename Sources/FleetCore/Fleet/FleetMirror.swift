@@ -78,7 +78,7 @@ actor FleetMirror {
         }
         defer { observation.cancel() }
         for record in await registry.boards where boards[record.address] == nil {
-            boards[record.address] = Board(record: record, devices: [], adapterPowered: false, context: context)
+            boards[record.address] = Board(record: record, devices: [], adapterPowered: false, context: context, registry: registry)
         }
         logger.info(
             "fleet starting", metadata: ["fleet.known": "\(boards.count)", "ble.adapters": "\(context.adapterSelection)"])
@@ -260,7 +260,8 @@ actor FleetMirror {
         }
         if let board = boards[address] {
             await board.deviceUpdated(device, changed: changed ?? Self.anew)
-            if changed?.contains(.rssi) ?? true { await sightings.note(address, name: device.name) }
+            // Seen, or renamed: the registry keeps its name (the one record of it).
+            if changed.map({ $0.contains(.rssi) || $0.contains(.name) }) ?? true { await sightings.note(address, name: device.name) }
             // A known board (re)appearing, e.g. after a BlueZ restart: connect it again.
             if changed == nil { await board.requestAutoConnect() }
             return
@@ -291,7 +292,7 @@ actor FleetMirror {
             adopting[address] = nil
             return
         }
-        let board = Board(record: record, devices: [device], adapterPowered: anyAdapterPowered, context: context)
+        let board = Board(record: record, devices: [device], adapterPowered: anyAdapterPowered, context: context, registry: registry)
         boards[address] = board
         let changedMeanwhile = adopting.removeValue(forKey: address) == true
         logger.info("board adopted", metadata: ["ble.address": "\(address)", "ble.name": "\(device.name ?? "")"])

@@ -1,5 +1,6 @@
 public import Foundation
 public import Logging
+import Synchronization
 
 /// The known boards, persisted in ``RegistryFile``.
 ///
@@ -20,7 +21,15 @@ public actor Registry {
     private nonisolated let executor: any SerialExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    private var records: [BoardAddress: BoardRecord]
+    /// The known boards, by address: changed on this actor alone, and kept under a lock so
+    /// that who a board is (its name and alias: ``identity(of:)``) is read without a hop to
+    /// this actor (a call resolves its selection for every board at once). The one record of
+    /// a board's name and alias: the fleet keeps no copy.
+    private nonisolated let known: Mutex<[BoardAddress: BoardRecord]>
+    private var records: [BoardAddress: BoardRecord] {
+        get { known.withLock { $0 } }
+        set { known.withLock { $0 = newValue } }
+    }
     private var dirty = false
     private var lastSave: Date?
     /// False when a bad registry file could not be moved aside: never overwrite it.
@@ -38,7 +47,7 @@ public actor Registry {
         self.logger = logger
         let loaded = file.load(now: now)
         loadIssues = loaded.issues
-        records = Dictionary(loaded.boards.map { ($0.address, $0) }, uniquingKeysWith: { first, _ in first })
+        known = Mutex(Dictionary(loaded.boards.map { ($0.address, $0) }, uniquingKeysWith: { first, _ in first }))
         canSave = !loaded.issues.contains { $0.severity == .error && $0.movedTo == nil }
         for issue in loaded.issues {
             switch issue.severity {
@@ -54,6 +63,12 @@ public actor Registry {
 
     /// The record for `address`, if known.
     public func record(for address: BoardAddress) -> BoardRecord? { records[address] }
+
+    /// Who the board at `address` is (its name and alias, as last saved here), read without
+    /// waiting for this actor; nil when it is not known.
+    public nonisolated func identity(of address: BoardAddress) -> BoardIdentity? {
+        known.withLock { $0[address].map { BoardIdentity(address: address, name: $0.name, alias: $0.alias) } }
+    }
 
     /// Whether unsaved `lastSeen` updates are pending.
     public var hasUnsavedChanges: Bool { dirty }
