@@ -35,3 +35,25 @@ public enum HexBytes {
         }
     }
 }
+
+/// Bytes that travel as hex (`"0a1b"`; written lowercase, read in either case).
+@propertyWrapper
+public struct Hex: Sendable, Hashable, Codable {
+    public var wrappedValue: [UInt8]
+
+    public init(wrappedValue: [UInt8]) { self.wrappedValue = wrappedValue }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let bytes = HexBytes.decode(text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\"\(text)\" is not hex bytes like \"0a1b\"")
+        }
+        wrappedValue = bytes
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(HexBytes.encode(wrappedValue))
+    }
+}

@@ -1,6 +1,6 @@
 /// How finely a sensor's history is told: every reading, or buckets of 5 minutes or an hour
 /// (each with its mean, minimum, maximum and count).
-public enum HistoryResolution: String, Sendable, Hashable, CaseIterable {
+public enum HistoryResolution: String, Sendable, Hashable, Codable, CaseIterable {
     case raw
     case fiveMinutes = "5m"
     case hour = "1h"

@@ -55,17 +55,11 @@ public struct GattBytes: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey { case value }
 
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        let text = try container.decode(String.self, forKey: .value)
-        guard let bytes = HexBytes.decode(text) else {
-            throw DecodingError.dataCorruptedError(
-                forKey: .value, in: container, debugDescription: "\"\(text)\" is not hex bytes like \"0a1b\"")
-        }
-        self.bytes = bytes
+        bytes = try decoder.container(keyedBy: CodingKeys.self).decode(Hex.self, forKey: .value).wrappedValue
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(HexBytes.encode(bytes), forKey: .value)
+        try container.encode(Hex(wrappedValue: bytes), forKey: .value)
     }
 }

@@ -4,8 +4,9 @@ import Testing
 @testable import FleetRPC
 import JSONRPC
 
-/// The JSON Schemas `rpc.discover` publishes are written beside the types; this holds each
-/// to its type, both ways: every value the type writes (samples with every optional field
+/// The JSON Schemas `rpc.discover` publishes are read from the types (``RPCShape``), or
+/// written beside a type whose coding is its own; this holds each to what the type writes,
+/// both ways: every value the type writes (samples with every optional field
 /// set, and none) is valid under the schema, and every property the schema declares is one
 /// the type writes. A field added to a type and not to its schema, or the other way round,
 /// fails here.
@@ -26,7 +27,7 @@ import JSONRPC
         address: a, name: "nano-01", alias: "lab-1", state: .ready, rssi: -60, led: true, desiredLed: false,
         temperature: TemperatureReading(value: Celsius(degrees: -4), age: .milliseconds(80)),
         lastSeen: "2024-05-01T12:00:00Z", adapter: "hci0", profile: "nano",
-        sensors: ["humidity": SensorInfo(value: 45.5, unit: "%", ageMs: 10, deviceClass: "humidity"), "temperature": SensorInfo()])
+        sensors: ["humidity": SensorInfo(value: 45.5, unit: "%", ageMs: 10, deviceClass: "humidity", decimals: 1), "temperature": SensorInfo()])
 
     static let status = DaemonStatus(
         version: "1", uptimeSeconds: 1.5, bluez: true, adapter: "hci0", powered: true, discovering: true,
@@ -55,7 +56,7 @@ import JSONRPC
         case "temperature.read":
             return try json([result(TemperatureReading(value: Celsius(degrees: 3), age: .zero))])
         case "sensor.read":
-            let humidity = SensorValue(sensor: "humidity", value: 45.67, unit: "%", age: .zero)
+            let humidity = SensorValue(sensor: "humidity", value: 45.67, unit: "%", decimals: 2, age: .zero)
             let count = SensorValue(sensor: "count", value: 3, unit: nil, age: .zero)
             return try json([result(humidity), result(count)])
         case "gatt.read":
@@ -112,7 +113,7 @@ import JSONRPC
         case "device.disconnect":
             return try json([DeviceReleasedResult(address: a.rawValue)])
         case "device.read":
-            return try json([DeviceValueResult(value: "0aff")])
+            return try json([DeviceValueResult(value: [0x0a, 0xff])])
         case "device.write":
             return try json([DeviceWrittenResult()])
         case "device.notify":

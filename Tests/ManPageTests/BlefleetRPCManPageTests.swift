@@ -29,20 +29,35 @@ struct BlefleetRPCManPageTests {
         #expect(page.rendered.contains("\(method.name) (\(method.access.rawValue))"))
     }
 
-    @Test("Every method's parameters are listed in positional order, required or optional", arguments: methodNames)
+    @Test("Every method's parameters are listed in positional order, of their type, required or optional", arguments: methodNames)
     func parameters(name: String) throws {
         let method = Self.descriptor(name)
         let page = try ManPage("blefleet-rpc.7")
         let body = try #require(Self.subsection(of: page, method: method.name)).body
         // `.It Li name Pq type , required`
-        let documented = body.compactMap { line -> (name: String, required: Bool)? in
+        let documented = body.compactMap { line -> (name: String, type: String, required: Bool)? in
             let words = line.split(separator: " ")
             guard words.count >= 5, words[0] == ".It", words[1] == "Li", words[3] == "Pq" else { return nil }
-            return (String(words[2]), words.contains("required"))
+            return (String(words[2]), words[4...].prefix { $0 != "," }.joined(separator: " "), words.contains("required"))
         }
         #expect(documented.map(\.name) == method.params.map(\.name))
         for (doc, param) in zip(documented, method.params) {
             #expect(doc.required == param.required, "\(method.name) \(param.name): required is \(param.required)")
+            #expect(doc.type == Self.words(param.type), "\(method.name) \(param.name)")
+        }
+    }
+
+    /// A parameter type as the page names it: `integer`, `Vt uuid`, `array of strings`.
+    static func words(_ type: RPCValueType) -> String {
+        switch type {
+        case .string: "string"
+        case .integer: "integer"
+        case .number: "number"
+        case .boolean: "boolean"
+        case .any: "any"
+        case .custom(let custom): "Vt \(custom.name)"
+        case .array(of: .string): "array of strings"
+        case .array(let element): "array of \(words(element))"
         }
     }
 

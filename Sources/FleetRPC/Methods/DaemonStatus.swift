@@ -3,12 +3,9 @@ public import JSONRPC
 extension FleetMethods {
     /// `daemon.status`.
     public enum DaemonStatus: RPCMethod {
-        public static let descriptor = RPCMethodDescriptor(
-            name: "daemon.status",
-            summary: "The daemon's version, uptime, adapter and BlueZ state, and board counts.",
-            result: RPCResultDescriptor("status", "The daemon's status.", schema: Schemas.daemonStatus),
-            access: .read,
-            errors: [.permissionDenied])
+        public static let descriptor = describe(
+            "daemon.status", "The daemon's version, uptime, adapter and BlueZ state, and board counts.",
+            result: RPCResultDescriptor("status", "The daemon's status."), access: .read, errors: [.permissionDenied])
         public typealias Result = FleetRPC.DaemonStatus
     }
 }
@@ -51,8 +48,7 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
         public var readOnlyGroup: String?
 
         public init(controlGroup: String, readOnlyGroup: String?) {
-            self.controlGroup = controlGroup
-            self.readOnlyGroup = readOnlyGroup
+            (self.controlGroup, self.readOnlyGroup) = (controlGroup, readOnlyGroup)
         }
     }
 
@@ -64,8 +60,7 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
         public var maxCallsPerConnection: Int
 
         public init(maxFrameBytes: Int, maxCallsPerConnection: Int) {
-            self.maxFrameBytes = maxFrameBytes
-            self.maxCallsPerConnection = maxCallsPerConnection
+            (self.maxFrameBytes, self.maxCallsPerConnection) = (maxFrameBytes, maxCallsPerConnection)
         }
     }
 
@@ -81,10 +76,7 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
         public var dropped: Int
 
         public init(enabled: Bool, reason: String? = nil, path: String, dropped: Int) {
-            self.enabled = enabled
-            self.reason = reason
-            self.path = path
-            self.dropped = dropped
+            (self.enabled, self.reason, self.path, self.dropped) = (enabled, reason, path, dropped)
         }
     }
 
@@ -111,15 +103,8 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
             name: String, address: String?, present: Bool, powered: Bool, discovering: Bool, slotsUsed: Int,
             slotsLimit: Int, boards: [String] = [], health: AdapterCondition? = nil, lastRecovery: Recovery? = nil
         ) {
-            self.health = health
-            self.lastRecovery = lastRecovery
-            self.boards = boards
-            self.name = name
-            self.address = address
-            self.present = present
-            self.powered = powered
-            self.discovering = discovering
-            self.slotsUsed = slotsUsed
+            (self.health, self.lastRecovery, self.boards, self.name, self.address) = (health, lastRecovery, boards, name, address)
+            (self.present, self.powered, self.discovering, self.slotsUsed) = (present, powered, discovering, slotsUsed)
             self.slotsLimit = slotsLimit
         }
     }
@@ -134,10 +119,7 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
         public var recovered: String?
 
         public init(symptom: AdapterSymptom, step: RecoveryStep, started: String, recovered: String? = nil) {
-            self.symptom = symptom
-            self.step = step
-            self.started = started
-            self.recovered = recovered
+            (self.symptom, self.step, self.started, self.recovered) = (symptom, step, started, recovered)
         }
     }
 
@@ -147,9 +129,7 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
         public var ready: Int
 
         public init(known: Int, connected: Int, ready: Int) {
-            self.known = known
-            self.connected = connected
-            self.ready = ready
+            (self.known, self.connected, self.ready) = (known, connected, ready)
         }
     }
 
@@ -158,18 +138,9 @@ public struct DaemonStatus: Sendable, Hashable, Codable {
         discovering: Bool, adapters: [Adapter] = [], boards: Counts, clients: Int,
         history: History? = nil, limits: Limits? = nil, access: Access? = nil
     ) {
-        self.history = history
-        self.limits = limits
-        self.access = access
-        self.adapters = adapters
-        self.version = version
-        self.uptimeSeconds = uptimeSeconds
-        self.bluez = bluez
-        self.adapter = adapter
-        self.powered = powered
-        self.discovering = discovering
-        self.boards = boards
-        self.clients = clients
+        (self.history, self.limits, self.access, self.adapters, self.version) = (history, limits, access, adapters, version)
+        (self.uptimeSeconds, self.bluez, self.adapter, self.powered) = (uptimeSeconds, bluez, adapter, powered)
+        (self.discovering, self.boards, self.clients) = (discovering, boards, clients)
     }
 
     enum CodingKeys: String, CodingKey {

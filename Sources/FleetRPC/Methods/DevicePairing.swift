@@ -5,50 +5,40 @@ public import JSONRPC
 extension FleetMethods {
     /// `device.pair`.
     public enum DevicePair: RPCMethod {
-        public static let descriptor = RPCMethodDescriptor(
-            name: "device.pair",
-            summary:
-                "Pair with a connected device (and keep the bond: BlueZ stores it) through the adapter of its link, as bleak's BlueZ backend does: trusted, then paired by the daemon's agent. Just Works is accepted; a passkey the device shows is entered from passkey; a passkey both sides show is accepted when it equals passkey (or when none is given); a passkey or PIN to type on the device arrives as \(DevicePairingNotification.method) notifications on this connection. A paired device succeeds at once.",
+        public static let descriptor = describe(
+            "device.pair",
+            "Pair with a connected device (and keep the bond: BlueZ stores it) through the adapter of its link, as bleak's BlueZ backend does: trusted, then paired by the daemon's agent. Just Works is accepted; a passkey the device shows is entered from passkey; a passkey both sides show is accepted when it equals passkey (or when none is given); a passkey or PIN to type on the device arrives as \(DevicePairingNotification.method) notifications on this connection. A paired device succeeds at once.",
             params: [
-                deviceAddress,
-                RPCParamDescriptor(
-                    "passkey", .integer(minimum: 0, maximum: 999_999),
-                    "The 6-digit passkey the device shows, entered or compared when the pairing asks for it."),
-                RPCParamDescriptor("pinCode", .string(), "The PIN code of a BR/EDR device that asks for one."),
-                RPCParamDescriptor("timeoutMs", .integer(minimum: 1, maximum: 600_000), "Time limit, ms (default 60000)."),
+                "address": deviceAddress,
+                "passkey": RPCParamNote(
+                    "The 6-digit passkey the device shows, entered or compared when the pairing asks for it.",
+                    .integer(minimum: 0, maximum: 999_999)),
+                "pinCode": "The PIN code of a BR/EDR device that asks for one.", "timeoutMs": timeLimit(defaultMs: 60000),
             ],
-            result: RPCResultDescriptor("pairing", "The address, the adapter that holds the pairing, whether it is bonded and whether it was paired already.", schema: Schemas.devicePaired),
+            result: RPCResultDescriptor(
+                "pairing", "The address, the adapter that holds the pairing, whether it is bonded and whether it was paired already."),
             access: .write,
             errors: [.permissionDenied, .notConnected, .pairingFailed, .busy, .timeout, .adapterUnavailable, .bluezUnavailable])
 
-        public struct Params: RPCMethodParams, Codable, Hashable {
+        public struct Params: RPCMethodParams, Hashable {
             public var address: BoardAddress
             public var passkey: Int?
             public var pinCode: String?
             public var timeoutMs: Int?
 
             public init(address: BoardAddress, passkey: Int? = nil, pinCode: String? = nil, timeoutMs: Int? = nil) {
-                self.address = address
-                self.passkey = passkey
-                self.pinCode = pinCode
-                self.timeoutMs = timeoutMs
+                (self.address, self.passkey, self.pinCode, self.timeoutMs) = (address, passkey, pinCode, timeoutMs)
             }
         }
         public typealias Result = DevicePairedResult
     }
 
     /// `device.unpair`.
-    public enum DeviceUnpair: RPCMethod {
-        public static let descriptor = RPCMethodDescriptor(
-            name: "device.unpair",
-            summary:
-                "Remove a device from BlueZ on every adapter that knows it, as bleak's BlueZ backend unpairs (Adapter1.RemoveDevice): its pairing and bond go, its link drops (leases on it end with device.disconnected). A fleet board stays in the fleet and connects again once it is heard again.",
-            params: [deviceAddress],
-            result: RPCResultDescriptor("unpaired", "The address and the adapters it was removed from.", schema: Schemas.deviceUnpaired),
-            access: .write,
+    public enum DeviceUnpair: DeviceMethod {
+        public static let descriptor = deviceMethod(
+            "device.unpair", "Remove a device from BlueZ on every adapter that knows it, as bleak's BlueZ backend unpairs (Adapter1.RemoveDevice): its pairing and bond go, its link drops (leases on it end with device.disconnected). A fleet board stays in the fleet and connects again once it is heard again.",
+            result: RPCResultDescriptor("unpaired", "The address and the adapters it was removed from."), access: .write,
             errors: [.permissionDenied, .boardNotFound, .bluezUnavailable])
-
-        public typealias Params = DeviceDisconnect.Params
         public typealias Result = DeviceUnpairedResult
     }
 }
@@ -65,11 +55,7 @@ public struct DevicePairedResult: Sendable, Hashable, Codable {
     /// Whether it was paired before the call (nothing was done).
     public var alreadyPaired: Bool
     public init(address: String, adapter: String, paired: Bool = true, bonded: Bool, alreadyPaired: Bool) {
-        self.address = address
-        self.adapter = adapter
-        self.paired = paired
-        self.bonded = bonded
-        self.alreadyPaired = alreadyPaired
+        (self.address, self.adapter, self.paired, self.bonded, self.alreadyPaired) = (address, adapter, paired, bonded, alreadyPaired)
     }
 }
 
@@ -79,8 +65,7 @@ public struct DeviceUnpairedResult: Sendable, Hashable, Codable {
     /// The adapters BlueZ removed it from (`hci0`).
     public var adapters: [String]
     public init(address: String, adapters: [String]) {
-        self.address = address
-        self.adapters = adapters
+        (self.address, self.adapters) = (address, adapters)
     }
 }
 
@@ -98,25 +83,6 @@ public struct DevicePairingNotification: Sendable, Hashable, Codable {
     public var entered: Int?
     public var time: String
     public init(address: String, kind: String, passkey: Int? = nil, pinCode: String? = nil, entered: Int? = nil, time: String) {
-        self.address = address
-        self.kind = kind
-        self.passkey = passkey
-        self.pinCode = pinCode
-        self.entered = entered
-        self.time = time
+        (self.address, self.kind, self.passkey, self.pinCode, self.entered, self.time) = (address, kind, passkey, pinCode, entered, time)
     }
-}
-
-extension Schemas {
-    static let devicePaired: JSONValue = [
-        "type": "object", "required": ["address", "adapter", "paired", "bonded", "alreadyPaired"],
-        "properties": [
-            "address": ["type": "string"], "adapter": ["type": "string"], "paired": ["type": "boolean"],
-            "bonded": ["type": "boolean"], "alreadyPaired": ["type": "boolean"],
-        ],
-    ]
-    static let deviceUnpaired: JSONValue = [
-        "type": "object", "required": ["address", "adapters"],
-        "properties": ["address": ["type": "string"], "adapters": ["type": "array", "items": ["type": "string"]]],
-    ]
 }

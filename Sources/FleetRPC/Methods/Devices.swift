@@ -11,154 +11,106 @@ extension FleetMethods {
     static let gattErrors: [RPCErrorCode] = [
         .permissionDenied, .notConnected, .gattError, .characteristicNotFound, .timeout, .bluezUnavailable,
     ]
-    static let deviceAddress = RPCParamDescriptor("address", .address, required: true, "The device's Bluetooth address.")
-    static let handle = RPCParamDescriptor(
-        "handle", .integer(minimum: 1, maximum: 65_535), required: true,
-        "The attribute handle (as device.services lists it, and as bleak's BlueZ backend numbers it).")
-    static let descriptorFlag = RPCParamDescriptor(
-        "descriptor", .boolean, "The handle is a descriptor's (default: a characteristic's, else a descriptor's).")
+    static let deviceAddress = RPCParamNote("The device's Bluetooth address.")
+    static let handle = RPCParamNote(
+        "The attribute handle (as device.services lists it, and as bleak's BlueZ backend numbers it).", .integer(minimum: 1, maximum: 65_535))
+    static let descriptorFlag = RPCParamNote("The handle is a descriptor's (default: a characteristic's, else a descriptor's).")
+    static func timeLimit(defaultMs: Int) -> RPCParamNote {
+        RPCParamNote("Time limit, ms (default \(defaultMs)).", .integer(minimum: 1, maximum: 600_000))
+    }
 
     /// `devices.watch`.
     public enum DevicesWatch: RPCMethod {
-        public static let descriptor = RPCMethodDescriptor(
-            name: "devices.watch",
-            summary:
-                "Receive the advertisements of every device the adapters hear as \(DeviceAdvertisementNotification.method) notifications on this connection (first every device heard in the last 10 s, not every device BlueZ remembers), and \(DeviceRemovedNotification.method) when BlueZ drops one of them; a second call replaces the filter.",
-            params: [
-                RPCParamDescriptor(
-                    "services", .array(of: .uuid), "Only devices that advertise one of these service UUIDs (default: every device)."),
-            ],
-            result: RPCResultDescriptor("watching", "Whether the connection receives advertisements.", schema: Schemas.watching),
-            access: .read,
+        public static let descriptor = describe(
+            "devices.watch",
+            "Receive the advertisements of every device the adapters hear as \(DeviceAdvertisementNotification.method) notifications on this connection (first every device heard in the last 10 s, not every device BlueZ remembers), and \(DeviceRemovedNotification.method) when BlueZ drops one of them; a second call replaces the filter.",
+            params: ["services": RPCParamNote("Only devices that advertise one of these service UUIDs (default: every device).", .array(of: .uuid))],
+            result: RPCResultDescriptor("watching", "Whether the connection receives advertisements."), access: .read,
             errors: [.permissionDenied, .bluezUnavailable])
 
-        public struct Params: RPCMethodParams, Codable, Hashable {
+        public struct Params: RPCMethodParams, Hashable {
             public var services: [String]?
 
-            public init(services: [String]? = nil) {
-                self.services = services
-            }
+            public init(services: [String]? = nil) { self.services = services }
         }
         public typealias Result = DevicesWatchResult
     }
 
     /// `devices.unwatch`.
     public enum DevicesUnwatch: RPCMethod {
-        public static let descriptor = RPCMethodDescriptor(
-            name: "devices.unwatch",
-            summary: "Stop the advertisements devices.watch sends to this connection.",
-            result: RPCResultDescriptor("watching", "false.", schema: Schemas.watching),
-            access: .read,
-            errors: [.permissionDenied])
+        public static let descriptor = describe(
+            "devices.unwatch", "Stop the advertisements devices.watch sends to this connection.",
+            result: RPCResultDescriptor("watching", "false."), access: .read, errors: [.permissionDenied])
         public typealias Result = DevicesWatchResult
     }
 
     /// `devices.connected`.
     public enum DevicesConnected: RPCMethod {
-        public static let descriptor = RPCMethodDescriptor(
-            name: "devices.connected",
-            summary:
-                "The devices connected to the adapters now (the fleet's links, clients' leases, other programs' links) whose services are resolved and that offer one of services, as BlueZ lists them: what bleak's BleakAdapter.get_connected_devices asks.",
+        public static let descriptor = describe(
+            "devices.connected",
+            "The devices connected to the adapters now (the fleet's links, clients' leases, other programs' links) whose services are resolved and that offer one of services, as BlueZ lists them: what bleak's BleakAdapter.get_connected_devices asks.",
             params: [
-                RPCParamDescriptor(
-                    "services", .array(of: .uuid), "Only devices that offer one of these service UUIDs (default: 1801, which almost every device has)."),
-                RPCParamDescriptor(
-                    "adapter", .string(), "Only this adapter's (hci0, or its address; none for an adapter the daemon lacks); default every adapter."),
+                "services": RPCParamNote(
+                    "Only devices that offer one of these service UUIDs (default: 1801, which almost every device has).", .array(of: .uuid)),
+                "adapter": "Only this adapter's (hci0, or its address; none for an adapter the daemon lacks); default every adapter.",
             ],
-            result: RPCResultDescriptor("devices", "The connected devices.", schema: Schemas.connectedDevices),
-            access: .read,
+            result: RPCResultDescriptor("devices", "The connected devices."), access: .read,
             errors: [.permissionDenied, .bluezUnavailable, .invalidParams])
 
-        public struct Params: RPCMethodParams, Codable, Hashable {
+        public struct Params: RPCMethodParams, Hashable {
             public var services: [String]?
             public var adapter: String?
 
-            public init(services: [String]? = nil, adapter: String? = nil) {
-                self.services = services
-                self.adapter = adapter
-            }
+            public init(services: [String]? = nil, adapter: String? = nil) { (self.services, self.adapter) = (services, adapter) }
         }
         public typealias Result = DevicesConnectedResult
     }
 
     /// `device.connect`.
     public enum DeviceConnect: RPCMethod {
-        public static let descriptor = RPCMethodDescriptor(
-            name: "device.connect",
-            summary:
-                "Connect to any device the adapters hear and lease the link to this connection: the fleet never gives it away while leased; it ends with device.disconnect or when the connection closes. Waits for a connection slot (idle board links give way) until timeoutMs; never takes the slots each adapter keeps for the fleet (reserved-fleet-slots), and one user holds at most leases-per-user devices.",
-            params: [
-                deviceAddress,
-                RPCParamDescriptor("timeoutMs", .integer(minimum: 1, maximum: 600_000), "Time limit, ms (default 20000)."),
-            ],
-            result: RPCResultDescriptor("link", "The device's link: adapter, MTU and services.", schema: Schemas.deviceServices),
-            access: .write,
+        public static let descriptor = describe(
+            "device.connect",
+            "Connect to any device the adapters hear and lease the link to this connection: the fleet never gives it away while leased; it ends with device.disconnect or when the connection closes. Waits for a connection slot (idle board links give way) until timeoutMs; never takes the slots each adapter keeps for the fleet (reserved-fleet-slots), and one user holds at most leases-per-user devices.",
+            params: ["address": deviceAddress, "timeoutMs": timeLimit(defaultMs: 20000)],
+            result: RPCResultDescriptor("link", "The device's link: adapter, MTU and services."), access: .write,
             errors: deviceErrors)
 
-        public struct Params: RPCMethodParams, Codable, Hashable {
+        public struct Params: RPCMethodParams, Hashable {
             public var address: BoardAddress
             public var timeoutMs: Int?
 
-            public init(address: BoardAddress, timeoutMs: Int? = nil) {
-                self.address = address
-                self.timeoutMs = timeoutMs
-            }
+            public init(address: BoardAddress, timeoutMs: Int? = nil) { (self.address, self.timeoutMs) = (address, timeoutMs) }
         }
         public typealias Result = DeviceServicesResult
     }
 
     /// `device.disconnect`.
-    public enum DeviceDisconnect: RPCMethod {
-        public static let descriptor = RPCMethodDescriptor(
-            name: "device.disconnect",
-            summary:
-                "End this connection's lease on a device; its link is released when no one else holds it (a fleet board's stays with the fleet).",
-            params: [deviceAddress],
-            result: RPCResultDescriptor("lease", "The address, and that this connection holds it no more.", schema: Schemas.deviceReleased),
-            access: .write,
-            errors: [.permissionDenied])
-
-        public struct Params: RPCMethodParams, Codable, Hashable {
-            public var address: BoardAddress
-
-            public init(address: BoardAddress) {
-                self.address = address
-            }
-        }
+    public enum DeviceDisconnect: DeviceMethod {
+        public static let descriptor = deviceMethod(
+            "device.disconnect", "End this connection's lease on a device; its link is released when no one else holds it (a fleet board's stays with the fleet).",
+            result: RPCResultDescriptor("lease", "The address, and that this connection holds it no more."), access: .write, errors: [.permissionDenied])
         public typealias Result = DeviceReleasedResult
     }
 
     /// `device.services`.
-    public enum DeviceServices: RPCMethod {
-        public static let descriptor = RPCMethodDescriptor(
-            name: "device.services",
-            summary: "The GATT services of a connected device with handles, properties and descriptors, and its MTU.",
-            params: [deviceAddress],
-            result: RPCResultDescriptor("services", "The MTU and the services.", schema: Schemas.deviceServices),
-            access: .read,
-            errors: [.permissionDenied, .notConnected])
-
-        public typealias Params = DeviceDisconnect.Params
+    public enum DeviceServices: DeviceMethod {
+        public static let descriptor = deviceMethod(
+            "device.services", "The GATT services of a connected device with handles, properties and descriptors, and its MTU.",
+            result: RPCResultDescriptor("services", "The MTU and the services."), access: .read, errors: [.permissionDenied, .notConnected])
         public typealias Result = DeviceServicesResult
     }
 
     /// `device.read`.
     public enum DeviceRead: RPCMethod {
-        public static let descriptor = RPCMethodDescriptor(
-            name: "device.read",
-            summary: "Read a characteristic or descriptor of a connected device by handle (value as hex).",
+        public static let descriptor = describe(
+            "device.read", "Read a characteristic or descriptor of a connected device by handle (value as hex).",
             params: [
-                deviceAddress, handle, descriptorFlag,
-                RPCParamDescriptor("timeoutMs", .integer(minimum: 1, maximum: 600_000), "Time limit, ms (default 10000)."),
-                RPCParamDescriptor(
-                    "cached", .boolean,
-                    "Return the value BlueZ holds (the last read or notified; empty if none) without asking the device (default false)."),
+                "address": deviceAddress, "handle": handle, "descriptor": descriptorFlag, "timeoutMs": timeLimit(defaultMs: 10000),
+                "cached": "Return the value BlueZ holds (the last read or notified; empty if none) without asking the device (default false).",
             ],
-            result: RPCResultDescriptor("value", "The bytes read, as hex.", schema: Schemas.deviceValue),
-            access: .read,
-            errors: gattErrors)
+            result: RPCResultDescriptor("value", "The bytes read, as hex."), access: .read, errors: gattErrors)
 
-        public struct Params: RPCMethodParams, Codable, Hashable {
+        public struct Params: RPCMethodParams, Hashable {
             public var address: BoardAddress
             public var handle: Int
             public var descriptor: Bool?
@@ -166,11 +118,7 @@ extension FleetMethods {
             public var cached: Bool?
 
             public init(address: BoardAddress, handle: Int, descriptor: Bool? = nil, timeoutMs: Int? = nil, cached: Bool? = nil) {
-                self.address = address
-                self.handle = handle
-                self.descriptor = descriptor
-                self.timeoutMs = timeoutMs
-                self.cached = cached
+                (self.address, self.handle, self.descriptor, self.timeoutMs, self.cached) = (address, handle, descriptor, timeoutMs, cached)
             }
         }
         public typealias Result = DeviceValueResult
@@ -178,22 +126,20 @@ extension FleetMethods {
 
     /// `device.write`.
     public enum DeviceWrite: RPCMethod {
-        public static let descriptor = RPCMethodDescriptor(
-            name: "device.write",
-            summary: "Write bytes (hex) to a characteristic or descriptor of a connected device by handle.",
+        public static let descriptor = describe(
+            "device.write", "Write bytes (hex) to a characteristic or descriptor of a connected device by handle.",
             params: [
-                deviceAddress, handle, RPCParamDescriptor("value", .hex, required: true, "The bytes to write, as hex."),
-                RPCParamDescriptor("withResponse", .boolean, "Write with response (default true)."), descriptorFlag,
-                RPCParamDescriptor("timeoutMs", .integer(minimum: 1, maximum: 600_000), "Time limit, ms (default 10000)."),
+                "address": deviceAddress, "handle": handle, "value": "The bytes to write, as hex.",
+                "withResponse": "Write with response (default true).", "descriptor": descriptorFlag,
+                "timeoutMs": timeLimit(defaultMs: 10000),
             ],
-            result: RPCResultDescriptor("written", "true.", schema: Schemas.deviceWritten),
-            access: .write,
-            errors: gattErrors)
+            result: RPCResultDescriptor("written", "true."), access: .write, errors: gattErrors)
 
         public struct Params: RPCMethodParams, Hashable {
             public var address: BoardAddress
             public var handle: Int
-            public var value: [UInt8]
+            /// The bytes to write (hex on the wire).
+            @Hex public var value: [UInt8]
             public var withResponse: Bool?
             public var descriptor: Bool?
             public var timeoutMs: Int?
@@ -202,32 +148,9 @@ extension FleetMethods {
                 address: BoardAddress, handle: Int, value: [UInt8], withResponse: Bool? = nil, descriptor: Bool? = nil,
                 timeoutMs: Int? = nil
             ) {
-                self.address = address
-                self.handle = handle
+                (self.address, self.handle) = (address, handle)
                 self.value = value
-                self.withResponse = withResponse
-                self.descriptor = descriptor
-                self.timeoutMs = timeoutMs
-            }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                let address = try params.address("address")
-                self.init(
-                    address: address, handle: try params.int("handle"),
-                    value: try params.typed("value", as: [UInt8].self) ?? [], withResponse: try params.optionalBool("withResponse"),
-                    descriptor: try params.optionalBool("descriptor"), timeoutMs: try params.optionalInt("timeoutMs"))
-            }
-
-            enum CodingKeys: String, CodingKey { case address, handle, value, withResponse, descriptor, timeoutMs }
-
-            public func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(address, forKey: .address)
-                try container.encode(handle, forKey: .handle)
-                try container.encode(HexBytes.encode(value), forKey: .value)
-                try container.encodeIfPresent(withResponse, forKey: .withResponse)
-                try container.encodeIfPresent(descriptor, forKey: .descriptor)
-                try container.encodeIfPresent(timeoutMs, forKey: .timeoutMs)
+                (self.withResponse, self.descriptor, self.timeoutMs) = (withResponse, descriptor, timeoutMs)
             }
         }
         public typealias Result = DeviceWrittenResult
@@ -235,28 +158,40 @@ extension FleetMethods {
 
     /// `device.notify`.
     public enum DeviceNotify: RPCMethod {
-        public static let descriptor = RPCMethodDescriptor(
-            name: "device.notify",
-            summary:
-                "Follow (on: true, the default) or stop following the notifications or indications of a characteristic of a connected device by handle; values arrive as \(DeviceValueNotification.method) notifications on this connection.",
-            params: [deviceAddress, handle, RPCParamDescriptor("on", .boolean, "Follow (default true) or stop.")],
-            result: RPCResultDescriptor("notifying", "Whether this connection follows it now.", schema: Schemas.deviceNotifying),
-            access: .read,
+        public static let descriptor = describe(
+            "device.notify",
+            "Follow (on: true, the default) or stop following the notifications or indications of a characteristic of a connected device by handle; values arrive as \(DeviceValueNotification.method) notifications on this connection.",
+            params: ["address": deviceAddress, "handle": handle, "on": "Follow (default true) or stop."],
+            result: RPCResultDescriptor("notifying", "Whether this connection follows it now."), access: .read,
             errors: gattErrors + [.limitReached])
 
-        public struct Params: RPCMethodParams, Codable, Hashable {
+        public struct Params: RPCMethodParams, Hashable {
             public var address: BoardAddress
             public var handle: Int
             public var on: Bool?
 
-            public init(address: BoardAddress, handle: Int, on: Bool? = nil) {
-                self.address = address
-                self.handle = handle
-                self.on = on
-            }
+            public init(address: BoardAddress, handle: Int, on: Bool? = nil) { (self.address, self.handle, self.on) = (address, handle, on) }
         }
         public typealias Result = DeviceNotifyingResult
     }
+}
+
+/// A method on one device, named by its address (``DeviceParams``).
+public protocol DeviceMethod: RPCMethod where Params == DeviceParams {}
+
+extension DeviceMethod {
+    static func deviceMethod(
+        _ name: String, _ summary: String, result: RPCResultDescriptor, access: RPCAccess, errors: [RPCErrorCode]
+    ) -> RPCMethodDescriptor {
+        describe(name, summary, params: ["address": FleetMethods.deviceAddress], result: result, access: access, errors: errors)
+    }
+}
+
+/// Params of a method on one device: its address.
+public struct DeviceParams: RPCMethodParams, Hashable {
+    public var address: BoardAddress
+
+    public init(address: BoardAddress) { self.address = address }
 }
 
 /// `devices.connected`'s result.
@@ -273,10 +208,7 @@ public struct DevicesConnectedResult: Sendable, Hashable, Codable {
         public var serviceUuids: [String]
 
         public init(address: String, addressType: String?, name: String?, adapter: String, serviceUuids: [String]) {
-            self.address = address
-            self.addressType = addressType
-            self.name = name
-            self.adapter = adapter
+            (self.address, self.addressType, self.name, self.adapter) = (address, addressType, name, adapter)
             self.serviceUuids = serviceUuids
         }
     }
@@ -294,8 +226,7 @@ public struct GattDescriptorInfo: Sendable, Hashable, Codable {
     public var uuid: String
     public var handle: Int
     public init(uuid: String, handle: Int) {
-        self.uuid = uuid
-        self.handle = handle
+        (self.uuid, self.handle) = (uuid, handle)
     }
 }
 
@@ -307,10 +238,7 @@ public struct GattCharacteristicInfo: Sendable, Hashable, Codable {
     public var properties: [String]
     public var descriptors: [GattDescriptorInfo]
     public init(uuid: String, handle: Int, properties: [String], descriptors: [GattDescriptorInfo]) {
-        self.uuid = uuid
-        self.handle = handle
-        self.properties = properties
-        self.descriptors = descriptors
+        (self.uuid, self.handle, self.properties, self.descriptors) = (uuid, handle, properties, descriptors)
     }
 }
 
@@ -321,10 +249,7 @@ public struct GattServiceInfo: Sendable, Hashable, Codable {
     public var primary: Bool
     public var characteristics: [GattCharacteristicInfo]
     public init(uuid: String, handle: Int, primary: Bool, characteristics: [GattCharacteristicInfo]) {
-        self.uuid = uuid
-        self.handle = handle
-        self.primary = primary
-        self.characteristics = characteristics
+        (self.uuid, self.handle, self.primary, self.characteristics) = (uuid, handle, primary, characteristics)
     }
 }
 
@@ -338,11 +263,7 @@ public struct DeviceServicesResult: Sendable, Hashable, Codable {
     public var mtu: Int
     public var services: [GattServiceInfo]
     public init(address: String, name: String? = nil, adapter: String? = nil, mtu: Int, services: [GattServiceInfo]) {
-        self.address = address
-        self.name = name
-        self.adapter = adapter
-        self.mtu = mtu
-        self.services = services
+        (self.address, self.name, self.adapter, self.mtu, self.services) = (address, name, adapter, mtu, services)
     }
 }
 
@@ -351,15 +272,14 @@ public struct DeviceReleasedResult: Sendable, Hashable, Codable {
     /// Whether this connection still holds it: false.
     public var leased: Bool
     public init(address: String, leased: Bool = false) {
-        self.address = address
-        self.leased = leased
+        (self.address, self.leased) = (address, leased)
     }
 }
 
 public struct DeviceValueResult: Sendable, Hashable, Codable {
-    /// Lowercase hex.
-    public var value: String
-    public init(value: String) { self.value = value }
+    /// The bytes (lowercase hex on the wire).
+    @Hex public var value: [UInt8]
+    public init(value: [UInt8]) { self.value = value }
 }
 
 public struct DeviceWrittenResult: Sendable, Hashable, Codable {
@@ -395,17 +315,9 @@ public struct DeviceAdvertisementNotification: Sendable, Hashable, Codable {
         address: String, addressType: String?, name: String?, rssi: Int?, txPower: Int?, manufacturerData: [String: String],
         serviceData: [String: String], serviceUuids: [String], adapter: String, connected: Bool, time: String
     ) {
-        self.address = address
-        self.addressType = addressType
-        self.name = name
-        self.rssi = rssi
-        self.txPower = txPower
-        self.manufacturerData = manufacturerData
-        self.serviceData = serviceData
-        self.serviceUuids = serviceUuids
-        self.adapter = adapter
-        self.connected = connected
-        self.time = time
+        (self.address, self.addressType, self.name, self.rssi, self.txPower) = (address, addressType, name, rssi, txPower)
+        (self.manufacturerData, self.serviceData, self.serviceUuids, self.adapter) = (manufacturerData, serviceData, serviceUuids, adapter)
+        (self.connected, self.time) = (connected, time)
     }
 }
 
@@ -419,9 +331,7 @@ public struct DeviceRemovedNotification: Sendable, Hashable, Codable {
     public var time: String
 
     public init(address: String, adapter: String, time: String) {
-        self.address = address
-        self.adapter = adapter
-        self.time = time
+        (self.address, self.adapter, self.time) = (address, adapter, time)
     }
 }
 
@@ -436,11 +346,7 @@ public struct DeviceValueNotification: Sendable, Hashable, Codable {
     /// absent when none were.
     public var dropped: Int?
     public init(address: String, handle: Int, value: String, time: String, dropped: Int? = nil) {
-        self.address = address
-        self.handle = handle
-        self.value = value
-        self.time = time
-        self.dropped = dropped
+        (self.address, self.handle, self.value, self.time, self.dropped) = (address, handle, value, time, dropped)
     }
 }
 
@@ -450,74 +356,6 @@ public struct DeviceDisconnectedNotification: Sendable, Hashable, Codable {
     public var address: String
     public var reason: String
     public init(address: String, reason: String) {
-        self.address = address
-        self.reason = reason
+        (self.address, self.reason) = (address, reason)
     }
-}
-
-extension Schemas {
-    static let connectedDevices: JSONValue = [
-        "type": "object", "required": ["devices"],
-        "properties": [
-            "devices": [
-                "type": "array",
-                "items": [
-                    "type": "object", "required": ["address", "adapter", "serviceUuids"],
-                    "properties": [
-                        "address": ["type": "string"], "addressType": ["type": "string"], "name": ["type": "string"],
-                        "adapter": ["type": "string"], "serviceUuids": ["type": "array", "items": ["type": "string"]],
-                    ],
-                ],
-            ]
-        ],
-    ]
-    static let watching: JSONValue = [
-        "type": "object", "required": ["watching"], "properties": ["watching": ["type": "boolean"]],
-    ]
-    static let deviceServices: JSONValue = [
-        "type": "object", "required": ["address", "mtu", "services"],
-        "properties": [
-            "address": ["type": "string"], "name": ["type": "string"], "adapter": ["type": "string"],
-            "mtu": ["type": "integer"],
-            "services": [
-                "type": "array",
-                "items": [
-                    "type": "object", "required": ["uuid", "handle", "primary", "characteristics"],
-                    "properties": [
-                        "uuid": ["type": "string"], "handle": ["type": "integer"], "primary": ["type": "boolean"],
-                        "characteristics": [
-                            "type": "array",
-                            "items": [
-                                "type": "object", "required": ["uuid", "handle", "properties", "descriptors"],
-                                "properties": [
-                                    "uuid": ["type": "string"], "handle": ["type": "integer"],
-                                    "properties": ["type": "array", "items": ["type": "string"]],
-                                    "descriptors": [
-                                        "type": "array",
-                                        "items": [
-                                            "type": "object", "required": ["uuid", "handle"],
-                                            "properties": ["uuid": ["type": "string"], "handle": ["type": "integer"]],
-                                        ],
-                                    ],
-                                ],
-                            ],
-                        ],
-                    ],
-                ],
-            ],
-        ],
-    ]
-    static let deviceReleased: JSONValue = [
-        "type": "object", "required": ["address", "leased"],
-        "properties": ["address": ["type": "string"], "leased": ["type": "boolean"]],
-    ]
-    static let deviceValue: JSONValue = [
-        "type": "object", "required": ["value"], "properties": ["value": ["type": "string", "pattern": "^([0-9a-f]{2})*$"]],
-    ]
-    static let deviceWritten: JSONValue = [
-        "type": "object", "required": ["written"], "properties": ["written": ["type": "boolean"]],
-    ]
-    static let deviceNotifying: JSONValue = [
-        "type": "object", "required": ["notifying"], "properties": ["notifying": ["type": "boolean"]],
-    ]
 }

@@ -5,69 +5,29 @@ extension FleetMethods {
     /// `history.read`: a sensor's kept readings of the selected boards over a span, every
     /// reading or 5-minute or hourly buckets.
     public enum HistoryRead: RPCMethod {
-        public static let descriptor = RPCMethodDescriptor(
-            name: "history.read",
-            summary: "The kept readings of a sensor of the selected boards between two times, raw or in 5-minute or hourly buckets.",
+        public static let descriptor = describe(
+            "history.read", "The kept readings of a sensor of the selected boards between two times, raw or in 5-minute or hourly buckets.",
             params: [
-                RPCParamDescriptor("select", .selection, required: true, "The boards."),
-                RPCParamDescriptor("sensor", .string(), "The sensor's name in the boards' profile (default temperature)."),
-                RPCParamDescriptor("since", .string(), required: true, "The span's start, an RFC 3339 time like 2026-11-24T08:00:00Z."),
-                RPCParamDescriptor("until", .string(), "The span's end, an RFC 3339 time (default now)."),
-                RPCParamDescriptor(
-                    "resolution", .string(allowed: HistoryResolution.allCases.map(\.rawValue)),
-                    "raw (every reading), 5m or 1h (buckets: mean, min, max, count); default: raw up to 6 h, 5m up to 7 days, else 1h."),
+                "select": "The boards.", "sensor": "The sensor's name in the boards' profile (default temperature).",
+                "since": "The span's start, an RFC 3339 time like 2026-11-24T08:00:00Z.",
+                "until": "The span's end, an RFC 3339 time (default now).",
+                "resolution": "raw (every reading), 5m or 1h (buckets: mean, min, max, count); default: raw up to 6 h, 5m up to 7 days, else 1h.",
             ],
-            result: RPCResultDescriptor(
-                "history", "The span, the resolution told, and per board its points and their summary.",
-                schema: Schemas.history),
-            access: .read,
-            errors: [.permissionDenied, .boardNotFound, .invalidParams, .historyUnavailable])
+            result: RPCResultDescriptor("history", "The span, the resolution told, and per board its points and their summary."),
+            access: .read, errors: [.permissionDenied, .boardNotFound, .invalidParams, .historyUnavailable])
 
         public struct Params: RPCMethodParams, Hashable {
             public var select: Selection
             public var sensor: String?
-            /// Milliseconds since the Unix epoch.
-            public var since: Int64
-            public var until: Int64?
+            public var since: WireTimestamp
+            public var until: WireTimestamp?
             public var resolution: HistoryResolution?
 
+            /// `since` and `until` in milliseconds since the Unix epoch.
             public init(select: Selection, sensor: String? = nil, since: Int64, until: Int64? = nil, resolution: HistoryResolution? = nil) {
-                self.select = select
-                self.sensor = sensor
-                self.since = since
-                self.until = until
-                self.resolution = resolution
+                (self.select, self.sensor, self.resolution) = (select, sensor, resolution)
+                (self.since, self.until) = (WireTimestamp(milliseconds: since), until.map(WireTimestamp.init(milliseconds:)))
             }
-
-            public init(checked params: RPCCheckedParams) throws(RPCError) {
-                let since = try Self.time(try params.string("since"), "since")
-                let until = try params.optionalString("until").map { text throws(RPCError) in try Self.time(text, "until") }
-                if let until, until < since {
-                    throw RPCError(.invalidParams, "until: it comes before since; give a span that starts before it ends.")
-                }
-                self.init(
-                    select: try params.selection("select"), sensor: try params.optionalString("sensor"), since: since, until: until,
-                    resolution: try params.optionalString("resolution").flatMap(HistoryResolution.init(rawValue:)))
-            }
-
-            /// The wire's form of a time.
-            static func time(_ text: String, _ name: String) throws(RPCError) -> Int64 {
-                guard let date = WireTime.date(text) else {
-                    throw RPCError(.invalidParams, "\(name): \"\(text)\" is not an RFC 3339 time like 2026-11-24T08:00:00Z.")
-                }
-                return WireTime.milliseconds(date)
-            }
-
-            public func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(select, forKey: .select)
-                try container.encodeIfPresent(sensor, forKey: .sensor)
-                try container.encode(WireTime.text(since), forKey: .since)
-                try container.encodeIfPresent(until.map(WireTime.text), forKey: .until)
-                try container.encodeIfPresent(resolution?.rawValue, forKey: .resolution)
-            }
-
-            enum CodingKeys: String, CodingKey { case select, sensor, since, until, resolution }
         }
 
         public typealias Result = HistoryResult
@@ -104,6 +64,39 @@ public enum WireTime {
     }
 }
 
+/// A time on the wire: RFC 3339 text there, milliseconds since the Unix epoch here.
+public struct WireTimestamp: Sendable, Hashable, Codable, RPCValue {
+    public var milliseconds: Int64
+
+    public init(milliseconds: Int64) { self.milliseconds = milliseconds }
+
+    public static let placeholder = WireTimestamp(milliseconds: 0)
+    public static let rpcType = RPCValueType.custom(
+        RPCCustomType(
+            name: "time", expectation: "an RFC 3339 time like 2026-11-24T08:00:00Z",
+            jsonSchema: ["type": "string", "format": "date-time"],
+            parse: { value throws(RPCCustomType.Problem) in
+                guard let text = value.stringValue, let date = WireTime.date(text) else {
+                    throw RPCCustomType.Problem("\(value) is not an RFC 3339 time like 2026-11-24T08:00:00Z.")
+                }
+                return WireTimestamp(milliseconds: WireTime.milliseconds(date))
+            }))
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let date = WireTime.date(text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\"\(text)\" is not an RFC 3339 time")
+        }
+        milliseconds = WireTime.milliseconds(date)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(WireTime.text(milliseconds))
+    }
+}
+
 /// Result of `history.read`.
 public struct HistoryResult: Sendable, Hashable {
     public var sensor: String
@@ -117,11 +110,7 @@ public struct HistoryResult: Sendable, Hashable {
     public init(
         sensor: String, since: Int64, until: Int64, resolution: HistoryResolution, series: [HistorySeries], unmatched: [Selection.Selector] = []
     ) {
-        self.sensor = sensor
-        self.since = since
-        self.until = until
-        self.resolution = resolution
-        self.series = series
+        (self.sensor, self.since, self.until, self.resolution, self.series) = (sensor, since, until, resolution, series)
         self.unmatched = unmatched
     }
 }
@@ -224,8 +213,11 @@ extension HistoryResult: Codable {
     }
 }
 
-extension Schemas {
-    static let history: JSONValue = [
+/// Its coding is its own (times as text, a bucket's figures only at a bucket resolution):
+/// so is its schema.
+extension HistoryResult: RPCSchemaDescribed {
+    public static let placeholder = HistoryResult(sensor: "", since: 0, until: 0, resolution: .raw, series: [])
+    public static let jsonSchema: JSONValue = [
         "type": "object", "required": ["sensor", "since", "until", "resolution", "boards"],
         "properties": [
             "sensor": ["type": "string"],

@@ -31,17 +31,8 @@ public struct BoardInfo: Sendable, Hashable, Codable {
         led: Bool? = nil, desiredLed: Bool? = nil, temperature: TemperatureReading? = nil, lastSeen: String? = nil,
         adapter: String? = nil, profile: String? = nil, sensors: [String: SensorInfo]? = nil
     ) {
-        self.adapter = adapter
-        self.profile = profile
-        self.sensors = sensors
-        self.address = address
-        self.name = name
-        self.alias = alias
-        self.state = state
-        self.rssi = rssi
-        self.led = led
-        self.desiredLed = desiredLed
-        self.temperature = temperature
+        (self.adapter, self.profile, self.sensors, self.address, self.name, self.alias) = (adapter, profile, sensors, address, name, alias)
+        (self.state, self.rssi, self.led, self.desiredLed, self.temperature) = (state, rssi, led, desiredLed, temperature)
         self.lastSeen = lastSeen
     }
 
@@ -82,10 +73,6 @@ public struct SensorInfo: Sendable, Hashable, Codable {
     public var decimals: Int?
 
     public init(value: Double? = nil, unit: String? = nil, ageMs: Int? = nil, deviceClass: String? = nil, decimals: Int? = nil) {
-        self.value = value
-        self.unit = unit
-        self.ageMs = ageMs
-        self.deviceClass = deviceClass
-        self.decimals = decimals
+        (self.value, self.unit, self.ageMs, self.deviceClass, self.decimals) = (value, unit, ageMs, deviceClass, decimals)
     }
 }

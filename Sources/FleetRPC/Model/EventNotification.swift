@@ -18,9 +18,6 @@ public struct EventNotification: Sendable, Hashable, Codable {
     public var data: JSONValue
 
     public init(topic: EventTopic, address: String? = nil, time: String, data: JSONValue) {
-        self.topic = topic
-        self.address = address
-        self.time = time
-        self.data = data
+        (self.topic, self.address, self.time, self.data) = (topic, address, time, data)
     }
 }

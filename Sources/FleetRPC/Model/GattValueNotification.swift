@@ -20,12 +20,7 @@ public struct GattValueNotification: Sendable, Hashable, Codable {
         address: String, name: String, service: String, characteristic: String, value: String, time: String,
         dropped: Int? = nil
     ) {
-        self.address = address
-        self.name = name
-        self.service = service
-        self.characteristic = characteristic
-        self.value = value
-        self.time = time
-        self.dropped = dropped
+        (self.address, self.name, self.service, self.characteristic, self.value) = (address, name, service, characteristic, value)
+        (self.time, self.dropped) = (time, dropped)
     }
 }

@@ -195,7 +195,7 @@ final class DeviceBindings: Sendable {
                     ? try await fleet.devices.cachedAttribute(params.address, handle: handle, descriptor: descriptor)
                     : try await fleet.devices.readAttribute(
                         params.address, handle: handle, descriptor: descriptor, timeout: .milliseconds(params.timeoutMs ?? 10_000))
-                return DeviceValueResult(value: HexBytes.encode(value))
+                return DeviceValueResult(value: value)
             } catch {
                 throw Self.rpcError(error)
             }

@@ -167,24 +167,28 @@ public enum FleetMethodBindings {
                 let named = match.unmatched.isEmpty ? "all" : match.unmatched.map { "\"\($0)\"" }.joined(separator: ", ")
                 throw RPCError(.boardNotFound, "No board matches \(named); `blectl boards` lists the known boards.")
             }
-            let until = params.until ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
-            var resolution = params.resolution ?? .suited(toSpanMilliseconds: until - params.since)
+            let since = params.since.milliseconds
+            if let until = params.until, until.milliseconds < since {
+                throw RPCError(.invalidParams, "until: it comes before since; give a span that starts before it ends.")
+            }
+            let until = params.until?.milliseconds ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
+            var resolution = params.resolution ?? .suited(toSpanMilliseconds: until - since)
             // Each board's figures with the decimals its profile gives the sensor.
             let profiles = Dictionary(snapshots.map { ($0.address, $0.profile) }, uniquingKeysWith: { first, _ in first })
             let boards = match.boards.map { ($0.address, $0.alias ?? $0.name) }
             var read: [HistorySeries]
             do {
-                read = try await history.read(boards, sensor, params.since, until, resolution)
+                read = try await history.read(boards, sensor, since, until, resolution)
             } catch let error as RPCError where error == FleetMethods.HistoryRead.tooManyRawPoints && params.resolution == nil {
                 // Raw was the daemon's choice, not the caller's: 5-minute buckets, said in the result.
                 resolution = .fiveMinutes
-                read = try await history.read(boards, sensor, params.since, until, resolution)
+                read = try await history.read(boards, sensor, since, until, resolution)
             }
             let series = read.map { series in
                 series.told(withDecimals: profiles[series.address]?.sensor(named: sensor)?.decimals)
             }
             return HistoryResult(
-                sensor: sensor, since: params.since, until: until, resolution: resolution, series: series, unmatched: match.unmatched)
+                sensor: sensor, since: since, until: until, resolution: resolution, series: series, unmatched: match.unmatched)
         }
         DeviceBindings(fleet: fleet, subscriptions: subscriptions).register(on: &dispatcher)
         DevicePairingBindings.register(on: &dispatcher, fleet: fleet)

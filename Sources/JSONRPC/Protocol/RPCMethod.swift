@@ -14,14 +14,12 @@ extension RPCMethod {
 }
 
 /// The params of a method: written by a client, read by the server from params the
-/// method's descriptor has already checked. Params that are `Decodable` are read by their
-/// `Codable` conformance (one declaration: the stored properties, named as on the wire);
-/// others read ``RPCCheckedParams`` themselves.
-public protocol RPCMethodParams: Encodable, Sendable {
-    init(checked params: RPCCheckedParams) throws(RPCError)
-}
+/// method's descriptor has already checked, by their `Codable` conformance (one declaration:
+/// the stored properties, named as on the wire). The descriptor's parameters are read from
+/// the same declaration (``RPCMethod/describe(_:_:params:exactlyOneOf:result:access:errors:)``).
+public protocol RPCMethodParams: Codable, Sendable {}
 
-extension RPCMethodParams where Self: Decodable {
+extension RPCMethodParams {
     /// Decodes the checked params: the descriptor has already checked every name, type and
     /// range, so a failure here is a params type that disagrees with its descriptor.
     public init(checked params: RPCCheckedParams) throws(RPCError) {
@@ -36,9 +34,57 @@ extension RPCMethodParams where Self: Decodable {
 /// The params of a method that takes none.
 public struct RPCNoParams: RPCMethodParams, Hashable {
     public init() {}
-    public init(checked params: RPCCheckedParams) {}
+    public init(from decoder: any Decoder) throws {}
     public func encode(to encoder: any Encoder) throws {
         _ = encoder.container(keyedBy: AnyCodingKey.self)
+    }
+}
+
+/// What a parameter is for, and its type where the Swift type says less than the wire
+/// checks (a range, a UUID): the part of a parameter its declaration cannot carry.
+public struct RPCParamNote: Sendable, ExpressibleByStringLiteral {
+    public var description: String
+    public var type: RPCValueType?
+
+    public init(_ description: String, _ type: RPCValueType? = nil) {
+        self.description = description
+        self.type = type
+    }
+
+    public init(stringLiteral description: String) { self.init(description) }
+}
+
+extension RPCMethod {
+    /// The descriptor of this method: its parameters are the fields of ``Params`` in the
+    /// order they are declared, required unless optional, each of its Swift type (or the
+    /// type its note gives) and described by its note in `params`; its result's schema is
+    /// ``Result``'s shape. A field without a note, a note without a field, or a type whose
+    /// shape cannot be read is a programming error, found by the first test that lists the
+    /// methods.
+    public static func describe(
+        _ name: String, _ summary: String, params notes: [String: RPCParamNote] = [:], exactlyOneOf: [[String]] = [],
+        result: RPCResultDescriptor, access: RPCAccess, errors: [RPCErrorCode]
+    ) -> RPCMethodDescriptor {
+        do {
+            let fields = try RPCShape.fields(of: Params.self)
+            let params = try fields.map { field throws -> RPCParamDescriptor in
+                guard let note = notes[field.name] else { throw RPCShape.Unreadable(description: "\(field.name) has no note") }
+                guard let type = note.type ?? field.rpcType else {
+                    throw RPCShape.Unreadable(description: "\(field.name) is of no parameter type (RPCValue)")
+                }
+                return RPCParamDescriptor(field.name, type, required: field.required, note.description)
+            }
+            if let stray = notes.keys.sorted().first(where: { name in !fields.contains { $0.name == name } }) {
+                throw RPCShape.Unreadable(description: "the note on \(stray) is for no field of \(Params.self)")
+            }
+            var result = result
+            result.schema = try RPCShape.schema(of: Result.self)
+            return RPCMethodDescriptor(
+                name: name, summary: summary, params: params, exactlyOneOf: exactlyOneOf, result: result, access: access,
+                errors: errors)
+        } catch {
+            preconditionFailure("\(name): \(error)")
+        }
     }
 }
 

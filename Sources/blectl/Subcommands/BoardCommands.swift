@@ -4,8 +4,9 @@ import FleetRPC
 import JSONRPC
 
 /// A command that does one thing to the selected boards and reports one outcome per board:
-/// connect, disconnect, forget, identify. Each declares its name, its words and its method;
-/// the arguments, the check and the call are these, once.
+/// connect, disconnect, forget, identify. Each declares its method, its words and nothing
+/// else: its name is the method's last word, its abstract the method's summary, and the
+/// arguments, the check and the call are these, once.
 protocol BoardsCommand: BoardsAction, AsyncParsableCommand {
     associatedtype Method: RPCMethod where Method.Result == FleetResult<Done>
     /// The fleet method it calls.
@@ -20,6 +21,10 @@ protocol BoardsCommand: BoardsAction, AsyncParsableCommand {
 }
 
 extension BoardsCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: String(Method.name.split(separator: ".").last!), abstract: Method.descriptor.summary)
+    }
+
     func validate() throws {
         _ = try boards.selection(example: "blectl \(Self.configuration.commandName ?? Self.action) nano-07")
     }
@@ -33,6 +38,10 @@ extension BoardsCommand {
 
 extension BoardsCommand where Method.Params == BoardSelectParams {
     static func params(_ selection: Selection) -> BoardSelectParams { BoardSelectParams(select: selection) }
+}
+
+extension BoardsCommand where Method.Params == BoardsTimedParams {
+    static func params(_ selection: Selection) -> BoardsTimedParams { BoardsTimedParams(select: selection) }
 }
 
 /// A command that acts on selected boards.
@@ -56,42 +65,31 @@ struct SelectedBoards<Command: BoardsAction>: ParsableArguments {
 }
 
 struct Connect: BoardsCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "connect", abstract: "Connect the selected boards and keep them connected.")
-    static let method = FleetMethods.BoardsConnect.self
-    static let action = "connect", verb = "connected"
+    static let method = FleetMethods.BoardsConnect.self, action = "connect", verb = "connected"
     @OptionGroup var options: GlobalOptions
     @OptionGroup var boards: SelectedBoards<Connect>
 }
 
 struct Disconnect: BoardsCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "disconnect", abstract: "Disconnect the selected boards and stop reconnecting them.")
-    static let method = FleetMethods.BoardsDisconnect.self
-    static let action = "disconnect", verb = "disconnected"
+    static let method = FleetMethods.BoardsDisconnect.self, action = "disconnect", verb = "disconnected"
     @OptionGroup var options: GlobalOptions
     @OptionGroup var boards: SelectedBoards<Disconnect>
 }
 
 struct Forget: BoardsCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "forget", abstract: "Disconnect the selected boards and remove them from the daemon and BlueZ.")
-    static let method = FleetMethods.BoardsForget.self
-    static let action = "forget", verb = "forgotten"
+    static let method = FleetMethods.BoardsForget.self, action = "forget", verb = "forgotten"
     @OptionGroup var options: GlobalOptions
     @OptionGroup var boards: SelectedBoards<Forget>
 }
 
 struct Identify: BoardsCommand {
     static let configuration = CommandConfiguration(
-        commandName: "identify",
-        abstract: "Make the selected boards show themselves: the LED blinks for a few seconds, then is as it was wanted.",
+        commandName: "identify", abstract: method.descriptor.summary,
         discussion: """
             To name a new set of boards: blectl boards --new lists the ones not named yet; for each, \
             blectl identify ADDRESS blinks it, and blectl alias ADDRESS NAME names it.
             """)
-    static let method = FleetMethods.BoardsIdentify.self
-    static let action = "blink", verb = "identified"
+    static let method = FleetMethods.BoardsIdentify.self, action = "blink", verb = "identified"
     @OptionGroup var options: GlobalOptions
     @OptionGroup var boards: SelectedBoards<Identify>
 }
