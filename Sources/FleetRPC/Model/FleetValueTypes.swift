@@ -18,38 +18,33 @@ extension RPCValueType {
             parse: { value throws(RPCCustomType.Problem) in try Selection(json: value) }))
 
     /// A Bluetooth address, `AA:BB:CC:DD:EE:FF`.
-    public static let address = RPCValueType.custom(
-        RPCCustomType(
-            name: "address", expectation: "a Bluetooth address like \"AA:BB:CC:DD:EE:FF\"",
-            jsonSchema: ["type": "string", "pattern": "^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$"],
-            parse: { value throws(RPCCustomType.Problem) in
-                guard let address = value.stringValue.flatMap(BoardAddress.init) else { throw RPCCustomType.Problem() }
-                return address
-            }))
+    public static let address = text(
+        "address", "a Bluetooth address like \"AA:BB:CC:DD:EE:FF\"", pattern: "^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$",
+        BoardAddress.init)
 
     /// A UUID, 128-bit form (`0000180f-0000-1000-8000-00805f9b34fb`) or 16-bit (`180f`).
-    public static let uuid = RPCValueType.custom(
-        RPCCustomType(
-            name: "uuid",
-            expectation: "a UUID like \"d888a9c3-f3cc-11ed-a05b-0242ac120003\" or a 16-bit one like \"180f\"",
-            jsonSchema: [
-                "type": "string",
-                "pattern": "^([0-9A-Fa-f]{4}|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})$",
-            ],
-            parse: { value throws(RPCCustomType.Problem) in
-                guard let text = value.stringValue, isUUID(text) else { throw RPCCustomType.Problem() }
-                return text
-            }))
+    public static let uuid = text(
+        "uuid", "a UUID like \"d888a9c3-f3cc-11ed-a05b-0242ac120003\" or a 16-bit one like \"180f\"",
+        pattern: "^([0-9A-Fa-f]{4}|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})$"
+    ) { isUUID($0) ? $0 : nil }
 
     /// Bytes as an even number of hexadecimal digits (`"01"`, `"0a1b"`).
-    public static let hex = RPCValueType.custom(
-        RPCCustomType(
-            name: "hex", expectation: "a hexadecimal byte string like \"01\" (an even number of hex digits)",
-            jsonSchema: ["type": "string", "pattern": "^([0-9A-Fa-f]{2})*$"],
-            parse: { value throws(RPCCustomType.Problem) in
-                guard let bytes = value.stringValue.flatMap(HexBytes.decode) else { throw RPCCustomType.Problem() }
-                return bytes
-            }))
+    public static let hex = text(
+        "hex", "a hexadecimal byte string like \"01\" (an even number of hex digits)", pattern: "^([0-9A-Fa-f]{2})*$",
+        HexBytes.decode)
+
+    /// A string of a shape `pattern` says, read into the fleet's type by `read` (nil: not of it).
+    static func text(
+        _ name: String, _ expectation: String, pattern: String, _ read: @escaping @Sendable (String) -> (any Sendable)?
+    ) -> RPCValueType {
+        .custom(
+            RPCCustomType(
+                name: name, expectation: expectation, jsonSchema: ["type": "string", "pattern": .string(pattern)],
+                parse: { value throws(RPCCustomType.Problem) in
+                    guard let read = value.stringValue.flatMap(read) else { throw RPCCustomType.Problem() }
+                    return read
+                }))
+    }
 
     static func isUUID(_ string: String) -> Bool {
         let bytes = Array(string.utf8)
