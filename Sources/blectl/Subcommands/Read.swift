@@ -39,7 +39,7 @@ struct Read: AsyncParsableCommand {
     }
 }
 
-struct Switch: AsyncParsableCommand {
+struct Switch: AsyncParsableCommand, BoardsAction {
     static let configuration = CommandConfiguration(
         commandName: "switch",
         abstract: "Switch a switch of the selected boards on or off, as their profile declares it.",
@@ -53,23 +53,19 @@ struct Switch: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("on or off.", valueName: "on|off"))
     var state: Led.State
 
-    @Argument(help: "The boards to switch.", completion: BoardCompletion.kind)
-    var selectors: [String] = []
-
-    @Flag(help: "Switch every board.")
-    var all = false
+    @OptionGroup var boards: SelectedBoards<Switch>
+    static let action = "switch"
 
     func validate() throws {
         if options.broker != nil {
             throw ValidationError("switch works on the daemon's socket, not with --broker.")
         }
-        _ = try Selectors.required(
-            selectors, all: all, example: "blectl switch \(name) \(state.rawValue) nano-07, blectl switch \(name) \(state.rawValue) --all")
+        _ = try boards.selection(example: "blectl switch \(name) \(state.rawValue) nano-07, blectl switch \(name) \(state.rawValue) --all")
     }
 
     func run() async throws {
         let session = try Session(options)
-        let selection = try Selectors.required(selectors, all: all, example: "")
+        let selection = try boards.selection(example: "")
         let reply = try await session.call(
             FleetMethods.SwitchSet.self, .init(select: selection, switch: name, on: state == .on))
         try FleetOutput.print(reply, session: session, verb: state.rawValue) { Tables.outcomes($0, verb: state.rawValue) }
