@@ -144,7 +144,8 @@ class Lab:
         options = ["--boards", "5", "--humidity", "--temperature", "distinct:-1", "--owner-pid", str(os.getpid())]
         if real_vm:
             options += ["--real", "--vm", real_vm]
-        self.testbed = Testbed(work / "tb", options, "real" if real_vm else "bluezoo")
+        self.options, self.lane = options, "real" if real_vm else "bluezoo"
+        self.testbed = Testbed(work / "tb", options, self.lane)
         self.scale = 4.0 if real_vm else 1.0
         self.addresses = {self.testbed.address(f"nano-{i:02d}"): f"nano-{i:02d}" for i in range(1, 6)}
         self.socket = str(work / "d.sock")
@@ -156,6 +157,14 @@ class Lab:
         (work / "blefleetd.conf").write_text(
             f"socket-group: root\nprofile-dir: {profiles}\nconnection-limit: 5\nleases-per-user: 4\n"
             f"allow: [{', '.join(FLEET)}]\n")
+
+    def fresh_testbed(self) -> None:
+        """The testbed again from scratch (BlueZ's device cache wiped): each phase starts from
+        the same BlueZ, not one that remembers the services of the devices the other phase
+        connected (BlueZ then lists them among a device's UUIDs, and a scan shows them)."""
+        self.testbed.stop()
+        shutil.rmtree(self.work / "tb", ignore_errors=True)
+        self.testbed = Testbed(self.work / "tb", self.options, self.lane)
 
     def address(self, name: str) -> str:
         return next(a for a, n in self.addresses.items() if n == name)
@@ -310,6 +319,7 @@ def main() -> int:
             lab.wait_unlinked(case.boards or FLEET + STRANGERS)
             results[index] = {"plain": lab.run(case, False, examples)}
             print(f"plain {case.example} {case.target}: exit {results[index]['plain'].status}", file=sys.stderr)
+        lab.fresh_testbed()
         lab.start_daemon()
         for index, case in enumerate(chosen):
             if case.target == "stranger":
