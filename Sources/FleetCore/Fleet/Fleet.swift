@@ -199,7 +199,7 @@ public actor Fleet {
     }
 
     /// The fleet's state now, read without waiting for this actor or any board.
-    public nonisolated var status: FleetStatus { tally.status(held: context.heldSlots) }
+    public nonisolated var status: FleetStatus { tally.status(adapters: context.adapterEntries) }
 
     /// Returns once the fleet actor has run this call: a liveness check (e.g. for the watchdog).
     public func ping() {}

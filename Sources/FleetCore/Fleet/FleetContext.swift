@@ -125,19 +125,18 @@ final class FleetContext: Sendable {
 
     func callEnded() { calls.subtract(1, ordering: .relaxed) }
 
-    /// The slots each adapter's ledger holds now (links up, connects given a slot), by board.
-    var heldSlots: [AdapterPath: Set<BoardAddress>] { adapters.mapValues { $0.ledger.held() } }
-
-    /// Puts the adapters' state into the counts `status` reads.
-    func noteAdapterState() {
+    /// The adapters as the status shows them, read now: each in use, and each the selection
+    /// names that BlueZ does not show.
+    var adapterEntries: [FleetTally.AdapterEntry] {
         let adapters = Array(self.adapters.values)
         var entries = adapters.map { fleetAdapter in
             let adapter = fleetAdapter.adapter
             let health = fleetAdapter.health.current
+            let ledger = fleetAdapter.ledger
             return FleetTally.AdapterEntry(
                 path: adapter.path, name: adapter.name, address: adapter.address, powered: adapter.powered,
-                discovering: adapter.discovering, limit: fleetAdapter.limit, health: health.condition,
-                lastRecovery: health.lastRecovery)
+                discovering: adapter.discovering, limit: ledger.limit, health: health.condition,
+                lastRecovery: health.lastRecovery, held: ledger.held())
         }
         // Named adapters BlueZ does not show are listed too, as missing.
         for name in adapterSelection.missing(among: adapters.map(\.adapter)) {
@@ -145,7 +144,7 @@ final class FleetContext: Sendable {
                 path: nil, name: name, address: nil, powered: false, discovering: false,
                 limit: configuration.adapterLimits[name] ?? configuration.connectionLimit))
         }
-        tally.adaptersChanged(entries)
+        return entries
     }
 }
 

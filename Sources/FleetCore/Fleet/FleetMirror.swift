@@ -227,7 +227,6 @@ actor FleetMirror {
                 }
             }
         }
-        context.noteAdapterState()
         // Connects waiting for a slot on an adapter that went end now.
         if !lost.isEmpty { context.slotsChanged.notify() }
         for path in lost {

@@ -1,11 +1,11 @@
 import BlueZ
 import Synchronization
 
-/// The fleet's counts and adapter state, kept up to date by the fleet and its boards as
-/// things change, so that ``Fleet/status`` is read without waiting for any actor (a
-/// `daemon.status` call or an sd-notify summary never queues behind board work). Which
-/// boards hold a slot of which adapter is not kept here: each adapter's ledger says it
-/// (``AdapterLedger/held(except:)``), asked when the status is read.
+/// The fleet's counts, kept up to date by the fleet and its boards as things change, so that
+/// ``Fleet/status`` is read without waiting for any actor (a `daemon.status` call or an
+/// sd-notify summary never queues behind board work). The adapters are not kept here: each
+/// ``FleetAdapter`` is asked when the status is read (its state, its health, and which
+/// boards hold its slots, its ledger's ``AdapterLedger/held(except:)``).
 final class FleetTally: Sendable {
     private struct BoardEntry {
         /// The identity of the board's actor: a forgotten board's late changes never count
@@ -14,7 +14,8 @@ final class FleetTally: Sendable {
         var phase: BoardPhase
     }
 
-    /// An adapter as the fleet last saw it.
+    /// An adapter as the status shows it, read from its ``FleetAdapter`` (or, for one the
+    /// selection names that BlueZ does not show, from the configuration) when the status is read.
     struct AdapterEntry: Sendable {
         var path: AdapterPath?
         var name: String
@@ -24,11 +25,12 @@ final class FleetTally: Sendable {
         var limit: Int
         var health: AdapterCondition = .ok
         var lastRecovery: AdapterHealth.Recovery?
+        /// The slots its ledger holds now (links up, connects given a slot), by board.
+        var held: Set<BoardAddress> = []
     }
 
     private struct State {
         var boards: [BoardAddress: BoardEntry] = [:]
-        var adapters: [AdapterEntry] = []
         var bluezAvailable = false
     }
 
@@ -112,10 +114,6 @@ final class FleetTally: Sendable {
         state.withLock { state in links.filter { state.boards[$0]?.phase == .ready } }
     }
 
-    func adaptersChanged(_ adapters: [AdapterEntry]) {
-        state.withLock { $0.adapters = adapters.sorted { $0.name < $1.name } }
-    }
-
     /// Whether BlueZ is on the bus (as ``FleetMirror`` last saw it).
     var bluezAvailable: Bool { state.withLock { $0.bluezAvailable } }
 
@@ -123,8 +121,8 @@ final class FleetTally: Sendable {
         state.withLock { $0.bluezAvailable = available }
     }
 
-    /// The fleet's state now; `held`: the slots each adapter's ledger holds now, by board.
-    func status(held: [AdapterPath: Set<BoardAddress>]) -> FleetStatus {
+    /// The fleet's state now, with its `adapters` as they stand now.
+    func status(adapters: [AdapterEntry]) -> FleetStatus {
         state.withLock { state in
             var ready = 0
             var linked = 0
@@ -132,16 +130,12 @@ final class FleetTally: Sendable {
                 if entry.phase == .ready { ready += 1 }
                 if entry.phase == .resolving || entry.phase == .ready || entry.phase == .disconnecting { linked += 1 }
             }
-            // An adapter's boards: the fleet's boards among the slots it holds.
-            func boards(on path: AdapterPath?) -> [BoardAddress] {
-                (path.flatMap { held[$0] } ?? []).filter { state.boards[$0]?.phase.holdsSlot == true }
-                    .sorted { $0.description < $1.description }
-            }
-            let adapters = state.adapters.map { entry in
+            let adapters = adapters.sorted { $0.name < $1.name }.map { entry in
                 FleetStatus.Adapter(
                     name: entry.name, address: entry.address, present: entry.path != nil, powered: entry.powered,
                     discovering: entry.discovering,
-                    boards: boards(on: entry.path),
+                    // Its boards: the fleet's boards among the slots it holds.
+                    boards: entry.held.filter { state.boards[$0]?.phase.holdsSlot == true }.sorted { $0.description < $1.description },
                     limit: entry.limit, health: entry.health, lastRecovery: entry.lastRecovery)
             }
             return FleetStatus(

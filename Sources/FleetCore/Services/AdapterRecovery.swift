@@ -171,7 +171,6 @@ struct AdapterRecovery: Service {
                 "adapter did not recover (\(symptom.rawValue)); its boards are served by the other adapters, and a reset is tried again every minute",
                 metadata: metadata)
         }
-        context.noteAdapterState()
     }
 
     /// One recovery step on `adapter`; what the controller shows comes back as evidence.
