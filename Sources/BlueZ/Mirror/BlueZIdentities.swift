@@ -36,6 +36,8 @@ extension BlueZDevice {
         public static let connected = Property("Connected")
         public static let servicesResolved = Property("ServicesResolved")
         public static let name = Property("Name")
+        public static let uuids = Property("UUIDs")
+        public static let appearance = Property("Appearance")
         public static let manufacturerData = Property("ManufacturerData")
         public static let serviceData = Property("ServiceData")
         public static let txPower = Property("TxPower")

@@ -481,7 +481,7 @@ public final class DeviceProxy: Sendable {
 
     /// What a device says in its advertisements, as BlueZ shows it (the rest of Device1 is
     /// BlueZ's own: its link, pairing, the services it resolved).
-    static let advertised: Set<String> = Set(BlueZDevice.Property.advertisement.map(\.rawValue)).union(["UUIDs", "Name", "Appearance"])
+    static let advertised: Set<BlueZDevice.Property> = BlueZDevice.Property.advertisement.union([.uuids, .name, .appearance])
 
     /// Reports each device the adapters hear, from the fleet's one discovery session: first
     /// every device heard in the last ``recentlyHeard`` and every fleet board the fleet holds
@@ -563,7 +563,7 @@ public final class DeviceProxy: Sendable {
                 // What it said when last heard (its RSSI, advertised services and data), as
                 // a scanner would hear it were the fleet not holding its link; what BlueZ
                 // shows of the link (Connected, the services it resolved) stays.
-                let said = hearing?.advertised.filter { Self.advertised.contains($0.key) } ?? [:]
+                let said = hearing?.advertised.filter { Self.advertised.contains(.init($0.key)) } ?? [:]
                 properties = current.merging(said) { _, said in said }
             } else {
                 properties = nil  // not reported now; a change BlueZ reports later is
