@@ -66,7 +66,9 @@ public struct Schedule: Sendable, CustomStringConvertible {
                 faults.append((at, .boardLeaves(board, adapter: adapter)))
                 faults.append((back, .boardReturns(board, adapter: adapter)))
             case 4:
-                faults.append((at, .hang(adapter: adapter)))
+                // Both kinds of hang: a transport that stalls with its links alive at the
+                // boards, and a dead controller whose links end at the boards (issue 52).
+                faults.append((at, .hang(adapter: adapter, linksLive: Bool.random(using: &random))))
             case 5:
                 faults.append((at, .slow(adapter: adapter, by: random.duration(.seconds(1)...(.seconds(8))))))
                 faults.append((back, .fast(adapter: adapter)))

@@ -114,6 +114,7 @@ extension SimulatedRadio {
     }
 
     func power(_ on: Bool, adapter index: Int, mirror: isolated BlueZObjectMirror) {
+        var staleGone: [String] = []
         let (path, dropped) = world.withLock { world -> (String, [String]) in
             world.adapters[index].powered = on
             var dropped: [String] = []
@@ -121,11 +122,14 @@ extension SimulatedRadio {
                 world.adapters[index].hung = false
                 world.adapters[index].discovering = false
                 dropped = world.links.filter { $0.value == index }.map(\.key).sorted()
+                staleGone = world.stale.filter { $0.value == index }.map(\.key).sorted()
+                world.stale = world.stale.filter { $0.value != index }
                 world.pending = world.pending.filter { $0.value != index }
             }
             return (world.adapters[index].path, dropped)
         }
         for address in dropped { dropLink(address, mirror: mirror) }
+        for address in staleGone { hostLearnsLinkGone(address, on: index, mirror: mirror) }
         var changed: [String: DBusValue] = ["Powered": .boolean(on)]
         if !on { changed["Discovering"] = .boolean(false) }
         mirror.apply(.propertiesChanged(path: path, interface: BlueZInterfaces.adapter, changed: changed, invalidated: []))
@@ -240,6 +244,7 @@ extension SimulatedRadio {
                 world.pending[address] = nil  // Device1.Disconnect cancels a connect under way
                 return (world.adapters[index].hung, false)
             }
+            if world.stale[address] == index { return (true, false) }  // through a hung controller: unanswered
             guard world.links[address] == index else {
                 throw DBusError(name: "org.bluez.Error.NotConnected", message: "Not Connected")
             }
@@ -251,6 +256,20 @@ extension SimulatedRadio {
         let hold = world.withLock { $0.random.duration(.milliseconds(100)...(.milliseconds(2000))) }
         try await clock.sleep(for: hold)
         await dropLink(address, ifThrough: index, mirror: mirror)
+    }
+
+    /// bluetoothd learns that a link the board ended long ago (``World/stale``) is gone: the
+    /// controller was reset.
+    private func hostLearnsLinkGone(_ address: String, on index: Int, mirror: isolated BlueZObjectMirror) {
+        guard let board = world.withLock({ $0.boards[address] }) else { return }
+        let device = Self.devicePath(address, on: index)
+        world.withLock { world in world.notifying = world.notifying.filter { !$0.hasPrefix(device) } }
+        mirror.apply(.propertiesChanged(
+            path: device, interface: BlueZInterfaces.device,
+            changed: ["Connected": .boolean(false), "ServicesResolved": .boolean(false)], invalidated: []))
+        for (path, interface, _) in Self.gattObjects(board, device: device).reversed() {
+            mirror.apply(.interfacesRemoved(path: path, interfaces: [interface]))
+        }
     }
 
     func dropLink(_ address: String, ifThrough index: Int? = nil, mirror: isolated BlueZObjectMirror) {
@@ -276,6 +295,7 @@ extension SimulatedRadio {
         guard let (index, address) = Self.device(path) else { throw Self.unknown(path) }
         let hung = try world.withLock { world -> Bool in
             guard world.present, world.generation == generation else { throw Self.gone }
+            if world.stale[address] == index { return true }  // through a hung controller: unanswered
             guard world.links[address] == index else { throw Self.unknown(path) }
             return world.adapters[index].hung
         }

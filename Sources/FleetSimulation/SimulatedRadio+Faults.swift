@@ -12,7 +12,10 @@ public enum Fault: Sendable, Hashable, CustomStringConvertible {
     case boardLeaves(String, adapter: Int)
     case boardReturns(String, adapter: Int)
     /// A controller stops answering, until it is powered off (the fleet's recovery).
-    case hang(adapter: Int)
+    /// `linksLive`: its transport stalls while its link layer keeps every link up at the
+    /// boards (they do not advertise) until the reset; else it is dead: its links end at the
+    /// boards, which advertise again, while the host still shows them.
+    case hang(adapter: Int, linksLive: Bool = true)
     /// Every connect through an adapter takes longer (a busy radio), and back.
     case slow(adapter: Int, by: Duration)
     case fast(adapter: Int)
@@ -29,7 +32,8 @@ public enum Fault: Sendable, Hashable, CustomStringConvertible {
         case .boardRefuses(let board): "\(board) refuses connects"
         case .boardLeaves(let board, let adapter): "\(board) leaves hci\(adapter)'s range"
         case .boardReturns(let board, let adapter): "\(board) is in hci\(adapter)'s range again"
-        case .hang(let adapter): "hci\(adapter) hangs until reset"
+        case .hang(let adapter, let linksLive):
+            "hci\(adapter) hangs until reset (\(linksLive ? "its transport stalls, its links live on at the boards" : "dead: its links end at the boards"))"
         case .slow(let adapter, let by): "hci\(adapter) connects \(by) slower"
         case .fast(let adapter): "hci\(adapter) connects at its speed again"
         case .unplug(let adapter): "hci\(adapter) is unplugged"
@@ -74,8 +78,17 @@ extension SimulatedRadio {
             if linked { dropLink(address, mirror: mirror) }
         case .boardReturns(let address, let adapter):
             world.withLock { _ = $0.boards[address]?.inRange.insert(adapter) }
-        case .hang(let adapter):
-            world.withLock { $0.adapters[adapter].hung = true }
+        case .hang(let adapter, let linksLive):
+            world.withLock { world in
+                world.adapters[adapter].hung = true
+                guard !linksLive else { return }
+                // Dead: the boards' side ends each link (a supervision timeout) and advertises
+                // again; the host, told nothing, shows the links until the reset.
+                for (address, index) in world.links where index == adapter {
+                    world.links[address] = nil
+                    world.stale[address] = adapter
+                }
+            }
         case .slow(let adapter, let by):
             world.withLock { $0.adapters[adapter].slowBy = by }
         case .fast(let adapter):
@@ -87,6 +100,7 @@ extension SimulatedRadio {
                 world.adapters[adapter].discovering = false
                 world.adapters[adapter].hung = false
                 world.pending = world.pending.filter { $0.value != adapter }
+                world.stale = world.stale.filter { $0.value != adapter }
                 let known = world.known[adapter, default: []].sorted()
                 world.known[adapter] = []
                 return (world.links.filter { $0.value == adapter }.map(\.key).sorted(), known, plugged)
@@ -120,6 +134,7 @@ extension SimulatedRadio {
             world.present = false
             world.links = [:]
             world.pending = [:]
+            world.stale = [:]
             world.known = [:]
             world.notifying = []
             for index in world.adapters.indices { world.adapters[index].discovering = false }
@@ -145,6 +160,10 @@ extension SimulatedRadio {
         }
     }
     public var connectCalls: Int { world.withLock { $0.connectCalls } }
+    /// Whether controller hci`index` hangs now (answers nothing until it is reset).
+    public func isHung(_ index: Int) -> Bool {
+        world.withLock { $0.adapters.indices.contains(index) && $0.adapters[index].hung }
+    }
     /// How many times `Connect` was called for the board at `address`.
     public func connects(of address: String) -> Int { world.withLock { $0.connectsOf[address] ?? 0 } }
     /// Whether no fault holds now: bluetoothd there, every adapter plugged, powered, answering

@@ -44,6 +44,10 @@ public final class SimulatedRadio: BlueZBus {
         var links: [String: Int] = [:]
         /// Connects under way, by board address: the adapter.
         var pending: [String: Int] = [:]
+        /// Links bluetoothd still shows on a hung controller whose boards ended them (a dead
+        /// controller: their supervision timeout; they advertise again): by board address,
+        /// the adapter. The host learns they are gone when the controller is reset.
+        var stale: [String: Int] = [:]
         /// Device objects bluetoothd has, by adapter.
         var known: [Int: Set<String>] = [:]
         /// Characteristics with notifications on (paths).
