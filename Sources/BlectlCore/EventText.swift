@@ -8,6 +8,7 @@ public enum EventText {
     public static func line(_ params: JSONValue, names: [String: String] = [:]) -> String? {
         guard let topic = params["topic"]?.stringValue else { return nil }
         let data = params["data"] ?? .null
+        let event = EventTopic(rawValue: topic).flatMap { EventDetail(topic: $0, data: data) }
         let address = params["address"]?.stringValue
         var parts: [String] = []
         if let time = params["time"]?.stringValue.flatMap(Timestamp.parse) {
@@ -17,44 +18,39 @@ public enum EventText {
         }
         parts.append(topic.padding(11))
         if let address {
-            let name = data["alias"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 } ?? data["name"]?.stringValue ?? names[address]
+            let name: String? =
+                switch event {
+                case .alias(let alias?) where !alias.isEmpty: alias
+                case .added(let name?): name
+                default: names[address]
+                }
             parts.append(name.map { "\($0) (\(address))" } ?? address)
         }
-        let detail = detail(topic: topic, data: data)
-        if !detail.isEmpty { parts.append(detail) }
+        let said = event.map(detail) ?? unknown(data)
+        if !said.isEmpty { parts.append(said) }
         return parts.joined(separator: "  ")
     }
 
-    /// The topic-specific part of an event line.
+    /// The topic-specific part of an event line (`data`, as JSON, when it is not a known
+    /// event's).
     public static func detail(topic: String, data: JSONValue) -> String {
-        switch topic {
-        case EventTopic.temperature.rawValue:
-            if let celsius = data["celsius"]?.int64Value { return Units.celsius(Int(celsius)) }
-        case EventTopic.sensor.rawValue:
-            if let sensor = data["sensor"]?.stringValue, let value = data["value"]?.doubleValue {
-                return "\(sensor) \(Units.reading(value, unit: data["unit"]?.stringValue))"
-            }
-        case EventTopic.led.rawValue:
-            if let on = data["on"]?.boolValue { return on ? "LED on" : "LED off" }
-        case EventTopic.boards.rawValue:
-            var parts: [String] = []
-            switch data["event"]?.stringValue {
-            case "added": parts.append("added")
-            case "removed": parts.append("forgotten")
-            case "alias": parts.append(data["alias"]?.stringValue.map { "alias \($0)" } ?? "alias removed")
-            default: break
-            }
-            if let state = data["state"]?.stringValue { parts.append(state) }
-            if let rssi = data["rssi"]?.int64Value { parts.append("\(rssi) dBm") }
-            if !parts.isEmpty { return parts.joined(separator: ", ") }
-        case EventTopic.adapter.rawValue:
-            var parts: [String] = []
-            if let powered = data["powered"]?.boolValue { parts.append(powered ? "adapter powered" : "adapter off") }
-            if let bluez = data["bluez"]?.boolValue { parts.append(bluez ? "BlueZ up" : "BlueZ down") }
-            if !parts.isEmpty { return parts.joined(separator: ", ") }
-        default:
-            break
+        EventTopic(rawValue: topic).flatMap { EventDetail(topic: $0, data: data) }.map(detail) ?? unknown(data)
+    }
+
+    static func detail(_ event: EventDetail) -> String {
+        switch event {
+        case .temperature(let celsius): Units.celsius(celsius)
+        case .sensor(let name, let value, let unit): "\(name) \(Units.reading(value, unit: unit))"
+        case .led(let on): on ? "LED on" : "LED off"
+        case .state(_, let to): to.rawValue
+        case .added: "added"
+        case .removed: "forgotten"
+        case .alias(let alias): alias.map { "alias \($0)" } ?? "alias removed"
+        case .adapter(let powered): powered ? "adapter powered" : "adapter off"
         }
+    }
+
+    static func unknown(_ data: JSONValue) -> String {
         if case .object(let members) = data, members.isEmpty { return "" }
         return data == .null ? "" : data.description
     }

@@ -37,7 +37,7 @@ public struct TemperatureWatch: Sendable, Hashable {
     public mutating func apply(_ event: JSONValue, now: Double) -> Row? {
         guard event["topic"]?.stringValue == EventTopic.temperature.rawValue,
             let address = event["address"]?.stringValue,
-            let celsius = event["data"]?["celsius"]?.int64Value, let value = Int(exactly: celsius)
+            case .temperature(let value) = EventDetail(topic: .temperature, data: event["data"] ?? .null)
         else { return nil }
         let readAt = event["time"]?.stringValue.flatMap(Timestamp.parse).map { min($0, now) } ?? now
         if let index = rows.firstIndex(where: { $0.address.uppercased() == address.uppercased() }) {
@@ -76,7 +76,7 @@ public struct TemperatureWatch: Sendable, Hashable {
         guard let celsius = row.celsius, let readAt = row.readAt else { return nil }
         return [
             "topic": .string(EventTopic.temperature.rawValue), "address": .string(row.address),
-            "time": .string(Timestamp.iso8601(readAt)), "data": ["celsius": .int(Int64(celsius))],
+            "time": .string(Timestamp.iso8601(readAt)), "data": EventDetail.temperature(celsius: celsius).data,
         ]
     }
 }

@@ -245,19 +245,15 @@ actor MQTTBridgeCore {
 
     func handle(_ event: EventNotification) async {
         guard let text = event.address, let address = BoardAddress(text) else { return }
-        switch event.topic {
-        case .boards where event.data["event"]?.stringValue == "removed":
+        switch event.detail {
+        case .removed:
             forget(address)
             return
-        case .temperature where event.data["celsius"]?.int64Value.map(Int.init) == published[address]?.temperature:
+        case .temperature(let celsius) where celsius == published[address]?.temperature:
             // The same value again (each notification): nothing to publish, no call.
             return
-        case .sensor:
-            if let name = event.data["sensor"]?.stringValue, let value = event.data["value"]?.doubleValue,
-                published[address]?.sensors[name] == value
-            {
-                return
-            }
+        case .sensor(let name, let value, _) where published[address]?.sensors[name] == value:
+            return
         case .adapter:
             return
         default:

@@ -249,22 +249,23 @@ public actor FleetFeed: Service {
         broadcast(ServerSentEvent.frame(event: "fleet", data: event))
         guard let text = event.address, let address = BoardAddress(text) else { return }
         let now = ContinuousClock.now
-        switch event.topic {
-        case .temperature:
-            guard let celsius = event.data["celsius"]?.int64Value else { return }
-            boards[address]?.info.temperature = TemperatureReading(value: Celsius(degrees: Int(celsius)), age: .zero)
+        switch event.detail {
+        case .temperature(let celsius):
+            boards[address]?.info.temperature = TemperatureReading(value: Celsius(degrees: celsius), age: .zero)
             boards[address]?.info.sensors?[TemperatureReading.sensor, default: SensorInfo()].value = Double(celsius)
             boards[address]?.readAt[TemperatureReading.sensor] = now
-        case .sensor:
-            guard let name = event.data["sensor"]?.stringValue, let value = event.data["value"]?.doubleValue else { return }
+        case .sensor(let name, let value, let unit):
             if boards[address]?.info.sensors == nil { boards[address]?.info.sensors = [:] }
-            boards[address]?.info.sensors?[name, default: SensorInfo(unit: event.data["unit"]?.stringValue)].value = value
+            boards[address]?.info.sensors?[name, default: SensorInfo(unit: unit)].value = value
             boards[address]?.readAt[name] = now
-        case .boards where event.data["event"]?.stringValue == "removed":
+        case .removed:
             boards[address] = nil
             order.removeAll { $0 == address }
-        case .boards, .led:
-            if event.data["state"]?.stringValue == BoardPhase.ready.rawValue {
+        case .adapter:
+            break
+        default:
+            // Any other change of a board (its state, name, alias or LED): it is read again.
+            if case .state(_, .ready) = event.detail {
                 if everReady.contains(address) {
                     reconnects[address, default: 0] += 1
                 } else {
@@ -272,8 +273,6 @@ public actor FleetFeed: Service {
                 }
             }
             await refresh(address, from: rpc)
-        case .adapter:
-            break
         }
     }
 

@@ -1,4 +1,5 @@
 import FleetRPC
+import Foundation
 import JSONRPC
 import Testing
 
@@ -109,6 +110,53 @@ struct BlefleetRPCManPageTests {
         for topic in EventTopic.allCases {
             #expect(subscribe.contains { $0.contains(topic.rawValue) }, "\(topic) missing from events.subscribe")
         }
+    }
+
+    @Test("Every event data the page shows is one the clients read, and every topic shows one")
+    func eventData() throws {
+        let page = try ManPage("blefleet-rpc.7")
+        let section = try #require(page.section("NOTIFICATIONS"))
+        var topic: EventTopic?
+        var shown: Set<EventTopic> = []
+        for line in section {
+            let words = line.split(separator: " ")
+            if words.count == 3, words[0] == ".It", words[1] == "Li" {
+                topic = EventTopic(rawValue: String(words[2]))
+            } else if line == ".El" {
+                topic = nil
+            } else if let topic, line.hasPrefix(".Li {"), let end = line.lastIndex(of: "}") {
+                let text = line[line.index(line.startIndex, offsetBy: 4)...end].replacingOccurrences(of: "\\(dq", with: "\"")
+                let data = try JSONValue(parsing: text)
+                #expect(EventDetail(topic: topic, data: data)?.data == data, "\(topic): \(text)")
+                shown.insert(topic)
+            }
+        }
+        #expect(shown == Set(EventTopic.allCases))
+    }
+
+    @Test("Every notification is shown, and each shown is its type's, with no member it lacks")
+    func notificationShapes() throws {
+        let page = try ManPage("blefleet-rpc.7")
+        var shown: Set<String> = []
+        for block in ManPage.literalBlocks(try #require(page.section("NOTIFICATIONS"))) {
+            let message = try JSONValue(parsing: block)
+            guard let method = message["method"]?.stringValue, let params = message["params"] else { continue }
+            guard let type = FleetMethods.notifications.first(where: { $0.method == method }) else { continue }
+            shown.insert(method)
+            let fields = Set(try RPCShape.fields(of: type).map(\.name))
+            let members = Set(params.objectValue?.keys.map { $0 } ?? [])
+            #expect(members.isSubset(of: fields), "\(method): \(members.subtracting(fields).sorted()) is no member of \(type)")
+            #expect(throws: Never.self, "\(method)") { _ = try JSONCodec.decode(type, from: JSONCodec.encode(params)) }
+        }
+        // device.value and device.disconnected are told in the text: their members are listed.
+        for (type, listed) in [(DeviceValueNotification.self as any FleetNotification.Type, "address handle value time"),
+                               (DeviceDisconnectedNotification.self, "address reason")] {
+            let required = try RPCShape.fields(of: type).filter(\.required).map(\.name)
+            #expect(required.joined(separator: " ") == listed, "\(type.method)")
+            #expect(page.rendered.contains(type.method))
+            shown.insert(type.method)
+        }
+        #expect(shown == Set(FleetMethods.notifications.map { $0.method }))
     }
 
     @Test("The states a board can be in are the wire's")

@@ -70,7 +70,7 @@ public struct DeviceUnpairedResult: Sendable, Hashable, Codable {
 }
 
 /// `device.pairing`: what a pairing under way shows its caller (``FleetMethods/DevicePair``).
-public struct DevicePairingNotification: Sendable, Hashable, Codable {
+public struct DevicePairingNotification: FleetNotification, Hashable {
     public static let method = "device.pairing"
     public var address: String
     /// `display-passkey` (type it on the device), `confirm-passkey` (both sides show it; the

@@ -293,7 +293,7 @@ public struct DeviceNotifyingResult: Sendable, Hashable, Codable {
 }
 
 /// `device.advertisement`: what a device advertised (``FleetMethods/DevicesWatch``).
-public struct DeviceAdvertisementNotification: Sendable, Hashable, Codable {
+public struct DeviceAdvertisementNotification: FleetNotification, Hashable {
     public static let method = "device.advertisement"
     public var address: String
     /// `public` or `random`.
@@ -323,7 +323,7 @@ public struct DeviceAdvertisementNotification: Sendable, Hashable, Codable {
 
 /// `device.removed`: BlueZ dropped a device ``FleetMethods/DevicesWatch`` reported (it was not
 /// heard for a while, was removed, or bluetoothd stopped).
-public struct DeviceRemovedNotification: Sendable, Hashable, Codable {
+public struct DeviceRemovedNotification: FleetNotification, Hashable {
     public static let method = "device.removed"
     public var address: String
     /// The adapter whose device it was (`hci0`).
@@ -336,7 +336,7 @@ public struct DeviceRemovedNotification: Sendable, Hashable, Codable {
 }
 
 /// `device.value`: a value a followed characteristic notified (``FleetMethods/DeviceNotify``).
-public struct DeviceValueNotification: Sendable, Hashable, Codable {
+public struct DeviceValueNotification: FleetNotification, Hashable {
     public static let method = "device.value"
     public var address: String
     public var handle: Int
@@ -351,7 +351,7 @@ public struct DeviceValueNotification: Sendable, Hashable, Codable {
 }
 
 /// `device.disconnected`: a leased or followed device's link went down.
-public struct DeviceDisconnectedNotification: Sendable, Hashable, Codable {
+public struct DeviceDisconnectedNotification: FleetNotification, Hashable {
     public static let method = "device.disconnected"
     public var address: String
     public var reason: String

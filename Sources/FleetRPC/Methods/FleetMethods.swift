@@ -29,6 +29,12 @@ public enum FleetMethods {
     /// The result of a method that acts on the selected boards.
     static let boardOutcomes = RPCResultDescriptor("outcome", "One entry per selected board, and totals.")
 
+    /// Every notification the daemon sends, each its params' type (named by its `method`).
+    public static let notifications: [any FleetNotification.Type] = [
+        EventNotification.self, GattValueNotification.self, DeviceAdvertisementNotification.self, DeviceRemovedNotification.self,
+        DeviceValueNotification.self, DeviceDisconnectedNotification.self, DevicePairingNotification.self,
+    ]
+
     /// The descriptors of ``all``, in the same order.
     public static var descriptors: [RPCMethodDescriptor] { all.map { $0.descriptor } }
 
@@ -43,4 +49,10 @@ public enum FleetMethods {
 
         public typealias Result = JSONValue
     }
+}
+
+/// The params of a notification the daemon sends, under the method name ``method``: one
+/// declaration, which the daemon writes and clients decode.
+public protocol FleetNotification: Codable, Sendable {
+    static var method: String { get }
 }

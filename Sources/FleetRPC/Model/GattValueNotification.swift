@@ -1,6 +1,6 @@
 /// The params of a `gatt.value` server→client notification: one value a board notified on
 /// a characteristic this connection subscribed to with `gatt.notify`.
-public struct GattValueNotification: Sendable, Hashable, Codable {
+public struct GattValueNotification: FleetNotification, Hashable {
     /// The JSON-RPC method name of these notifications.
     public static let method = "gatt.value"
 

@@ -88,31 +88,16 @@ public final class EventSubscriptions: Sendable {
     static func notification(for event: FleetEvent) -> EventNotification {
         let time = Date().formatted(.iso8601)
         switch event {
-        case .boardPhaseChanged(let address, let from, let to):
-            return EventNotification(
-                topic: .boards, address: address.rawValue, time: time,
-                data: ["event": "state", "from": .string(from.rawValue), "state": .string(to.rawValue)])
-        case .boardAdded(let address, let name):
-            return EventNotification(
-                topic: .boards, address: address.rawValue, time: time,
-                data: ["event": "added", "name": name.map(JSONValue.string) ?? .null])
-        case .boardRemoved(let address):
-            return EventNotification(topic: .boards, address: address.rawValue, time: time, data: ["event": "removed"])
-        case .boardAliased(let address, let alias):
-            return EventNotification(
-                topic: .boards, address: address.rawValue, time: time,
-                data: ["event": "alias", "alias": alias.map(JSONValue.string) ?? .null])
+        case .boardPhaseChanged(let address, let from, let to): return EventNotification(.state(from: from, to: to), address: address.rawValue, time: time)
+        case .boardAdded(let address, let name): return EventNotification(.added(name: name), address: address.rawValue, time: time)
+        case .boardRemoved(let address): return EventNotification(.removed, address: address.rawValue, time: time)
+        case .boardAliased(let address, let alias): return EventNotification(.alias(alias), address: address.rawValue, time: time)
         case .temperature(let address, let celsius):
-            return EventNotification(
-                topic: .temperature, address: address.rawValue, time: time, data: ["celsius": .int(Int64(celsius.degrees))])
+            return EventNotification(.temperature(celsius: celsius.degrees), address: address.rawValue, time: time)
         case .sensor(let address, let name, let value, let unit):
-            var data: [String: JSONValue] = ["sensor": .string(name), "value": .double(value)]
-            if let unit { data["unit"] = .string(unit) }
-            return EventNotification(topic: .sensor, address: address.rawValue, time: time, data: .object(data))
-        case .ledApplied(let address, let on):
-            return EventNotification(topic: .led, address: address.rawValue, time: time, data: ["on": .bool(on)])
-        case .adapterPowered(let powered):
-            return EventNotification(topic: .adapter, time: time, data: ["powered": .bool(powered)])
+            return EventNotification(.sensor(name: name, value: value, unit: unit), address: address.rawValue, time: time)
+        case .ledApplied(let address, let on): return EventNotification(.led(on: on), address: address.rawValue, time: time)
+        case .adapterPowered(let powered): return EventNotification(.adapter(powered: powered), time: time)
         }
     }
 }
