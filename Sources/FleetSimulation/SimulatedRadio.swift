@@ -208,7 +208,7 @@ public final class SimulatedRadio: BlueZBus {
     }
 
     static func devicePath(_ address: String, on index: Int) -> String {
-        BlueZDevice.path(adapter: AdapterPath("/org/bluez/hci\(index)"), address: address)
+        DevicePath(adapter: AdapterPath("/org/bluez/hci\(index)"), address: address).rawValue
     }
 
     static func unknown(_ path: String) -> DBusError {

@@ -59,9 +59,9 @@ import Testing
         tree.set([BlueZInterfaces.gattCharacteristic: ["UUID": .string(uuid), "Service": .objectPath(service)]], at: characteristic)
         #expect(tree.linkedDevices(onAdapter: "/org/bluez/hci1").map(\.address) == ["CA:FE:00:00:00:04", "CA:FE:00:00:00:05"])
         let found = tree.characteristic(
-            device: path, service: BluetoothUUID("cd48409a-f3cc-11ed-a05b-0242ac120003")!, characteristic: BluetoothUUID(uuid)!)
+            device: DevicePath(path), service: BluetoothUUID("cd48409a-f3cc-11ed-a05b-0242ac120003")!, characteristic: BluetoothUUID(uuid)!)
         #expect(found?.path == characteristic)
-        #expect(tree.characteristics(device: path).map(\.path) == [characteristic])
+        #expect(tree.characteristics(device: DevicePath(path)).map(\.path) == [characteristic])
         // Another device's GATT objects are not this one's.
         #expect(tree.characteristics(device: "/org/bluez/hci1/dev_CA_FE_00_00_00_04").isEmpty)
 
@@ -69,11 +69,11 @@ import Testing
         #expect(tree.linkedDevices(onAdapter: "/org/bluez/hci1").map(\.address) == ["CA:FE:00:00:00:04"])
         tree.set(nil, at: characteristic)
         tree.set(nil, at: service)
-        #expect(tree.characteristics(device: path).isEmpty)
+        #expect(tree.characteristics(device: DevicePath(path)).isEmpty)
         tree.set(nil, at: path)
         #expect(tree.devices(onAdapter: "/org/bluez/hci1").map(\.address) == ["CA:FE:00:00:00:04"])
         #expect(tree.objects[path] == nil)
-        #expect(BlueZDevice.path(adapter: "/org/bluez/hci1", address: "CA:FE:00:00:00:05") == path)
+        #expect(DevicePath(adapter: "/org/bluez/hci1", address: "CA:FE:00:00:00:05") == DevicePath(path))
     }
 
     /// A wait that watches a device is told of changes to the device and its GATT objects only.

@@ -47,7 +47,7 @@ import Testing
     }
 
     @Test func theServicesOfOneDeviceInHandleOrderWithTheirCharacteristicsAndDescriptors() {
-        let services = Self.tree.gattServices(device: Self.device)
+        let services = Self.tree.gattServices(device: DevicePath(Self.device))
         #expect(services.map(\.handle) == [0x0a, 0x1e])
         #expect(services.map { $0.characteristics.map(\.handle) } == [[0x0b], [0x1f]])
         let temperature = services[1].characteristics[0]
@@ -58,12 +58,12 @@ import Testing
     }
 
     @Test func anAttributeIsFoundByHandleAsACharacteristicFirstThenADescriptor() {
-        #expect(Self.tree.gattAttribute(device: Self.device, handle: 0x1f)?.kind == .characteristic)
-        #expect(Self.tree.gattAttribute(device: Self.device, handle: 0x1f, descriptor: true) == nil)
-        let descriptor = Self.tree.gattAttribute(device: Self.device, handle: 0x21)
+        #expect(Self.tree.gattAttribute(device: DevicePath(Self.device), handle: 0x1f)?.kind == .characteristic)
+        #expect(Self.tree.gattAttribute(device: DevicePath(Self.device), handle: 0x1f, descriptor: true) == nil)
+        let descriptor = Self.tree.gattAttribute(device: DevicePath(Self.device), handle: 0x21)
         #expect(descriptor?.kind == .descriptor)
         #expect(descriptor?.interface == BlueZInterfaces.gattDescriptor)
-        #expect(Self.tree.gattAttribute(device: Self.device, handle: 0x10) == nil, "another device's handle")
+        #expect(Self.tree.gattAttribute(device: DevicePath(Self.device), handle: 0x10) == nil, "another device's handle")
     }
 
     @Test func anAdvertisementCarriesManufacturerAndServiceDataAndTxPower() throws {
@@ -80,7 +80,7 @@ import Testing
                     [DBusDictEntry(key: .string("0000180f-0000-1000-8000-00805f9b34fb"), value: .variant(.bytes([0x64])))]),
             ])
         ])
-        let advertisement = try #require(tree.advertisement(at: path))
+        let advertisement = try #require(tree.advertisement(at: DevicePath(path)))
         #expect(advertisement.device.rssi == -61)
         #expect(advertisement.txPower == 4)
         #expect(advertisement.manufacturerData == [76: [0x02, 0x15]])

@@ -117,7 +117,7 @@ struct LinkReleaseTests {
         let running = Task { try await client.run() }
         defer { running.cancel() }
         try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
-        let device = try #require(await client.mirror.tree.device(at: ReleaseBus.path))
+        let device = try #require(await client.mirror.tree.device(at: DevicePath(ReleaseBus.path)))
         var write: Task<Void, any Error>?
         defer { write?.cancel() }
         if writing {
@@ -130,7 +130,7 @@ struct LinkReleaseTests {
         }
         let start = ContinuousClock.now
         try await client.disconnect(device, timeout: timeout)
-        #expect(await client.mirror.tree.hasLink(at: ReleaseBus.path) == false)
+        #expect(await client.mirror.tree.hasLink(at: DevicePath(ReleaseBus.path)) == false)
         return start.duration(to: .now)
     }
 
@@ -217,7 +217,7 @@ final class ProbeClock: RadioClock {
         let running = Task { try await client.run() }
         defer { running.cancel() }
         try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
-        return try await client.probeLink(ReleaseBus.path)
+        return try await client.probeLink(DevicePath(ReleaseBus.path))
     }
 
     @Test func anAnswerIsTheRSSI() async throws {

@@ -82,9 +82,9 @@ import Testing
         let running = Task { try await client.run() }
         defer { running.cancel() }
         try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
-        let device = try #require(await client.device(at: LateAnnouncingBus.device))
+        let device = try #require(await client.device(at: DevicePath(LateAnnouncingBus.device)))
         try await client.connect(device, timeout: .seconds(10))
-        let characteristics = await client.mirror.tree.gattServices(device: LateAnnouncingBus.device).flatMap(\.characteristics)
+        let characteristics = await client.mirror.tree.gattServices(device: DevicePath(LateAnnouncingBus.device)).flatMap(\.characteristics)
         #expect(characteristics.compactMap(\.uuid).contains(BluetoothUUID(LateAnnouncingBus.temperature)))
         // What the mirror had stays as its signals said.
         #expect(await client.mirror.tree.properties(LateAnnouncingBus.device, BlueZInterfaces.device)?["ServicesResolved"] == .boolean(true))

@@ -33,7 +33,7 @@ import Testing
             var objects: [String: [String: BlueZObjectTree.Properties]] = [:]
             for (adapter, devices) in devices {
                 for (address, state) in devices {
-                    objects[BlueZDevice.path(adapter: adapter, address: address.rawValue)] = [BlueZInterfaces.device: [
+                    objects[DevicePath(adapter: adapter, address: address.rawValue).rawValue] = [BlueZInterfaces.device: [
                         "Adapter": .objectPath(adapter.rawValue), "Address": .string(address.rawValue),
                         "Connected": .boolean(state.connected), "ServicesResolved": .boolean(state.resolved), "RSSI": .int16(-60),
                     ]]

@@ -16,7 +16,7 @@ import Testing
             "Connected": .boolean(connected), "ServicesResolved": .boolean(resolved),
         ]
         if let rssi { properties["RSSI"] = .int16(rssi) }
-        return BlueZDevice(path: BlueZDevice.path(adapter: adapter, address: "CA:FE:00:00:00:01"), properties: properties)
+        return BlueZDevice(path: DevicePath(adapter: adapter, address: "CA:FE:00:00:00:01").rawValue, properties: properties)
     }
 
     static let t0 = ContinuousClock.now
@@ -86,8 +86,8 @@ import Testing
         var devices = BoardDevices([Self.device(Self.hci0), Self.device(Self.hci1)])
         let linked = Self.device(Self.hci1, connected: true)
         let tree = BlueZObjectTree(objects: [
-            Self.device(Self.hci0).path: [BlueZInterfaces.device: ["Adapter": .objectPath(Self.hci0.rawValue), "Connected": .boolean(false)]],
-            linked.path: [BlueZInterfaces.device: ["Adapter": .objectPath(Self.hci1.rawValue), "Connected": .boolean(true)]],
+            Self.device(Self.hci0).path.rawValue: [BlueZInterfaces.device: ["Adapter": .objectPath(Self.hci0.rawValue), "Connected": .boolean(false)]],
+            linked.path.rawValue: [BlueZInterfaces.device: ["Adapter": .objectPath(Self.hci1.rawValue), "Connected": .boolean(true)]],
         ])
         let found = devices.linked(in: tree, preferring: Self.hci0)
         #expect(found?.adapterPath == Self.hci1)

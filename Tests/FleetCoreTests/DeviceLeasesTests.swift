@@ -12,7 +12,7 @@ import Testing
     let alicesOther = LeaseHolder(2, uid: 1000)
     let bob = LeaseHolder(3, uid: 1001)
 
-    func device(_ n: Int, on adapter: AdapterPath) -> String { "\(adapter)/dev_F0_0D_00_00_00_0\(n)" }
+    func device(_ n: Int, on adapter: AdapterPath) -> DevicePath { DevicePath(adapter: adapter, address: "F0:0D:00:00:00:0\(n)") }
 
     @Test func aUserHoldsAtMostTheBoundOverAllItsConnections() {
         let leases = DeviceLeases()

@@ -39,7 +39,7 @@ extension BlueZClient {
     /// `Adapter1.RemoveDevice`: forgets a device (and disconnects it).
     public func removeDevice(_ device: BlueZDevice, timeout: Duration = .seconds(10)) async throws {
         try await call(
-            device.adapterPath.rawValue, BlueZInterfaces.adapter, "RemoveDevice", [.objectPath(device.path)],
+            device.adapterPath.rawValue, BlueZInterfaces.adapter, "RemoveDevice", [.objectPath(device.path.rawValue)],
             timeout: timeout)
     }
 }

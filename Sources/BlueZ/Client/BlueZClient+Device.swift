@@ -1,7 +1,7 @@
 import Synchronization
 
 extension BlueZClient {
-    public func device(at path: String) async -> BlueZDevice? {
+    public func device(at path: DevicePath) async -> BlueZDevice? {
         await mirror.tree.device(at: path)
     }
 
@@ -42,7 +42,7 @@ extension BlueZClient {
         }
         // Registered before Connect so no transition it causes is missed.
         let sawConnected = Mutex(false)
-        let ticket = await mirror.register(watching: path) { snapshot -> MirrorWaitStep<Void> in
+        let ticket = await mirror.register(watching: path.rawValue) { snapshot -> MirrorWaitStep<Void> in
             guard let current = snapshot.tree.link(at: path) else {
                 return .failed(
                     snapshot.isLoaded
@@ -62,7 +62,7 @@ extension BlueZClient {
         }
         do {
             do {
-                try await call(path, BlueZInterfaces.device, "Connect", timeout: timeout)
+                try await call(path.rawValue, BlueZInterfaces.device, "Connect", timeout: timeout)
             } catch BlueZError.alreadyConnected {
                 // BlueZ says it is connected; the wait below sees it resolved.
             }
@@ -91,13 +91,13 @@ extension BlueZClient {
     /// `GetManagedObjects` is answered after those signals: when its answer is here, the
     /// mirror has had them, and the objects it still lacks are taken from the answer (only
     /// those: what it has is as new as the answer, or newer).
-    func catchUpObjects(of path: String) async {
+    func catchUpObjects(of path: DevicePath) async {
         guard
             let reply = try? await bus.call(
                 path: "/", interface: BlueZInterfaces.objectManager, member: "GetManagedObjects", arguments: [],
                 timeout: .seconds(5))
         else { return }
-        let objects = BlueZObjectMirror.parseManagedObjects(reply.first).filter { $0.key.hasPrefix(path + "/") }
+        let objects = BlueZObjectMirror.parseManagedObjects(reply.first).filter { $0.key.hasPrefix(path.rawValue + "/") }
         let added = await mirror.addMissing(objects)
         if added > 0 {
             logger.info(
@@ -135,7 +135,7 @@ extension BlueZClient {
     public func disconnect(_ device: BlueZDevice, timeout: Duration = .seconds(10)) async throws {
         let path = device.path
         let start = clock.now
-        let ticket = await mirror.register(watching: path) { snapshot -> MirrorWaitStep<Void> in
+        let ticket = await mirror.register(watching: path.rawValue) { snapshot -> MirrorWaitStep<Void> in
             (snapshot.tree.hasLink(at: path) ?? false) ? .pending : .done(())
         }
         let released: Bool
@@ -161,11 +161,11 @@ extension BlueZClient {
             await mirror.discard(ticket)
         }
         let left = max(.milliseconds(1), timeout - start.duration(to: clock.now))
-        let again = await mirror.register(watching: path) { snapshot -> MirrorWaitStep<Void> in
+        let again = await mirror.register(watching: path.rawValue) { snapshot -> MirrorWaitStep<Void> in
             (snapshot.tree.hasLink(at: path) ?? false) ? .pending : .done(())
         }
         do {
-            try await call(path, BlueZInterfaces.device, "Disconnect", timeout: left)
+            try await call(path.rawValue, BlueZInterfaces.device, "Disconnect", timeout: left)
         } catch BlueZError.notConnected, BlueZError.objectVanished {
             // Already disconnected or gone: what was asked for.
         } catch {
@@ -208,14 +208,14 @@ extension BlueZClient {
     /// false when that cannot be done (no interface here, no link, or the kernel refused).
     /// Throws ``BlueZError/timeout(_:)`` when the controller did not answer the kernel's
     /// disconnect: `Device1.Disconnect` would go to the same controller.
-    private func releaseThroughManagement(_ path: String) async throws -> Bool {
+    private func releaseThroughManagement(_ path: DevicePath) async throws -> Bool {
         guard let management, !managementUnusable.load(ordering: .relaxed),
             let device = await mirror.tree.device(at: path), device.hasLink,
             // bluetoothd still setting the link up: its own Disconnect cancels that work first.
             device.servicesResolved,
             let index = Self.controllerIndex(device.adapterPath)
         else { return false }
-        await gattSettled(on: path)
+        await gattSettled(on: path.rawValue)
         // Gone meanwhile (the board's doing): released.
         guard await mirror.tree.device(at: path)?.hasLink == true else { return true }
         do {
@@ -278,7 +278,7 @@ extension BlueZClient {
     /// Throws ``BlueZError/timeout(_:)`` when the controller does not answer (the kernel's
     /// HCI command timed out), ``BlueZError/notAvailable(_:)`` when the interface is not
     /// here or the device has no link.
-    public func probeLink(_ path: String) async throws -> Int? {
+    public func probeLink(_ path: DevicePath) async throws -> Int? {
         guard let management, !managementUnusable.load(ordering: .relaxed),
             let device = await mirror.tree.device(at: path), device.hasLink,
             let index = Self.controllerIndex(device.adapterPath)

@@ -80,7 +80,7 @@ extension BlueZClient {
                     default:
                         continue
                     }
-                    if let device = await mirror.tree.device(at: path), device.adapterPath == adapter.path,
+                    if let device = await mirror.tree.device(at: DevicePath(path)), device.adapterPath == adapter.path,
                         filter.matches(device)
                     {
                         continuation.yield(device)

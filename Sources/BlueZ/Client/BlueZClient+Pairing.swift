@@ -1,8 +1,8 @@
 extension BlueZClient {
     /// Whether BlueZ holds a pairing with the device at `path` now (`Paired`), and a bond
     /// (`Bonded`, BlueZ 5.66 and later; `Paired` where BlueZ does not say).
-    public func pairing(at path: String) async -> (paired: Bool, bonded: Bool)? {
-        guard let properties = await mirror.tree.properties(path, BlueZInterfaces.device) else { return nil }
+    public func pairing(at path: DevicePath) async -> (paired: Bool, bonded: Bool)? {
+        guard let properties = await mirror.tree.properties(path.rawValue, BlueZInterfaces.device) else { return nil }
         let paired = properties["Paired"]?.bool ?? false
         return (paired, properties["Bonded"]?.bool ?? paired)
     }
@@ -14,8 +14,8 @@ extension BlueZClient {
     /// cancelled (`CancelPairing`). Throws `BlueZError`: `inProgress` when a pairing of the
     /// device is under way, `authenticationFailed` when the device or the agent refused.
     public func pair(_ device: BlueZDevice, timeout: Duration, responder: @escaping PairingResponder) async throws -> Bool {
-        let path = device.path
-        if await pairing(at: path)?.paired == true { return false }
+        if await pairing(at: device.path)?.paired == true { return false }
+        let path = device.path.rawValue
         if let agent {
             try await agent.register(on: self)
             guard agent.expect(path, responder: responder) else {

@@ -21,6 +21,35 @@ public struct AdapterPath: Sendable, Hashable, Comparable, CustomStringConvertib
     public static func < (a: AdapterPath, b: AdapterPath) -> Bool { a.rawValue < b.rawValue }
 }
 
+/// A device object of BlueZ, by its object path, under its adapter's
+/// (`/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`): a board has one per adapter that knows it.
+public struct DevicePath: Sendable, Hashable, Comparable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// The D-Bus object path.
+    public let rawValue: String
+
+    public init(_ rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    public init(stringLiteral value: String) {
+        self.init(value)
+    }
+
+    /// Where BlueZ puts the device of `address` on `adapter` (its path is made of its address).
+    public init(adapter: AdapterPath, address: String) {
+        self.init(
+            adapter.rawValue + "/dev_"
+                + String(decoding: address.utf8.map { $0 == UInt8(ascii: ":") ? UInt8(ascii: "_") : $0 }, as: UTF8.self))
+    }
+
+    /// The adapter the device object is under.
+    public var adapter: AdapterPath { AdapterPath(BlueZObjectTree.parent(of: rawValue)) }
+
+    public var description: String { rawValue }
+
+    public static func < (a: DevicePath, b: DevicePath) -> Bool { a.rawValue < b.rawValue }
+}
+
 extension BlueZDevice {
     /// The name of one of `org.bluez.Device1`'s properties, as BlueZ reports their changes.
     public struct Property: Sendable, Hashable, CustomStringConvertible {

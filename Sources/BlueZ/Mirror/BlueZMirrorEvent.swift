@@ -14,10 +14,10 @@ public enum BlueZMirrorEvent: Sendable {
 extension BlueZMirrorEvent {
     /// The device this event only says advertised again, and its RSSI if it came with it;
     /// nil for any other event (a device that changed otherwise, or lost a property).
-    public var advertisement: (path: String, rssi: Int16?)? {
+    public var advertisement: (path: DevicePath, rssi: Int16?)? {
         guard case .propertiesChanged(let path, BlueZInterfaces.device, let changed, let invalidated) = self,
             invalidated.isEmpty, changed.keys.allSatisfy({ BlueZDevice.Property.advertisement.contains(.init($0)) })
         else { return nil }
-        return (path, BlueZDevice.usableRSSI(changed["RSSI"]?.int16))
+        return (DevicePath(path), BlueZDevice.usableRSSI(changed["RSSI"]?.int16))
     }
 }

@@ -72,7 +72,8 @@ extension BlueZObjectTree {
 
     /// The GATT services BlueZ resolved for the device at `devicePath`, each with its
     /// characteristics and their descriptors, in handle order.
-    public func gattServices(device devicePath: String) -> [BlueZGATTService] {
+    public func gattServices(device: DevicePath) -> [BlueZGATTService] {
+        let devicePath = device.rawValue
         var services: [String: BlueZGATTService] = [:]
         for (path, props) in objects(implementing: BlueZInterfaces.gattService)
         where props["Device"]?.string == devicePath {
@@ -109,8 +110,8 @@ extension BlueZObjectTree {
 
     /// The characteristic or descriptor of the device at `devicePath` with `handle`; with
     /// `descriptor`, only a descriptor, else a characteristic first.
-    public func gattAttribute(device devicePath: String, handle: UInt16, descriptor: Bool = false) -> BlueZGATTAttribute? {
-        let services = gattServices(device: devicePath)
+    public func gattAttribute(device: DevicePath, handle: UInt16, descriptor: Bool = false) -> BlueZGATTAttribute? {
+        let services = gattServices(device: device)
         if !descriptor {
             for service in services {
                 if let found = service.characteristics.first(where: { $0.handle == handle }) {
@@ -129,8 +130,8 @@ extension BlueZObjectTree {
     }
 
     /// The device's latest advertisement as BlueZ holds it.
-    public func advertisement(at devicePath: String) -> BlueZAdvertisement? {
-        properties(devicePath, BlueZInterfaces.device).map { BlueZAdvertisement(path: devicePath, properties: $0) }
+    public func advertisement(at device: DevicePath) -> BlueZAdvertisement? {
+        properties(device.rawValue, BlueZInterfaces.device).map { BlueZAdvertisement(path: device.rawValue, properties: $0) }
     }
 }
 

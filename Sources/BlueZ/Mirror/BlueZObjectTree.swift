@@ -32,7 +32,7 @@ public struct BlueZObjectTree: Sendable {
 
     /// Keeps ``linkedPaths`` in step with the device at `path` (none: no link).
     private mutating func noteLink(at path: String, parent: String) {
-        if hasLink(at: path) == true {
+        if hasLink(at: DevicePath(path)) == true {
             linkedPaths[parent, default: []].insert(path)
         } else if linkedPaths[parent]?.remove(path) != nil, linkedPaths[parent]?.isEmpty == true {
             linkedPaths[parent] = nil
@@ -83,20 +83,20 @@ public struct BlueZObjectTree: Sendable {
         adapters.first { $0.name == nameOrAddress || $0.address.uppercased() == nameOrAddress.uppercased() }
     }
 
-    public func device(at path: String) -> BlueZDevice? {
-        properties(path, BlueZInterfaces.device).map { BlueZDevice(path: path, properties: $0) }
+    public func device(at path: DevicePath) -> BlueZDevice? {
+        properties(path.rawValue, BlueZInterfaces.device).map { BlueZDevice(path: path.rawValue, properties: $0) }
     }
 
     /// Whether the device at `path` has a link up (``BlueZDevice/hasLink``), read without
     /// building the device; nil when BlueZ shows no device there.
-    public func hasLink(at path: String) -> Bool? {
+    public func hasLink(at path: DevicePath) -> Bool? {
         link(at: path).map { $0.connected || $0.servicesResolved }
     }
 
     /// The device at `path`'s `Connected` and `ServicesResolved`, read without building the
     /// device; nil when BlueZ shows no device there.
-    public func link(at path: String) -> (connected: Bool, servicesResolved: Bool)? {
-        guard let properties = properties(path, BlueZInterfaces.device) else { return nil }
+    public func link(at path: DevicePath) -> (connected: Bool, servicesResolved: Bool)? {
+        guard let properties = properties(path.rawValue, BlueZInterfaces.device) else { return nil }
         return (properties["Connected"]?.bool == true, properties["ServicesResolved"]?.bool == true)
     }
 
@@ -117,9 +117,9 @@ public struct BlueZObjectTree: Sendable {
             properties["Adapter"]?.string == adapterPath.rawValue && properties["Address"]?.string?.uppercased() == wanted
         }
         // Where BlueZ puts it (its path is made of its address), else any path that has it.
-        let direct = BlueZDevice.path(adapter: adapterPath, address: wanted)
-        if let properties = objects[direct]?[BlueZInterfaces.device], isIt(properties) {
-            return BlueZDevice(path: direct, properties: properties)
+        let direct = DevicePath(adapter: adapterPath, address: wanted)
+        if let properties = objects[direct.rawValue]?[BlueZInterfaces.device], isIt(properties) {
+            return BlueZDevice(path: direct.rawValue, properties: properties)
         }
         return children(of: adapterPath.rawValue, implementing: BlueZInterfaces.device)
             .filter { isIt($0.properties) }
@@ -157,8 +157,9 @@ public struct BlueZObjectTree: Sendable {
     /// Finds a characteristic by service and characteristic UUID under a device. GATT paths
     /// change whenever a device is resolved again, so callers look up after every connect.
     public func characteristic(
-        device devicePath: String, service: BluetoothUUID, characteristic: BluetoothUUID
+        device: DevicePath, service: BluetoothUUID, characteristic: BluetoothUUID
     ) -> BlueZCharacteristic? {
+        let devicePath = device.rawValue
         // The device's services are the objects under it; their characteristics under them.
         let servicePaths = children(of: devicePath, implementing: BlueZInterfaces.gattService)
             .filter {
@@ -176,7 +177,8 @@ public struct BlueZObjectTree: Sendable {
     }
 
     /// All characteristics of a device's resolved services.
-    public func characteristics(device devicePath: String) -> [BlueZCharacteristic] {
+    public func characteristics(device: DevicePath) -> [BlueZCharacteristic] {
+        let devicePath = device.rawValue
         let services = Dictionary(
             uniqueKeysWithValues: children(of: devicePath, implementing: BlueZInterfaces.gattService)
                 .filter { $0.properties["Device"]?.string == devicePath }
@@ -217,7 +219,7 @@ public struct BlueZAdapter: Sendable, Hashable {
 
 /// `org.bluez.Device1`, as far as blefleet needs it.
 public struct BlueZDevice: Sendable, Hashable {
-    public let path: String
+    public let path: DevicePath
     public let adapterPath: AdapterPath
     public let address: String
     /// `AddressType`: "public" or "random".
@@ -233,7 +235,7 @@ public struct BlueZDevice: Sendable, Hashable {
     public let bonded: Bool
 
     public init(path: String, properties: BlueZObjectTree.Properties) {
-        self.path = path
+        self.path = DevicePath(path)
         self.adapterPath = AdapterPath(properties["Adapter"]?.string ?? "")
         self.address = (properties["Address"]?.string ?? "").uppercased()
         self.addressType = properties["AddressType"]?.string
@@ -244,11 +246,6 @@ public struct BlueZDevice: Sendable, Hashable {
         self.connected = properties["Connected"]?.bool ?? false
         self.servicesResolved = properties["ServicesResolved"]?.bool ?? false
         self.bonded = properties["Bonded"]?.bool ?? properties["Paired"]?.bool ?? false
-    }
-
-    /// The object path BlueZ gives a device of an adapter: `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`.
-    public static func path(adapter adapterPath: AdapterPath, address: String) -> String {
-        adapterPath.rawValue + "/dev_" + String(decoding: address.utf8.map { $0 == UInt8(ascii: ":") ? UInt8(ascii: "_") : $0 }, as: UTF8.self)
     }
 
     /// An RSSI as a signal strength, or nil when it is none: bluetoothd shows no RSSI as 0

@@ -234,7 +234,7 @@ struct BoardCore {
     /// leaves `disconnecting` if it is still there for that link. Late, it changes nothing:
     /// the link's end was reported already, and the board may be linked again since (through
     /// another adapter, once the stuck one was reset), which it must not take for lost.
-    mutating func disconnectReturned(from path: String?, now: ContinuousClock.Instant) {
+    mutating func disconnectReturned(from path: DevicePath?, now: ContinuousClock.Instant) {
         guard machine.phase == .disconnecting, device == nil || device?.path == path else { return }
         step({ $0.disconnected(now: $1) }, now: now)
     }

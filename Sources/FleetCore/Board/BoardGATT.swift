@@ -22,9 +22,9 @@ struct BoardGATT: Sendable {
     /// Whether BlueZ reports the link through `path` down (`Connected` and
     /// `ServicesResolved` false, or the device gone), now or within `bound`: waits for the
     /// mirror's change. No path (no device): down.
-    nonisolated(nonsending) func linkIsDown(_ path: String?, within bound: Duration) async -> Bool {
+    nonisolated(nonsending) func linkIsDown(_ path: DevicePath?, within bound: Duration) async -> Bool {
         guard let path else { return true }
-        return (try? await client.mirror.wait(timeout: bound, description: "the link of \(address) going down", watching: path) {
+        return (try? await client.mirror.wait(timeout: bound, description: "the link of \(address) going down", watching: path.rawValue) {
             ($0.tree.hasLink(at: path) ?? false) ? .pending : .done(())
         }) != nil
     }

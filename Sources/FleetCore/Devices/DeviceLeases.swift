@@ -82,7 +82,7 @@ public struct DeviceError: Error, Sendable, CustomStringConvertible {
 final class DeviceLeases: Sendable {
     struct Lease {
         var holders: [LeaseHolder: @Sendable (String) -> Void]
-        let devicePath: String
+        let devicePath: DevicePath
         /// The adapter the link goes through (its BlueZ object path).
         let adapterPath: AdapterPath
         /// The device is one of the fleet's boards: its link stays when the lease ends.
@@ -167,7 +167,7 @@ final class DeviceLeases: Sendable {
     /// Adds `holder` to `address`'s lease through the adapter at `adapterPath` (whose ledger
     /// has lent the slot: ``AdapterLedger/lease(_:)``).
     func add(
-        _ holder: LeaseHolder, to address: BoardAddress, devicePath: String, adapterPath: AdapterPath, isBoard: Bool,
+        _ holder: LeaseHolder, to address: BoardAddress, devicePath: DevicePath, adapterPath: AdapterPath, isBoard: Bool,
         onLost: @escaping @Sendable (String) -> Void
     ) -> Added {
         state.withLock { state in
@@ -211,7 +211,7 @@ final class DeviceLeases: Sendable {
     }
 
     /// The link of `address` went down: the lease ends for all; each holder's `onLost`.
-    func lost(_ address: BoardAddress, devicePath: String) -> Lease? {
+    func lost(_ address: BoardAddress, devicePath: DevicePath) -> Lease? {
         state.withLock { state in
             guard let lease = state.leases[address], lease.devicePath == devicePath else { return nil }
             state.leases[address] = nil

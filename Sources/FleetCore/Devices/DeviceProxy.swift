@@ -112,7 +112,7 @@ public final class DeviceProxy: Sendable {
             let leases = self.leases
             let context = self.context
             let lostLink = Mutex(false)
-            let observation = await client.mirror.observe(path: path, interfaces: [BlueZInterfaces.device]) { event in
+            let observation = await client.mirror.observe(path: path.rawValue, interfaces: [BlueZInterfaces.device]) { event in
                 let reason: String? =
                     switch event {
                     case .propertiesChanged(_, _, let changed, _) where changed["Connected"]?.bool == false:

@@ -12,9 +12,9 @@ extension FleetContext {
     /// Returns once BlueZ shows `board` on one (`all`: every one) of `adapters` (paths), or
     /// after `limit`.
     private func waitUntilHeard(_ board: BoardAddress, on adapters: [AdapterPath], all: Bool, within limit: Duration) async {
-        let paths = adapters.map { BlueZDevice.path(adapter: $0, address: board.rawValue) }
+        let paths = adapters.map { DevicePath(adapter: $0, address: board.rawValue) }
         _ = try? await client.mirror.wait(timeout: limit, description: "\(board) heard by other adapters") { snapshot in
-            let heard = paths.filter { snapshot.tree.properties($0, BlueZInterfaces.device) != nil }.count
+            let heard = paths.filter { snapshot.tree.device(at: $0) != nil }.count
             return (all ? heard == paths.count : heard > 0) ? .done(()) : .pending
         }
     }

@@ -23,7 +23,7 @@ actor FleetMirror {
         }
     }
     /// The board of each device object BlueZ shows, by path.
-    private var devicePaths: [String: BoardAddress] = [:] {
+    private var devicePaths: [DevicePath: BoardAddress] = [:] {
         didSet { refreshPathIndex() }
     }
     /// Boards being adopted (the mirror waits on the registry meanwhile), and whether their
@@ -70,8 +70,7 @@ actor FleetMirror {
             if let advertisement = event.advertisement, let board = pathIndex.board(at: advertisement.path),
                 tally.phase(of: board.address) != .absent
             {
-                board.live.advertised(
-                    rssi: advertisement.rssi.map(Int.init), adapter: AdapterPath(BlueZObjectTree.parent(of: advertisement.path)))
+                board.live.advertised(rssi: advertisement.rssi.map(Int.init), adapter: advertisement.path.adapter)
                 return
             }
             forward.yield(event)
@@ -138,10 +137,10 @@ actor FleetMirror {
             devicePaths = [:]
         case .interfacesAdded(let path, let interfaces):
             if interfaces[BlueZInterfaces.adapter] != nil { await refreshAdapters() }
-            if interfaces[BlueZInterfaces.device] != nil { await deviceChanged(at: path, changed: nil) }
+            if interfaces[BlueZInterfaces.device] != nil { await deviceChanged(at: DevicePath(path), changed: nil) }
         case .interfacesRemoved(let path, let interfaces):
             if interfaces.contains(BlueZInterfaces.adapter) { await refreshAdapters() }
-            if interfaces.contains(BlueZInterfaces.device) { await deviceRemoved(at: path) }
+            if interfaces.contains(BlueZInterfaces.device) { await deviceRemoved(at: DevicePath(path)) }
         case .propertiesChanged(let path, let interface, let changed, _):
             if interface == BlueZInterfaces.adapter {
                 await refreshAdapters()
@@ -157,7 +156,7 @@ actor FleetMirror {
             } else if interface == BlueZInterfaces.device {
                 // Advertisements of boards that do not wait for one never get here: they are
                 // recorded on the mirror (see `run()`).
-                await deviceChanged(at: path, changed: Set(named: changed.keys))
+                await deviceChanged(at: DevicePath(path), changed: Set(named: changed.keys))
             }
         }
     }
@@ -247,7 +246,7 @@ actor FleetMirror {
     static let anew: Set<BlueZDevice.Property> = BlueZDevice.Property.link.union([.rssi, .name])
 
     /// A device appeared (`changed == nil`) or some of its properties changed.
-    private func deviceChanged(at path: String, changed: Set<BlueZDevice.Property>?) async {
+    private func deviceChanged(at path: DevicePath, changed: Set<BlueZDevice.Property>?) async {
         guard let device = await client.mirror.tree.device(at: path), adapters[device.adapterPath] != nil,
             let address = BoardAddress(device.address)
         else { return }
@@ -278,7 +277,7 @@ actor FleetMirror {
     /// Makes `device` a board of the fleet. The registry is asked first (it saves to disk,
     /// on a queue of its own): what BlueZ says of the device meanwhile (its link may come up
     /// or fall) is read again after, never given to the board in the wrong order.
-    private func adopt(_ seen: BlueZDevice, at path: String, address: BoardAddress) async {
+    private func adopt(_ seen: BlueZDevice, at path: DevicePath, address: BoardAddress) async {
         adopting[address] = false
         do {
             try await registry.noteSeen(address, name: seen.name)
@@ -303,9 +302,9 @@ actor FleetMirror {
         await board.requestAutoConnect()
     }
 
-    private func deviceRemoved(at path: String) async {
+    private func deviceRemoved(at path: DevicePath) async {
         guard let address = devicePaths.removeValue(forKey: path) else { return }
-        let adapter = AdapterPath(BlueZObjectTree.parent(of: path))
+        let adapter = path.adapter
         adapters[adapter]?.linksShown(in: await client.mirror.tree)
         await boards[address]?.deviceRemoved(adapter: adapter)
     }

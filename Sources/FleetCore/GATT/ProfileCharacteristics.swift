@@ -17,7 +17,7 @@ extension BlueZObjectMirror {
             }
             return found
         }
-        _ = try? await wait(timeout: Self.handlesWait, description: "the characteristics of \(device.address)", watching: path) {
+        _ = try? await wait(timeout: Self.handlesWait, description: "the characteristics of \(device.address)", watching: path.rawValue) {
             snapshot -> MirrorWaitStep<Bool> in
             guard snapshot.tree.hasLink(at: path) == true else { return .done(false) }
             return lookUp(snapshot.tree).count == profile.characteristics.count ? .done(true) : .pending
