@@ -535,7 +535,7 @@ public final class DeviceProxy: Sendable {
                     return seen.reported.remove(path) != nil ? properties : nil
                 }
                 if let gone, let address = BoardAddress(gone["Address"]?.string ?? "") {
-                    removed(address, AdapterPath(BlueZObjectTree.parent(of: path)).name)
+                    removed(address, DevicePath(path).adapter.name)
                 }
             case .serviceLost:
                 // bluetoothd left: its devices are gone, as a scanner on BlueZ would be told.
@@ -545,7 +545,7 @@ public final class DeviceProxy: Sendable {
                 }
                 for (path, properties) in gone {
                     if let address = BoardAddress(properties["Address"]?.string ?? "") {
-                        removed(address, AdapterPath(BlueZObjectTree.parent(of: path)).name)
+                        removed(address, DevicePath(path).adapter.name)
                     }
                 }
             default:
