@@ -115,143 +115,83 @@ public struct HistoryResult: Sendable, Hashable {
     }
 }
 
-/// On the wire: `{"sensor", "since", "until", "resolution", "boards": [{"address", "name",
-/// "decimals", "summary": {min, mean, max, last, lastTime, count}, "points": [{"time", "value"} or
-/// {"time", "value", "min", "max", "count"}]}]}`; a raw point's value is the reading, a
-/// bucket's its mean. `decimals` (absent for a float sensor) is what the profile's scale
-/// gives a reading: readings, minima and maxima are exact to it, means to one more.
-extension HistoryResult: Codable {
-    enum CodingKeys: String, CodingKey { case sensor, since, until, resolution, boards, unmatched }
-    enum SeriesKeys: String, CodingKey { case address, name, decimals, summary, points }
-    enum SummaryKeys: String, CodingKey { case min, mean, max, last, lastTime, count }
-    enum PointKeys: String, CodingKey { case time, value, min, max, count }
+/// On the wire it is ``Wire``: the one declaration that writes it, reads it and gives its
+/// schema. A raw point's value is the reading, a bucket's its mean (with its min, max and
+/// count). `decimals` (absent for a float sensor) is what the profile's scale gives a
+/// reading: readings, minima and maxima are exact to it, means to one more.
+extension HistoryResult: Codable, RPCSchemaDescribed {
+    struct Wire: Codable {
+        var sensor: String
+        var since: WireTimestamp
+        var until: WireTimestamp
+        var resolution: HistoryResolution
+        var unmatched: [String]?
+        var boards: [Board]
+
+        struct Board: Codable {
+            var address: BoardAddress
+            var name: String
+            var decimals: Int?
+            var summary: Summary?
+            var points: [Point]
+        }
+
+        struct Summary: Codable {
+            var min: Double, mean: Double, max: Double, last: Double
+            var lastTime: WireTimestamp
+            var count: Int
+        }
+
+        struct Point: Codable {
+            var time: WireTimestamp
+            var value: Double
+            var min: Double?, max: Double?, count: Int?
+        }
+    }
+
+    public static let placeholder = HistoryResult(sensor: "", since: 0, until: 0, resolution: .raw, series: [])
+    public static var jsonSchema: JSONValue {
+        do {
+            return try RPCShape.schema(of: Wire.self)
+        } catch {
+            preconditionFailure("history.read: \(error)")
+        }
+    }
 
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(sensor, forKey: .sensor)
-        try container.encode(WireTime.text(since), forKey: .since)
-        try container.encode(WireTime.text(until), forKey: .until)
-        try container.encode(resolution.rawValue, forKey: .resolution)
-        if !unmatched.isEmpty { try container.encode(unmatched.map(\.description), forKey: .unmatched) }
-        var boards = container.nestedUnkeyedContainer(forKey: .boards)
-        for series in series {
-            var board = boards.nestedContainer(keyedBy: SeriesKeys.self)
-            try board.encode(series.address, forKey: .address)
-            try board.encode(series.name ?? "", forKey: .name)
-            try board.encodeIfPresent(series.decimals, forKey: .decimals)
-            if let summary = series.summary {
-                var figures = board.nestedContainer(keyedBy: SummaryKeys.self, forKey: .summary)
-                try figures.encode(summary.min, forKey: .min)
-                try figures.encode(summary.mean, forKey: .mean)
-                try figures.encode(summary.max, forKey: .max)
-                try figures.encode(summary.last, forKey: .last)
-                try figures.encode(WireTime.text(summary.lastTime), forKey: .lastTime)
-                try figures.encode(summary.count, forKey: .count)
-            }
-            var points = board.nestedUnkeyedContainer(forKey: .points)
-            for point in series.points {
-                var entry = points.nestedContainer(keyedBy: PointKeys.self)
-                try entry.encode(WireTime.text(point.time), forKey: .time)
-                try entry.encode(point.mean, forKey: .value)
-                if resolution != .raw {
-                    try entry.encode(point.min, forKey: .min)
-                    try entry.encode(point.max, forKey: .max)
-                    try entry.encode(point.count, forKey: .count)
-                }
-            }
+        let buckets = resolution != .raw
+        let boards = series.map { series in
+            Wire.Board(
+                address: series.address, name: series.name ?? "", decimals: series.decimals,
+                summary: series.summary.map {
+                    Wire.Summary(
+                        min: $0.min, mean: $0.mean, max: $0.max, last: $0.last, lastTime: WireTimestamp(milliseconds: $0.lastTime), count: $0.count)
+                },
+                points: series.points.map {
+                    Wire.Point(
+                        time: WireTimestamp(milliseconds: $0.time), value: $0.mean, min: buckets ? $0.min : nil, max: buckets ? $0.max : nil,
+                        count: buckets ? $0.count : nil)
+                })
         }
+        try Wire(
+            sensor: sensor, since: WireTimestamp(milliseconds: since), until: WireTimestamp(milliseconds: until), resolution: resolution,
+            unmatched: unmatched.isEmpty ? nil : unmatched.map(\.description), boards: boards
+        ).encode(to: encoder)
     }
 
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        func time(_ text: String, _ key: any CodingKey) throws -> Int64 {
-            guard let date = WireTime.date(text) else {
-                throw DecodingError.dataCorruptedError(
-                    forKey: CodingKeys.since, in: container, debugDescription: "\(key.stringValue) \"\(text)\" is not an RFC 3339 time")
-            }
-            return WireTime.milliseconds(date)
-        }
-        sensor = try container.decode(String.self, forKey: .sensor)
-        since = try time(try container.decode(String.self, forKey: .since), CodingKeys.since)
-        until = try time(try container.decode(String.self, forKey: .until), CodingKeys.until)
-        let text = try container.decode(String.self, forKey: .resolution)
-        guard let resolution = HistoryResolution(rawValue: text) else {
-            throw DecodingError.dataCorruptedError(forKey: .resolution, in: container, debugDescription: "unknown resolution \(text)")
-        }
-        self.resolution = resolution
-        unmatched = (try container.decodeIfPresent([String].self, forKey: .unmatched) ?? []).compactMap { try? Selection.Selector(parsing: $0) }
-        var boards = try container.nestedUnkeyedContainer(forKey: .boards)
-        var series: [HistorySeries] = []
-        while !boards.isAtEnd {
-            let board = try boards.nestedContainer(keyedBy: SeriesKeys.self)
-            var points: [HistoryPoint] = []
-            var entries = try board.nestedUnkeyedContainer(forKey: .points)
-            while !entries.isAtEnd {
-                let entry = try entries.nestedContainer(keyedBy: PointKeys.self)
-                let value = try entry.decode(Double.self, forKey: .value)
-                points.append(
+        let wire = try Wire(from: decoder)
+        let series = wire.boards.map { board in
+            HistorySeries(
+                address: board.address, name: board.name.isEmpty ? nil : board.name, sensor: wire.sensor,
+                points: board.points.map {
                     HistoryPoint(
-                        time: try time(try entry.decode(String.self, forKey: .time), PointKeys.time), mean: value,
-                        min: try entry.decodeIfPresent(Double.self, forKey: .min) ?? value,
-                        max: try entry.decodeIfPresent(Double.self, forKey: .max) ?? value,
-                        count: try entry.decodeIfPresent(Int.self, forKey: .count) ?? 1))
-            }
-            var latest: HistoryPoint?
-            if board.contains(.summary) {
-                let figures = try board.nestedContainer(keyedBy: SummaryKeys.self, forKey: .summary)
-                latest = HistoryPoint(
-                    time: try time(try figures.decode(String.self, forKey: .lastTime), SummaryKeys.lastTime),
-                    value: try figures.decode(Double.self, forKey: .last))
-            }
-            let name = try board.decode(String.self, forKey: .name)
-            series.append(
-                HistorySeries(
-                    address: try board.decode(BoardAddress.self, forKey: .address), name: name.isEmpty ? nil : name, sensor: sensor,
-                    points: points, latest: latest, decimals: try board.decodeIfPresent(Int.self, forKey: .decimals)))
+                        time: $0.time.milliseconds, mean: $0.value, min: $0.min ?? $0.value, max: $0.max ?? $0.value, count: $0.count ?? 1)
+                },
+                latest: board.summary.map { HistoryPoint(time: $0.lastTime.milliseconds, value: $0.last) }, decimals: board.decimals)
         }
-        self.series = series
+        self.init(
+            sensor: wire.sensor, since: wire.since.milliseconds, until: wire.until.milliseconds, resolution: wire.resolution, series: series,
+            unmatched: (wire.unmatched ?? []).compactMap { try? Selection.Selector(parsing: $0) })
     }
-}
-
-/// Its coding is its own (times as text, a bucket's figures only at a bucket resolution):
-/// so is its schema.
-extension HistoryResult: RPCSchemaDescribed {
-    public static let placeholder = HistoryResult(sensor: "", since: 0, until: 0, resolution: .raw, series: [])
-    public static let jsonSchema: JSONValue = [
-        "type": "object", "required": ["sensor", "since", "until", "resolution", "boards"],
-        "properties": [
-            "sensor": ["type": "string"],
-            "since": ["type": "string", "format": "date-time"], "until": ["type": "string", "format": "date-time"],
-            "resolution": ["type": "string", "enum": .array(HistoryResolution.allCases.map { .string($0.rawValue) })],
-            "unmatched": ["type": "array", "items": ["type": "string"]],
-            "boards": [
-                "type": "array",
-                "items": [
-                    "type": "object", "required": ["address", "name", "points"],
-                    "properties": [
-                        "address": ["type": "string"], "name": ["type": "string"],
-                        "decimals": ["type": "integer", "minimum": 0, "maximum": 9],
-                        "summary": [
-                            "type": "object", "required": ["min", "mean", "max", "last", "lastTime", "count"],
-                            "properties": [
-                                "min": ["type": "number"], "mean": ["type": "number"], "max": ["type": "number"],
-                                "last": ["type": "number"], "lastTime": ["type": "string", "format": "date-time"],
-                                "count": ["type": "integer"],
-                            ],
-                        ],
-                        "points": [
-                            "type": "array",
-                            "items": [
-                                "type": "object", "required": ["time", "value"],
-                                "properties": [
-                                    "time": ["type": "string", "format": "date-time"], "value": ["type": "number"],
-                                    "min": ["type": "number"], "max": ["type": "number"], "count": ["type": "integer"],
-                                ],
-                            ],
-                        ],
-                    ],
-                ],
-            ],
-        ],
-    ]
 }
