@@ -112,8 +112,11 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
 @Suite("A link is released the way bluetoothd survives, and a release that did not take is asked again")
 struct LinkReleaseTests {
     /// `writing`: a GATT write of the client's is under way on the device when it is released.
-    func release(_ bus: ReleaseBus, timeout: Duration = .seconds(5), writing: Bool = false) async throws -> Duration {
-        let client = BlueZClient(bus: bus, management: bus, logger: Logger(label: "test"))
+    /// `clock`: the client's (the machine's when nil).
+    func release(
+        _ bus: ReleaseBus, timeout: Duration = .seconds(5), writing: Bool = false, clock: (any RadioClock)? = nil
+    ) async throws -> Duration {
+        let client = BlueZClient(bus: bus, management: bus, clock: clock ?? MachineClock(), logger: Logger(label: "test"))
         let running = Task { try await client.run() }
         defer { running.cancel() }
         try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
@@ -150,9 +153,11 @@ struct LinkReleaseTests {
 
     @Test("A write of ours under way on the link is answered before the kernel takes the link")
     func writeUnderWayAnsweredFirst() async throws {
-        // The write takes 300 ms: a release that did not wait for it would come first.
+        // The write takes 300 ms: a release that did not wait for it would come first. The
+        // client's clock stands still, so a starved test run cannot make the write outlast the
+        // release's bound on the wait (the next test has that bound).
         let bus = ReleaseBus(resolved: true, writeTakes: .milliseconds(300))
-        _ = try await release(bus, writing: true)
+        _ = try await release(bus, writing: true, clock: ProbeClock())
         #expect(bus.made == ["WriteValue", "WriteValue answered", "mgmt.Disconnect"])
     }
 
