@@ -169,6 +169,20 @@ struct BlefleetdEndToEndTests {
             let unknown = try await Blectl.run(["--socket", daemon.socket, "led", "on", "lab-*"])
             #expect(unknown.status == 1, "\(unknown)")
             #expect(unknown.stderr.contains("lab-*"), "\(unknown)")
+
+            // The daemon serves the catalogue, every method of it with a handler, as described.
+            let discover = try await Blectl.run(["--socket", daemon.socket, "--json", "rpc", "rpc.discover"])
+            let document = try JSONValue(parsing: discover.stdout)
+            let served = Dictionary(
+                ((document["result"] ?? document)["methods"]?.arrayValue ?? []).compactMap { method in method["name"]?.stringValue.map { ($0, method) } },
+                uniquingKeysWith: { first, _ in first })
+            #expect(Set(served.keys) == Set(FleetMethods.descriptors.map(\.name)))
+            let described = OpenRPCDocument.make(methods: FleetMethods.descriptors, title: "blefleet", apiVersion: BlefleetVersion.current)
+            // As JSON (300.0 is read back as 300).
+            for method in try JSONValue(parsing: described.serialized())["methods"]?.arrayValue ?? [] {
+                let name = method["name"]?.stringValue ?? ""
+                #expect(served[name] == method, "\(name): the daemon publishes other than its description says")
+            }
         }
     }
 

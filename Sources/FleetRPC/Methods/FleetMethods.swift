@@ -6,7 +6,8 @@
 public import JSONRPC
 
 public enum FleetMethods {
-    /// Every fleet method, in the order `rpc.discover` lists them.
+    /// Every fleet method (the daemon's `rpc.discover` lists them in the order their
+    /// handlers are bound).
     public static let all: [any RPCMethod.Type] = [
         BoardsList.self, BoardsScan.self, BoardsConnect.self, BoardsDisconnect.self, BoardsForget.self,
         BoardsAlias.self, BoardsIdentify.self, LedSet.self, TemperatureRead.self, SwitchSet.self, SensorRead.self, GattRead.self, GattWrite.self, GattNotify.self,
