@@ -10,26 +10,23 @@ struct Gatt: AsyncParsableCommand {
 }
 
 /// The characteristic a `gatt` command addresses, and its boards.
-struct GattTarget: ParsableArguments {
+struct GattTarget: ParsableArguments, BoardsAction {
+    static let action = "read, write or follow"
+
     @Option(help: ArgumentHelp("Service UUID.", valueName: "uuid"))
     var service: String
 
     @Option(help: ArgumentHelp("Characteristic UUID.", valueName: "uuid"))
     var characteristic: String
 
-    @Argument(help: "The boards.", completion: BoardCompletion.kind)
-    var selectors: [String] = []
-
-    @Flag(help: "Every board.")
-    var all = false
+    @OptionGroup var boards: SelectedBoards<GattTarget>
 
     func validate() throws {
         for (option, value) in [("--service", service), ("--characteristic", characteristic)] where !Self.isUUID(value) {
             throw ValidationError(
                 "\(option) needs a UUID such as d888a9c3-f3cc-11ed-a05b-0242ac120003 or 2a6e, not \"\(value)\".")
         }
-        _ = try Selectors.required(
-            selectors, all: all, example: "blectl gatt read nano-07 --service UUID --characteristic UUID")
+        _ = try boards.selection(example: "blectl gatt read nano-07 --service UUID --characteristic UUID")
     }
 
     /// A 128-bit UUID (8-4-4-4-12 hex digits) or a 16- or 32-bit short form.

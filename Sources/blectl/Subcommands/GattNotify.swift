@@ -23,7 +23,7 @@ struct GattNotify: AsyncParsableCommand {
     func run() async throws {
         let session = try Session(options)
         let params = FleetMethods.GattNotify.Params(
-            select: try Selectors.required(target.selectors, all: target.all, example: ""),
+            select: try target.boards.selection(example: ""),
             service: target.service, characteristic: target.characteristic)
         let notifications = session.client.notifications()
         let result = try session.result(try await session.call(FleetMethods.GattNotify.self, params))

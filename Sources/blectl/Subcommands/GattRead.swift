@@ -12,7 +12,7 @@ struct GattRead: AsyncParsableCommand {
     func run() async throws {
         let session = try Session(options)
         let params = FleetMethods.GattRead.Params(
-            select: try Selectors.required(target.selectors, all: target.all, example: ""),
+            select: try target.boards.selection(example: ""),
             service: target.service, characteristic: target.characteristic)
         let reply = try await session.call(FleetMethods.GattRead.self, params)
         try FleetOutput.print(reply, session: session, verb: "read") {

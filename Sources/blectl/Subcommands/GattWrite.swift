@@ -23,7 +23,7 @@ struct GattWrite: AsyncParsableCommand {
     func run() async throws {
         let session = try Session(options)
         let params = FleetMethods.GattWrite.Params(
-            select: try Selectors.required(target.selectors, all: target.all, example: ""),
+            select: try target.boards.selection(example: ""),
             service: target.service, characteristic: target.characteristic, value: value,
             withResponse: withoutResponse ? false : nil)
         let reply = try await session.call(FleetMethods.GattWrite.self, params)

@@ -17,11 +17,7 @@ struct Read: AsyncParsableCommand {
     @Argument(help: "The sensor, like temperature or humidity.")
     var sensor: String
 
-    @Argument(help: "The boards to read (default: all).", completion: BoardCompletion.kind)
-    var selectors: [String] = []
-
-    @Flag(help: "Read every board now instead of showing held readings.")
-    var fresh = false
+    @OptionGroup var boards: HeldReadings
 
     func validate() throws {
         if options.broker != nil {
@@ -31,9 +27,7 @@ struct Read: AsyncParsableCommand {
 
     func run() async throws {
         let session = try Session(options)
-        let selection = try Selectors.selection(selectors, all: false) ?? .all
-        let params = FleetMethods.SensorRead.Params(
-            select: selection, sensor: sensor, maxAgeMs: fresh ? 0 : Temp.heldReadingMaxAgeMs)
+        let params = FleetMethods.SensorRead.Params(select: try boards.selection(), sensor: sensor, maxAgeMs: boards.maxAgeMs)
         let reply = try await session.call(FleetMethods.SensorRead.self, params)
         try FleetOutput.print(reply, session: session, verb: "read") { Tables.readings($0, sensor: sensor) }
     }

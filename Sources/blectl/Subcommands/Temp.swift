@@ -10,22 +10,14 @@ struct Temp: AsyncParsableCommand {
         abstract: "Show the temperature of the selected boards (all when none is named).",
         discussion: "Without --fresh a reading the daemon holds is shown if it is at most 60 s old.")
 
-    /// The age of a held reading that is shown without reading the board again.
-    static let heldReadingMaxAgeMs = 60_000
-
     @OptionGroup var options: GlobalOptions
-
-    @Argument(help: "The boards to read (default: all).", completion: BoardCompletion.kind)
-    var selectors: [String] = []
-
-    @Flag(help: "Read every board now instead of showing held readings.")
-    var fresh = false
+    @OptionGroup var boards: HeldReadings
 
     @Flag(help: "Keep showing readings as they arrive (redrawn on a terminal, one line each otherwise).")
     var watch = false
 
     func validate() throws {
-        if options.broker != nil, !selectors.isEmpty || fresh || watch {
+        if options.broker != nil, !boards.selectors.isEmpty || boards.fresh || watch {
             throw ValidationError("With --broker, temp shows every board of every gateway as published: no selectors, --fresh or --watch.")
         }
     }
@@ -36,8 +28,8 @@ struct Temp: AsyncParsableCommand {
             return
         }
         let session = try Session(options)
-        let selection = try Selectors.selection(selectors, all: false) ?? .all
-        let params = FleetMethods.TemperatureRead.Params(select: selection, maxAgeMs: fresh ? 0 : Self.heldReadingMaxAgeMs)
+        let selection = try boards.selection()
+        let params = FleetMethods.TemperatureRead.Params(select: selection, maxAgeMs: boards.maxAgeMs)
         if watch {
             // Listen before the first read so no reading between the two is missed.
             let notifications = session.client.notifications()
@@ -52,6 +44,24 @@ struct Temp: AsyncParsableCommand {
             Tables.temperatures($0)
         }
     }
+}
+
+/// The boards a reading command shows (all when none is named), and whether to read them
+/// now or show what the daemon holds: `temp` and `read`.
+struct HeldReadings: ParsableArguments {
+    /// The age of a held reading that is shown without reading the board again.
+    static let maxAgeMs = 60_000
+
+    @Argument(help: "The boards to read (default: all).", completion: BoardCompletion.kind)
+    var selectors: [String] = []
+
+    @Flag(help: "Read every board now instead of showing held readings.")
+    var fresh = false
+
+    func selection() throws -> Selection { try Selectors.selection(selectors, all: false) ?? .all }
+
+    /// The `maxAgeMs` of the call.
+    var maxAgeMs: Int { fresh ? 0 : Self.maxAgeMs }
 }
 
 /// Prints `temp --watch`: a table redrawn in place on a terminal, one line (or one JSON
