@@ -64,7 +64,7 @@ public struct Classroom: Sendable {
     ) async -> Verdict {
         let (radio, client, fleet) = SimulatedFleet.make(
             seed: schedule.seed, boards: schedule.boards, ranges: schedule.ranges, limits: schedule.limits,
-            clock: clock, stateDirectory: stateDirectory, logger: logger)
+            clock: clock, registryExecutor: SimulationRuntime.shared.serialExecutor, stateDirectory: stateDirectory, logger: logger)
         let referee = Referee()
 
         let running = Task { try? await fleet.run() }

@@ -69,7 +69,7 @@ public enum Scenario: String, CaseIterable, Sendable {
         let ranges = hang != nil ? Dictionary(uniqueKeysWithValues: boards.map { ($0, Set([0])) }) : [:]
         let (radio, client, fleet) = SimulatedFleet.make(
             seed: 1, boards: boards, ranges: ranges, limits: hang != nil ? [7, 7] : [7], temperatureRefresh: .seconds(1), clock: clock,
-            stateDirectory: stateDirectory, logger: logger)
+            registryExecutor: SimulationRuntime.shared.serialExecutor, stateDirectory: stateDirectory, logger: logger)
         let running = Task { try? await fleet.run() }
         let air = SimulatedFleet.air(radio, mirror: client.mirror, clock: clock)
         defer {

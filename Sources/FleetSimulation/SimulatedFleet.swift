@@ -7,10 +7,13 @@ import Logging
 /// scenario start from.
 enum SimulatedFleet {
     /// A radio with adapters of `limits` and `boards` (in range of the adapters `ranges`
-    /// says, else of hci0), and the fleet on it, every random draw from `seed`.
+    /// says, else of hci0), and the fleet on it, every random draw from `seed`, on `clock`:
+    /// in `blefleet-sim` the ``SimulationRuntime``'s (the registry on its serial executor,
+    /// `registryExecutor`), in a test a ``ManualClock`` (the registry on a queue of its own).
     static func make(
         seed: UInt64, boards addresses: [String], ranges: [String: Set<Int>] = [:], limits: [Int],
-        temperatureRefresh: Duration = .seconds(60), clock: SimulatedClock, stateDirectory: String, logger: Logger
+        temperatureRefresh: Duration = .seconds(60), clock: any RadioClock, registryExecutor: (any SerialExecutor)? = nil,
+        stateDirectory: String, logger: Logger
     ) -> (SimulatedRadio, BlueZClient, Fleet) {
         var random = SeededRandomNumberGenerator(seed: seed ^ 0xC1A5_5800)
         let boards = addresses.map { address in
@@ -21,7 +24,7 @@ enum SimulatedFleet {
         }
         let radio = SimulatedRadio(adapters: limits, boards: boards, seed: seed, clock: clock)
         let client = BlueZClient(bus: radio, management: SimulatedManagement(radio: radio), clock: clock, logger: logger)
-        let registry = Registry(directory: stateDirectory, logger: logger, executor: SimulationRuntime.shared.serialExecutor)
+        let registry = Registry(directory: stateDirectory, logger: logger, executor: registryExecutor)
         var adapterLimits: [String: Int] = [:]
         for (index, limit) in limits.enumerated() { adapterLimits["hci\(index)"] = limit }
         let configuration = FleetConfiguration(
@@ -34,7 +37,7 @@ enum SimulatedFleet {
 
     /// The room's air, a second at a time (advertisements heard, notifications sent), until
     /// the task is cancelled.
-    static func air(_ radio: SimulatedRadio, mirror: BlueZObjectMirror, clock: SimulatedClock) -> Task<Void, Never> {
+    static func air(_ radio: SimulatedRadio, mirror: BlueZObjectMirror, clock: any RadioClock) -> Task<Void, Never> {
         Task {
             var second = 0
             while (try? await clock.sleep(for: .seconds(1))) != nil {

@@ -64,7 +64,7 @@ public final class SimulatedRadio: BlueZBus {
     }
 
     let world: Mutex<World>
-    let clock: SimulatedClock
+    let clock: any RadioClock
     /// When the classroom started: times in the referee's notes count from here.
     let start: ContinuousClock.Instant
     private let attached = Mutex<BlueZObjectMirror?>(nil)
@@ -74,7 +74,7 @@ public final class SimulatedRadio: BlueZBus {
     static let led = BoardProfile.nano.led!
     static let temperature = BoardProfile.nano.sensor(named: BoardProfile.temperatureSensor)!
 
-    init(adapters: [Int], boards: [Board], seed: UInt64, clock: SimulatedClock) {
+    init(adapters: [Int], boards: [Board], seed: UInt64, clock: any RadioClock) {
         var world = World(random: SeededRandomNumberGenerator(seed: seed ^ 0x5EED_0F_A1A))
         world.adapters = adapters.enumerated().map { Adapter(index: $0.offset, limit: $0.element) }
         for board in boards { world.boards[board.address] = board }

@@ -1,3 +1,4 @@
+import FleetSimulation
 import Foundation
 import Testing
 
@@ -9,11 +10,18 @@ import Testing
     }
 
     @Test func oneOutcomePerBoardInOrder() async {
-        let result = await FanOut.run(boards(5), timeout: .seconds(30)) { board in
-            // Finish in reverse order to show the order of outcomes is the order given.
-            try await Task.sleep(for: .milliseconds(5 * (6 - Int(board.address.rawValue.suffix(2))!)))
-            return board.name!
+        let clock = ManualClock()
+        let running = Task {
+            await FanOut.run(boards(5), timeout: .seconds(30), clock: clock) { board in
+                // Finish in reverse order to show the order of outcomes is the order given.
+                try await clock.sleep(for: .milliseconds(5 * (6 - Int(board.address.rawValue.suffix(2))!)))
+                return board.name!
+            }
         }
+        // Five boards and the deadline asleep; the boards woken, last first, the deadline not.
+        await clock.waitForSleepers(6)
+        clock.advance(by: .milliseconds(25))
+        let result = await running.value
         #expect(result.outcomes.map(\.value) == (1...5).map { "nano-\($0)" })
         #expect(result.outcomes.map(\.address) == boards(5).map(\.address))
         #expect(result.succeededCount == 5)
@@ -54,6 +62,8 @@ import Testing
 
     @Test func boardsUnfinishedAtTheDeadlineAreToldWhy() async {
         let targets = boards(3)
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        defer { open.finish() }
         let result = await FanOut.run(
             targets, timeout: .milliseconds(300),
             unfinished: { unfinished in
@@ -62,7 +72,8 @@ import Testing
                 return [unfinished[0].address: FleetError(.timeout, "Still waiting for a connection slot.")]
             }
         ) { board -> Int in
-            if board.name != "nano-1" { try await Task.sleep(for: .seconds(30)) }
+            // The others answer only when cancelled (at the deadline).
+            if board.name != "nano-1" { for await _ in gate {} }
             return 1
         }
         #expect(result.outcomes.map { $0.error?.code } == [nil, .timeout, .timeout])
