@@ -66,17 +66,7 @@ extension RPCMethod {
         result: RPCResultDescriptor, access: RPCAccess, errors: [RPCErrorCode]
     ) -> RPCMethodDescriptor {
         do {
-            let fields = try RPCShape.fields(of: Params.self)
-            let params = try fields.map { field throws -> RPCParamDescriptor in
-                guard let note = notes[field.name] else { throw RPCShape.Unreadable(description: "\(field.name) has no note") }
-                guard let type = note.type ?? field.rpcType else {
-                    throw RPCShape.Unreadable(description: "\(field.name) is of no parameter type (RPCValue)")
-                }
-                return RPCParamDescriptor(field.name, type, required: field.required, note.description)
-            }
-            if let stray = notes.keys.sorted().first(where: { name in !fields.contains { $0.name == name } }) {
-                throw RPCShape.Unreadable(description: "the note on \(stray) is for no field of \(Params.self)")
-            }
+            let params = try RPCShape.parameters(of: Params.self, notes: notes, exactlyOneOf: exactlyOneOf)
             var result = result
             result.schema = try RPCShape.schema(of: Result.self)
             return RPCMethodDescriptor(
@@ -138,5 +128,34 @@ public struct RPCCheckedParams: Sendable {
     }
     public func int(_ name: String) throws(RPCError) -> Int {
         try required(name) { $0.int64Value.flatMap { Int(exactly: $0) } }
+    }
+}
+
+extension RPCShape {
+    /// The parameters of `Params`: its fields in the order it declares them, required unless
+    /// optional, each of its Swift type (or the type its note gives) and described by its
+    /// note. Throws, naming it, for a field without a note or a parameter type, a note or a
+    /// name in `exactlyOneOf` for no field, and a required field in `exactlyOneOf`.
+    public static func parameters<Params: Decodable>(
+        of type: Params.Type, notes: [String: RPCParamNote], exactlyOneOf: [[String]] = []
+    ) throws -> [RPCParamDescriptor] {
+        let fields = try fields(of: type)
+        let params = try fields.map { field throws -> RPCParamDescriptor in
+            guard let note = notes[field.name] else { throw Unreadable(description: "\(field.name) has no note") }
+            guard let type = note.type ?? field.rpcType else {
+                throw Unreadable(description: "\(field.name) is of no parameter type (RPCValue)")
+            }
+            return RPCParamDescriptor(field.name, type, required: field.required, note.description)
+        }
+        if let stray = notes.keys.sorted().first(where: { name in !fields.contains { $0.name == name } }) {
+            throw Unreadable(description: "the note on \(stray) is for no field of \(Params.self)")
+        }
+        for name in exactlyOneOf.joined() {
+            guard let param = params.first(where: { $0.name == name }) else {
+                throw Unreadable(description: "exactlyOneOf names \(name), no field of \(Params.self)")
+            }
+            if param.required { throw Unreadable(description: "\(name) is required, so it cannot be one of exactlyOneOf") }
+        }
+        return params
     }
 }
