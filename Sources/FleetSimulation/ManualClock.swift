@@ -1,4 +1,5 @@
 public import BlueZ
+import Dispatch
 import Synchronization
 
 /// A clock that moves only when told (``advance(by:)``), for one test's fleet: as NIO's
@@ -21,8 +22,17 @@ public final class ManualClock: RadioClock {
         var sequence: UInt64 = 0
         /// Waiters for a number of sleepers: woken when at least that many sleep.
         var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        /// Sleeps begun, woken or cancelled so far (``settle(quietYields:)`` watches it).
+        var activity: UInt64 = 0
     }
     private let state: Mutex<State>
+    private let queue = QueueExecutor()
+
+    /// The executor for an actor that blocks on file I/O (the registry, which fsyncs its
+    /// saves): a Dispatch queue of its own, as in the daemon, whose work the clock waits out
+    /// when it ``settle(quietYields:)``s: a save takes real time, which must not let
+    /// simulated time run on without it.
+    public var fileExecutor: any SerialExecutor { queue }
 
     /// A clock standing at `start` (an instant of the machine's clock, so instants from
     /// either compare sensibly; time stands still from there).
@@ -45,6 +55,7 @@ public final class ManualClock: RadioClock {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 guard sleeper.start(continuation) else { return }
                 let (due, ready) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+                    state.activity += 1
                     if deadline <= state.now { return (true, []) }
                     state.sequence += 1
                     let timer = Timer(deadline: deadline, sequence: state.sequence, sleeper: sleeper)
@@ -56,7 +67,10 @@ public final class ManualClock: RadioClock {
                 if due { sleeper.end(.success(())) }
             }
         } onCancel: {
-            state.withLock { $0.timers.removeAll { $0.sleeper === sleeper } }
+            state.withLock { state in
+                state.activity += 1
+                state.timers.removeAll { $0.sleeper === sleeper }
+            }
             sleeper.end(.failure(CancellationError()))
         }
     }
@@ -76,11 +90,26 @@ public final class ManualClock: RadioClock {
                     return nil
                 }
                 state.timers.removeFirst()
+                state.activity += 1
                 state.now = max(state.now, first.deadline)
                 return first.sleeper
             }
             guard let due else { return }
             due.end(.success(()))
+        }
+    }
+
+    /// Returns once the tasks time moved have gone back to waiting, as far as the clock can
+    /// tell: no job on ``fileExecutor``, and no sleep begun, woken or cancelled over
+    /// `quietYields` turns of the caller. (The other tasks run on the global executor, which
+    /// says nothing of what it runs: work that touches neither for longer is not waited for.)
+    public func settle(quietYields: Int = 20) async {
+        var last = state.withLock { $0.activity }
+        var quiet = 0
+        while quiet < quietYields {
+            await Task.yield()
+            let now = state.withLock { $0.activity }
+            if now != last || queue.busy { (last, quiet) = (now, 0) } else { quiet += 1 }
         }
     }
 
@@ -102,5 +131,23 @@ public final class ManualClock: RadioClock {
         let ready = state.waiters.filter { $0.count <= count }.map(\.continuation)
         state.waiters.removeAll { $0.count <= count }
         return ready
+    }
+}
+
+/// A serial executor on a Dispatch queue of its own that knows whether it has work.
+private final class QueueExecutor: SerialExecutor {
+    private let queue = DispatchQueue(label: "blefleet.manual-clock.files")
+    private let jobs = Atomic<Int>(0)
+
+    var busy: Bool { jobs.load(ordering: .acquiring) > 0 }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedSerialExecutor()
+        jobs.add(1, ordering: .releasing)
+        queue.async {
+            job.runSynchronously(on: executor)
+            self.jobs.subtract(1, ordering: .releasing)
+        }
     }
 }

@@ -16,7 +16,9 @@ struct ManualFleet {
     let boards: [String]
 
     /// `boards` boards in range of hci0 (of `limit` links), the fleet running on them.
-    static func with<T: Sendable>(boards count: Int, limit: Int = 7, seed: UInt64 = 1, _ body: (ManualFleet) async throws -> T) async throws -> T {
+    static func with<T: Sendable>(
+        boards count: Int, limit: Int = 7, seed: UInt64 = 1, _ body: (ManualFleet) async throws -> T
+    ) async throws -> T {
         let stateDirectory = try makeTemporaryDirectory(prefix: "blefleet-manual")
         defer { try? FileManager.default.removeItem(at: stateDirectory) }
         var logger = Logger(label: "blefleet.tests.manual-fleet")
@@ -24,19 +26,30 @@ struct ManualFleet {
         let clock = ManualClock()
         let boards = (1...count).map { String(format: "C0:FF:EE:00:5C:%02X", $0) }
         let (radio, client, fleet) = SimulatedFleet.make(
-            seed: seed, boards: boards, limits: [limit], clock: clock, stateDirectory: stateDirectory.path, logger: logger)
+            seed: seed, boards: boards, limits: [limit], clock: clock, registryExecutor: clock.fileExecutor,
+            stateDirectory: stateDirectory.path, logger: logger)
+        let started = fleet.events.subscribe {
+            if case .adapterPowered(true) = $0 { true } else { false }
+        }
         let running = Task { try? await fleet.run() }
         let air = SimulatedFleet.air(radio, mirror: client.mirror, clock: clock)
         defer {
             air.cancel()
             running.cancel()
         }
+        // Its start (the registry read from disk, the radio's objects mirrored) takes no
+        // simulated time: time moves once the fleet has seen hci0 powered.
+        let waiting = Task { await started.first { _ in true } != nil }
+        let watchdog = Watchdog(limit: .seconds(10)) { waiting.cancel() }
+        let powered = await waiting.value
+        _ = watchdog.stop()
+        guard powered else { throw FixtureError("the fleet did not see hci0 powered within 10 s of its start") }
         return try await body(ManualFleet(clock: clock, radio: radio, fleet: fleet, boards: boards))
     }
 
     /// Moves the clock on, `step` at a time, until `condition` holds; throws once `limit` of
-    /// simulated time has passed without it. Between steps the test awaits the fleet (the
-    /// condition asks it), so what a step woke has run before time moves again.
+    /// simulated time has passed without it. Between steps the clock settles (what a step
+    /// woke has gone back to waiting) before time moves again.
     @discardableResult
     func advance(
         until what: String, within limit: Duration, step: Duration = .milliseconds(10), _ condition: () async -> Bool
@@ -47,7 +60,7 @@ struct ManualFleet {
                 throw FixtureError("not \(what) within \(limit) of simulated time; boards: \(await describe())")
             }
             clock.advance(by: step)
-            await Task.yield()
+            await clock.settle()
         }
         return clock.since(start)
     }
@@ -57,8 +70,7 @@ struct ManualFleet {
         let end = clock.now + duration
         while clock.now < end {
             clock.advance(to: min(end, clock.now + step))
-            _ = await fleet.snapshots()
-            await Task.yield()
+            await clock.settle()
         }
     }
 
@@ -68,7 +80,11 @@ struct ManualFleet {
 
     func describe() async -> String {
         await fleet.snapshots().map { "\($0.address) \($0.phase) via \($0.adapter ?? "-") failure \($0.lastFailure.map { "\($0)" } ?? "-")" }
-            .joined(separator: ", ") + "; links \(radio.links)"
+            .joined(separator: ", ") + "; links \(radio.links); radio: "
+            + radio.world.withLock { world in
+                world.adapters.map { "hci\($0.index) discovering \($0.discovering), objects \(world.known[$0.index, default: []].sorted())" }
+                    .joined(separator: ", ")
+            }
     }
 
     /// Waits until every board is ready.
