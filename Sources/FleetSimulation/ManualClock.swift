@@ -9,7 +9,11 @@ import Synchronization
 ///
 /// What it does not give is ``SimulationRuntime``'s one order: tasks woken at one instant run
 /// concurrently. A test states what it awaits (``waitForSleepers(_:)``, an event, a value),
-/// then moves time; the seeded classrooms stay `blefleet-sim`'s.
+/// then moves time; the seeded classrooms stay `blefleet-sim`'s. Nor does it know when the
+/// tasks it woke are done: ``settle(quietYields:)`` judges it by the clock and the file
+/// executor, which a longer flow on the global executor can outrun (a timeout fired before
+/// the answer it waited for ran). Knowing it exactly needs the fleet's tasks on an executor
+/// of the test's, which FleetCore's unstructured tasks do not inherit yet.
 public final class ManualClock: RadioClock {
     private struct Timer {
         let deadline: ContinuousClock.Instant
@@ -41,12 +45,6 @@ public final class ManualClock: RadioClock {
     }
 
     public var now: ContinuousClock.Instant { state.withLock { $0.now } }
-
-    /// How many sleeps wait on the clock now.
-    public var sleepers: Int { state.withLock { $0.timers.count } }
-
-    /// The earliest deadline a sleep waits for, if any sleeps.
-    public var nextDeadline: ContinuousClock.Instant? { state.withLock { $0.timers.first?.deadline } }
 
     public func sleep(until deadline: ContinuousClock.Instant) async throws {
         try Task.checkCancellation()
