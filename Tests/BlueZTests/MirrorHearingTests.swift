@@ -79,4 +79,19 @@ import Testing
         #expect(hearing?.advertised["UUIDs"] == .array(elementSignature: "s", [.string(led)]))
         #expect(hearing?.advertised["Connected"] == nil)
     }
+
+    /// What BlueZ shows of a device with an RSSI when the mirror loads (heard in a discovery
+    /// under way) is kept as what it said, not as a hearing of the mirror's; a linked one's
+    /// (no advertisement now) is not.
+    @Test func whatADeviceSaidBeforeTheMirrorLoadedIsKeptButNotAsAHearing() async {
+        let clock = StoppedClock()
+        let mirror = BlueZObjectMirror(logger: Logger(label: "test"), clock: clock)
+        var linked = Self.device(Self.remembered, rssi: -70)
+        linked[BlueZInterfaces.device]?["Connected"] = .boolean(true)
+        await mirror.load([Self.heard: Self.device(Self.heard, rssi: -61), Self.remembered: linked], owner: ":1.1")
+        #expect(await mirror.heardAt.isEmpty)
+        #expect(await mirror.hearings[Self.heard]?.at == nil)
+        #expect(await mirror.hearings[Self.heard]?.advertised["RSSI"] == .int16(-61))
+        #expect(await mirror.hearings[Self.remembered] == nil)
+    }
 }

@@ -26,7 +26,9 @@ public actor BlueZObjectMirror {
 
     /// One device's last hearing.
     public struct Hearing: Sendable, Equatable {
-        public var at: ContinuousClock.Instant
+        /// Nil for what a device said before the mirror loaded (BlueZ had its RSSI from a
+        /// discovery under way then): not a hearing of the mirror's, but what it said.
+        public var at: ContinuousClock.Instant?
         /// Its Device1 properties as BlueZ showed them when it was last heard without a link
         /// (RSSI, name, advertised services and data): what a scanner was told of it. A link
         /// made since changes what BlueZ shows (no RSSI, the services it resolved), not this.
@@ -34,13 +36,23 @@ public actor BlueZObjectMirror {
     }
 
     /// When each device was last heard (``hearings`` without what it said).
-    public var heardAt: [String: ContinuousClock.Instant] { hearings.mapValues(\.at) }
+    public var heardAt: [String: ContinuousClock.Instant] { hearings.compactMapValues(\.at) }
 
     /// Every device object with its Device1 properties, and ``hearings``, in one look.
     public func devicesAndHearings() -> (
         devices: [(path: String, properties: BlueZObjectTree.Properties)], hearings: [String: Hearing]
     ) {
         (tree.objects(implementing: BlueZInterfaces.device), hearings)
+    }
+
+    /// Keeps what each device BlueZ shows with an RSSI and no link said (BlueZ had heard it
+    /// in a discovery under way when the mirror loaded), not as a hearing of the mirror's: a
+    /// device the fleet links before it is heard again is reported as it advertised.
+    private func noteWhatDevicesSaid() {
+        for (path, properties) in tree.objects(implementing: BlueZInterfaces.device) where hearings[path] == nil {
+            let linked = properties["Connected"]?.bool == true || properties["ServicesResolved"]?.bool == true
+            if properties["RSSI"] != nil, !linked { hearings[path] = Hearing(at: nil, advertised: properties) }
+        }
     }
 
     /// Notes that the device at `path` was heard now: what it said is kept while it has no
@@ -209,6 +221,7 @@ public actor BlueZObjectMirror {
         loadingOwner = nil
         tree = BlueZObjectTree(objects: objects)
         isLoaded = true
+        noteWhatDevicesSaid()
         broadcast(.serviceLoaded)
     }
 
@@ -226,6 +239,7 @@ public actor BlueZObjectMirror {
                 // Re-check after the await: BlueZ may have left (or restarted) meanwhile.
                 guard owner == loadOwner else { return }
                 tree = BlueZObjectTree(objects: Self.parseManagedObjects(reply.first))
+                noteWhatDevicesSaid()
                 let replay = bufferedSignals
                 bufferedSignals = []
                 loadingOwner = nil

@@ -557,7 +557,7 @@ public final class DeviceProxy: Sendable {
         for (path, current) in objects {
             let hearing = hearings[path]
             let properties: BlueZObjectTree.Properties?
-            if let hearing, hearing.at >= recent {
+            if let at = hearing?.at, at >= recent {
                 properties = current
             } else if isFleetLink(BlueZDevice(path: path, properties: current)) {
                 // What it said when last heard (its RSSI, advertised services and data), as
