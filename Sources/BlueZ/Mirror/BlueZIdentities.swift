@@ -1,38 +1,42 @@
 /// An adapter, as BlueZ names it: its object path, `/org/bluez/hci0`. The one way the fleet
 /// names an adapter (its links, its ledger, its devices); its interface name (`hci0`, what
 /// the journal, the status and the wire say) is ``name``, derived here alone.
-public struct AdapterPath: Sendable, Hashable, Comparable, CustomStringConvertible, ExpressibleByStringLiteral {
-    /// The D-Bus object path.
+public struct AdapterPath: BlueZObjectPath {
     public let rawValue: String
 
     public init(_ rawValue: String) {
         self.rawValue = rawValue
-    }
-
-    public init(stringLiteral value: String) {
-        self.init(value)
     }
 
     /// The interface name, e.g. `hci0` (the path's last component).
     public var name: String { String(rawValue.split(separator: "/").last ?? Substring(rawValue)) }
+}
+
+/// One kind of BlueZ object named by its D-Bus object path: a type per kind, so an adapter's
+/// path is never taken for a device's; written as the path, ordered by it.
+public protocol BlueZObjectPath: Sendable, Hashable, Comparable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// The D-Bus object path.
+    var rawValue: String { get }
+    init(_ rawValue: String)
+}
+
+extension BlueZObjectPath {
+    public init(stringLiteral value: String) {
+        self.init(value)
+    }
 
     public var description: String { rawValue }
 
-    public static func < (a: AdapterPath, b: AdapterPath) -> Bool { a.rawValue < b.rawValue }
+    public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
 }
 
 /// A device object of BlueZ, by its object path, under its adapter's
 /// (`/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`): a board has one per adapter that knows it.
-public struct DevicePath: Sendable, Hashable, Comparable, CustomStringConvertible, ExpressibleByStringLiteral {
-    /// The D-Bus object path.
+public struct DevicePath: BlueZObjectPath {
     public let rawValue: String
 
     public init(_ rawValue: String) {
         self.rawValue = rawValue
-    }
-
-    public init(stringLiteral value: String) {
-        self.init(value)
     }
 
     /// Where BlueZ puts the device of `address` on `adapter` (its path is made of its address).
@@ -44,10 +48,6 @@ public struct DevicePath: Sendable, Hashable, Comparable, CustomStringConvertibl
 
     /// The adapter the device object is under.
     public var adapter: AdapterPath { AdapterPath(BlueZObjectTree.parent(of: rawValue)) }
-
-    public var description: String { rawValue }
-
-    public static func < (a: DevicePath, b: DevicePath) -> Bool { a.rawValue < b.rawValue }
 }
 
 extension BlueZDevice {
