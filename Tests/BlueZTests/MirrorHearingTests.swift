@@ -78,6 +78,15 @@ import Testing
         #expect(hearing?.advertised["RSSI"] == .int16(-55))
         #expect(hearing?.advertised["UUIDs"] == .array(elementSignature: "s", [.string(led)]))
         #expect(hearing?.advertised["Connected"] == nil)
+        // The link ends; BlueZ keeps the services it resolved among the UUIDs. Heard again,
+        // the device says its signal anew, its advertised service as before.
+        await mirror.apply(.propertiesChanged(
+            path: Self.heard, interface: BlueZInterfaces.device, changed: ["Connected": .boolean(false)], invalidated: []))
+        await mirror.apply(.propertiesChanged(
+            path: Self.heard, interface: BlueZInterfaces.device, changed: ["RSSI": .int16(-48)], invalidated: []))
+        let again = await mirror.hearings[Self.heard]
+        #expect(again?.advertised["RSSI"] == .int16(-48))
+        #expect(again?.advertised["UUIDs"] == .array(elementSignature: "s", [.string(led)]))
     }
 
     /// What BlueZ shows of a device with an RSSI when the mirror loads (heard in a discovery

@@ -56,11 +56,15 @@ public actor BlueZObjectMirror {
     }
 
     /// Notes that the device at `path` was heard now: what it said is kept while it has no
-    /// link (a device linked when heard keeps what it said before).
+    /// link (a device linked when heard keeps what it said before). Its `UUIDs` are the
+    /// first ones kept: BlueZ adds to them the services it resolved over a link (and keeps
+    /// them after), which the device does not advertise.
     private func heard(_ path: String) {
         let properties = tree.objects[path]?[BlueZInterfaces.device] ?? [:]
         let linked = properties["Connected"]?.bool == true || properties["ServicesResolved"]?.bool == true
-        let advertised = linked ? hearings[path]?.advertised ?? properties : properties
+        let before = hearings[path]?.advertised
+        var advertised = linked ? before ?? properties : properties
+        if let uuids = before?["UUIDs"] { advertised["UUIDs"] = uuids }
         hearings[path] = Hearing(at: clock.now, advertised: advertised)
     }
 
