@@ -70,7 +70,7 @@ extension BlueZClient {
             try await mirror.result(
                 of: ticket, timeout: max(remaining, .milliseconds(1)),
                 description: "services of \(device.address) not resolved within \(timeout)")
-            await catchUpObjects(of: path)
+            await gattObjectsSettled(under: path)
         } catch {
             await mirror.discard(ticket)
             // Also when the caller was cancelled: a call from a cancelled task is never sent,
@@ -81,30 +81,33 @@ extension BlueZClient {
         }
     }
 
-    /// Makes sure the mirror holds every object of the device at `path` once its services are
-    /// resolved. bluetoothd's D-Bus layer sends the changes it holds back in the order the
-    /// objects first had one (gdbus/object.c: `add_pending`, `g_dbus_flush`): a device with a
-    /// change held since before its services were exported signals `ServicesResolved` before
-    /// its services' and characteristics' `InterfacesAdded`, so a connect that returns at
-    /// `ServicesResolved` may read the tree before the mirror has them (on the real lane, one
-    /// connect in a few of two at once handed its client a tree without a characteristic).
-    /// `GetManagedObjects` is answered after those signals: when its answer is here, the
-    /// mirror has had them, and the objects it still lacks are taken from the answer (only
-    /// those: what it has is as new as the answer, or newer).
-    func catchUpObjects(of path: DevicePath) async {
-        guard
-            let reply = try? await bus.call(
-                path: "/", interface: BlueZInterfaces.objectManager, member: "GetManagedObjects", arguments: [],
-                timeout: .seconds(5))
-        else { return }
-        let objects = BlueZObjectMirror.parseManagedObjects(reply.first).filter { $0.key.hasPrefix(path.rawValue + "/") }
-        let added = await mirror.addMissing(objects)
-        if added > 0 {
-            logger.info(
-                "took \(added) GATT object\(added == 1 ? "" : "s") BlueZ had made but not announced when the services were resolved",
-                metadata: ["dbus.path": "\(path)"])
+    /// Returns once the mirror has had no new object under the device at `path` for
+    /// ``gattQuiet`` (at most ``gattSettleBound``) after its services resolved. bluetoothd's
+    /// D-Bus layer sends the changes it holds in the order the objects first had one
+    /// (gdbus/object.c: `add_pending`, `g_dbus_flush`): a device with a change held since
+    /// before its services were exported signals `ServicesResolved` before its services' and
+    /// characteristics' `InterfacesAdded`, in the same burst, so a connect that returned at
+    /// `ServicesResolved` could hand its caller a tree without them (on the real lane, one
+    /// connect in a few of two at once: a characteristic missing). Asking bluetoothd for its
+    /// objects instead (`GetManagedObjects` after each connect) was tried: bluetoothd 5.66 died
+    /// more often in the board-side drop schedule with it (3 runs in 12 against 0 in 10).
+    func gattObjectsSettled(under path: DevicePath) async {
+        let prefix = path.rawValue + "/"
+        func count() async -> Int { await mirror.tree.objects.keys.count { $0.hasPrefix(prefix) } }
+        let deadline = clock.now + Self.gattSettleBound
+        var seen = await count()
+        while clock.now < deadline {
+            guard (try? await clock.sleep(for: Self.gattQuiet)) != nil else { return }
+            let now = await count()
+            if now == seen { return }
+            seen = now
         }
     }
+
+    /// How long no new GATT object of a device just resolved counts as all of them.
+    static let gattQuiet: Duration = .milliseconds(40)
+    /// The most a connect waits for a device's GATT objects after its services resolved.
+    static let gattSettleBound: Duration = .milliseconds(500)
 
     /// Cleans up after a connect that failed or timed out: cancels bluetoothd's pending
     /// connect and drops a half-made link, unless BlueZ is gone or the object vanished.

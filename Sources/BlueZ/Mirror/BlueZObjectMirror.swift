@@ -325,21 +325,6 @@ public actor BlueZObjectMirror {
         }
     }
 
-    /// Adds the interfaces of `objects` (as `GetManagedObjects` gives them) that the mirror
-    /// lacks, as their InterfacesAdded would, and leaves what it has alone (its signals may be
-    /// newer than the answer). Returns how many objects it added to.
-    public func addMissing(_ objects: [String: [String: BlueZObjectTree.Properties]]) -> Int {
-        guard isLoaded else { return 0 }
-        var added = 0
-        for (path, interfaces) in objects.sorted(by: { $0.key < $1.key }) {
-            let missing = interfaces.filter { tree.objects[path]?[$0.key] == nil }
-            guard !missing.isEmpty else { continue }
-            added += 1
-            apply(.interfacesAdded(path: path, interfaces: missing))
-        }
-        return added
-    }
-
     /// Applies one change of bluetoothd's objects (as its signal would say it) and tells
     /// everyone who wants it. `serviceLost`/`serviceLoaded` are ``lose()`` and ``load(_:owner:)``.
     public func apply(_ event: BlueZMirrorEvent) {
