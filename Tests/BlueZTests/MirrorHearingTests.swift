@@ -67,7 +67,10 @@ import Testing
             path: Self.heard, interface: BlueZInterfaces.device, changed: ["RSSI": .int16(-55)], invalidated: []))
         await mirror.apply(.propertiesChanged(
             path: Self.heard, interface: BlueZInterfaces.device,
-            changed: ["Connected": .boolean(true), "UUIDs": .array(elementSignature: "s", [.string(led), .string(sensor)])],
+            changed: [
+                "Connected": .boolean(true), "ServicesResolved": .boolean(true),
+                "UUIDs": .array(elementSignature: "s", [.string(led), .string(sensor)]),
+            ],
             invalidated: ["RSSI"]))
         // Linked, an advertisement property BlueZ changes is a hearing, but not what it said.
         clock.advance(.seconds(1))
@@ -81,12 +84,25 @@ import Testing
         // The link ends; BlueZ keeps the services it resolved among the UUIDs. Heard again,
         // the device says its signal anew, its advertised service as before.
         await mirror.apply(.propertiesChanged(
-            path: Self.heard, interface: BlueZInterfaces.device, changed: ["Connected": .boolean(false)], invalidated: []))
+            path: Self.heard, interface: BlueZInterfaces.device,
+            changed: ["Connected": .boolean(false), "ServicesResolved": .boolean(false)], invalidated: []))
         await mirror.apply(.propertiesChanged(
             path: Self.heard, interface: BlueZInterfaces.device, changed: ["RSSI": .int16(-48)], invalidated: []))
         let again = await mirror.hearings[Self.heard]
         #expect(again?.advertised["RSSI"] == .int16(-48))
         #expect(again?.advertised["UUIDs"] == .array(elementSignature: "s", [.string(led)]))
+    }
+
+    /// BlueZ may report a device's advertised services after its first report of it: they
+    /// are what it says until a link resolves its services.
+    @Test func servicesReportedAfterTheFirstHearingAreWhatItAdvertises() async {
+        let clock = StoppedClock()
+        let mirror = BlueZObjectMirror(logger: Logger(label: "test"), clock: clock)
+        await mirror.load([:], owner: ":1.1")
+        let led: BlueZObjectTree.Properties = ["UUIDs": .array(elementSignature: "s", [.string("cd48409a-f3cc-11ed-a05b-0242ac120003")])]
+        await mirror.apply(.interfacesAdded(path: Self.heard, interfaces: Self.device(Self.heard, rssi: -61)))
+        await mirror.apply(.propertiesChanged(path: Self.heard, interface: BlueZInterfaces.device, changed: led, invalidated: []))
+        #expect(await mirror.hearings[Self.heard]?.advertised["UUIDs"] == led["UUIDs"])
     }
 
     /// What BlueZ shows of a device with an RSSI when the mirror loads (heard in a discovery

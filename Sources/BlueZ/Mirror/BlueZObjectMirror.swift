@@ -33,6 +33,9 @@ public actor BlueZObjectMirror {
         /// (RSSI, name, advertised services and data): what a scanner was told of it. A link
         /// made since changes what BlueZ shows (no RSSI, the services it resolved), not this.
         public var advertised: BlueZObjectTree.Properties
+        /// Whether BlueZ has resolved the device's services since: its `UUIDs` hold them from
+        /// then on, and the advertised ones are those kept from before.
+        public var resolvedOnce = false
     }
 
     /// When each device was last heard (``hearings`` without what it said).
@@ -45,13 +48,15 @@ public actor BlueZObjectMirror {
         (tree.objects(implementing: BlueZInterfaces.device), hearings)
     }
 
-    /// Keeps what each device BlueZ shows with an RSSI and no link said (BlueZ had heard it
-    /// in a discovery under way when the mirror loaded), not as a hearing of the mirror's: a
-    /// device the fleet links before it is heard again is reported as it advertised.
+    /// Keeps what BlueZ shows of each device without a link when the mirror loads (its name
+    /// and services as last advertised, its RSSI when a discovery under way heard it), not as
+    /// a hearing of the mirror's: a device the fleet links before it is heard again (it
+    /// connects a board BlueZ knows at once) is reported as it advertised, not with the
+    /// services the link resolved.
     private func noteWhatDevicesSaid() {
         for (path, properties) in tree.objects(implementing: BlueZInterfaces.device) where hearings[path] == nil {
             let linked = properties["Connected"]?.bool == true || properties["ServicesResolved"]?.bool == true
-            if properties["RSSI"] != nil, !linked { hearings[path] = Hearing(at: nil, advertised: properties) }
+            if !linked { hearings[path] = Hearing(at: nil, advertised: properties) }
         }
     }
 
@@ -62,10 +67,21 @@ public actor BlueZObjectMirror {
     private func heard(_ path: String) {
         let properties = tree.objects[path]?[BlueZInterfaces.device] ?? [:]
         let linked = properties["Connected"]?.bool == true || properties["ServicesResolved"]?.bool == true
-        let before = hearings[path]?.advertised
-        var advertised = linked ? before ?? properties : properties
-        if let uuids = before?["UUIDs"] { advertised["UUIDs"] = uuids }
-        hearings[path] = Hearing(at: clock.now, advertised: advertised)
+        let before = hearings[path]
+        var advertised = linked ? before?.advertised ?? properties : properties
+        if let before, before.resolvedOnce { advertised["UUIDs"] = before.advertised["UUIDs"] }
+        hearings[path] = Hearing(at: clock.now, advertised: advertised, resolvedOnce: before?.resolvedOnce ?? false)
+    }
+
+    /// A change of a device that is not a hearing: its `UUIDs` are what it advertises until
+    /// BlueZ resolves its services (BlueZ tells them apart from its first report), and kept
+    /// from then on.
+    private func deviceChanged(_ path: String, _ changed: BlueZObjectTree.Properties) {
+        guard hearings[path] != nil else { return }
+        if changed["ServicesResolved"]?.bool == true { hearings[path]?.resolvedOnce = true }
+        if let uuids = changed["UUIDs"], hearings[path]?.resolvedOnce == false {
+            hearings[path]?.advertised["UUIDs"] = uuids
+        }
     }
 
     let logger: Logger
@@ -347,8 +363,9 @@ public actor BlueZObjectMirror {
             // Properties of objects we do not know (removed meanwhile) are ignored.
             guard tree.objects[path]?[interface] != nil else { return }
             tree.change(path, interface, changed, invalidated: invalidated)
-            if interface == BlueZInterfaces.device, Set(named: changed.keys).sayAdvertised {
-                heard(path)
+            if interface == BlueZInterfaces.device {
+                deviceChanged(path, changed)
+                if Set(named: changed.keys).sayAdvertised { heard(path) }
             }
             broadcast(event)
         case .serviceLost, .serviceLoaded:

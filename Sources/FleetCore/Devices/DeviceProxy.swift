@@ -557,14 +557,15 @@ public final class DeviceProxy: Sendable {
         for (path, current) in objects {
             let hearing = hearings[path]
             let properties: BlueZObjectTree.Properties?
-            if let at = hearing?.at, at >= recent {
-                properties = current
-            } else if isFleetLink(BlueZDevice(path: path, properties: current)) {
+            if isFleetLink(BlueZDevice(path: path, properties: current)) {
                 // What it said when last heard (its RSSI, advertised services and data), as
                 // a scanner would hear it were the fleet not holding its link; what BlueZ
-                // shows of the link (Connected, the services it resolved) stays.
+                // shows of the link (Connected, the services it resolved) stays. Also when
+                // BlueZ changed an advertisement property of the link lately.
                 let said = hearing?.advertised.filter { Self.advertised.contains(.init($0.key)) } ?? [:]
                 properties = current.merging(said) { _, said in said }
+            } else if let at = hearing?.at, at >= recent {
+                properties = current
             } else {
                 properties = nil  // not reported now; a change BlueZ reports later is
             }
