@@ -58,6 +58,11 @@ import Testing
                     path: Self.device, interface: BlueZInterfaces.device, changed: ["ServicesResolved": .boolean(true)],
                     invalidated: []))
                 return []
+            case "Disconnect":
+                await mirror.apply(.propertiesChanged(
+                    path: Self.device, interface: BlueZInterfaces.device,
+                    changed: ["Connected": .boolean(false), "ServicesResolved": .boolean(false)], invalidated: []))
+                return []
             default:
                 return []
             }
@@ -76,6 +81,7 @@ import Testing
             guard wait <= .milliseconds(100) else { return try await Task.sleep(for: wait) }
             let hook = firstShortWait.withLock { hook in defer { hook = nil }; return hook }
             await hook?()
+            try Task.checkCancellation()
             offset.withLock { $0 += wait }
         }
     }
@@ -99,5 +105,30 @@ import Testing
         #expect(characteristics.compactMap(\.uuid).contains(BluetoothUUID(LateAnnouncingBus.temperature)))
         // Nothing but Connect was asked of bluetoothd.
         #expect(bus.calls.withLock { $0 } == ["Connect"])
+    }
+
+    /// A connect whose caller is cancelled while the device's objects settle (its client went)
+    /// is cleaned up as any cancelled connect: the link is released, not left to nobody.
+    @Test func aConnectCancelledWhileTheObjectsSettleLeavesNoLink() async throws {
+        let bus = LateAnnouncingBus()
+        let clock = BurstClock()
+        let client = BlueZClient(bus: bus, clock: clock, logger: Logger(label: "test"))
+        let running = Task { try await client.run() }
+        defer { running.cancel() }
+        try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
+        let device = try #require(await client.device(at: DevicePath(LateAnnouncingBus.device)))
+        let connecting = Mutex<Task<Void, any Error>?>(nil)
+        clock.firstShortWait.withLock { $0 = { connecting.withLock { $0 }?.cancel() } }
+        // The task starts connecting once it is known to the hook that cancels it.
+        let (go, start) = AsyncStream<Void>.makeStream()
+        let task = Task {
+            for await _ in go { break }
+            try await client.connect(device, timeout: .seconds(10))
+        }
+        connecting.withLock { $0 = task }
+        start.yield()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(bus.calls.withLock { $0 } == ["Connect", "Disconnect"])
+        #expect(await client.mirror.tree.hasLink(at: DevicePath(LateAnnouncingBus.device)) == false)
     }
 }

@@ -70,7 +70,7 @@ extension BlueZClient {
             try await mirror.result(
                 of: ticket, timeout: max(remaining, .milliseconds(1)),
                 description: "services of \(device.address) not resolved within \(timeout)")
-            await gattObjectsSettled(under: path)
+            try await gattObjectsSettled(under: path)
         } catch {
             await mirror.discard(ticket)
             // Also when the caller was cancelled: a call from a cancelled task is never sent,
@@ -91,13 +91,16 @@ extension BlueZClient {
     /// connect in a few of two at once: a characteristic missing). Asking bluetoothd for its
     /// objects instead (`GetManagedObjects` after each connect) was tried: bluetoothd 5.66 died
     /// more often in the board-side drop schedule with it (3 runs in 12 against 0 in 10).
-    func gattObjectsSettled(under path: DevicePath) async {
+    ///
+    /// Throws `CancellationError` when the caller is cancelled meanwhile: its connect is then
+    /// cleaned up as any other cancelled one (a link nobody holds must not stay).
+    func gattObjectsSettled(under path: DevicePath) async throws {
         let prefix = path.rawValue + "/"
         func count() async -> Int { await mirror.tree.objects.keys.count { $0.hasPrefix(prefix) } }
         let deadline = clock.now + Self.gattSettleBound
         var seen = await count()
         while clock.now < deadline {
-            guard (try? await clock.sleep(for: Self.gattQuiet)) != nil else { return }
+            try await clock.sleep(for: Self.gattQuiet)
             let now = await count()
             if now == seen { return }
             seen = now
