@@ -70,7 +70,6 @@ extension BlueZClient {
             try await mirror.result(
                 of: ticket, timeout: max(remaining, .milliseconds(1)),
                 description: "services of \(device.address) not resolved within \(timeout)")
-            try await gattObjectsSettled(under: path)
         } catch {
             await mirror.discard(ticket)
             // Also when the caller was cancelled: a call from a cancelled task is never sent,
@@ -82,7 +81,9 @@ extension BlueZClient {
     }
 
     /// Returns once the mirror has had no new object under the device at `path` for
-    /// ``gattQuiet`` (at most ``gattSettleBound``) after its services resolved. bluetoothd's
+    /// ``gattQuiet`` (at most ``gattSettleBound``): what a client is handed of a device just
+    /// connected is taken after it (``connect(_:timeout:linkUp:)`` itself returns at
+    /// `ServicesResolved`: the fleet's own connects read their characteristics as they come). bluetoothd's
     /// D-Bus layer sends the changes it holds in the order the objects first had one
     /// (gdbus/object.c: `add_pending`, `g_dbus_flush`): a device with a change held since
     /// before its services were exported signals `ServicesResolved` before its services' and
@@ -92,9 +93,8 @@ extension BlueZClient {
     /// objects instead (`GetManagedObjects` after each connect) was tried: bluetoothd 5.66 died
     /// more often in the board-side drop schedule with it (3 runs in 12 against 0 in 10).
     ///
-    /// Throws `CancellationError` when the caller is cancelled meanwhile: its connect is then
-    /// cleaned up as any other cancelled one (a link nobody holds must not stay).
-    func gattObjectsSettled(under path: DevicePath) async throws {
+    /// Throws `CancellationError` when the caller is cancelled meanwhile.
+    public func gattObjectsSettled(under path: DevicePath) async throws {
         let prefix = path.rawValue + "/"
         func count() async -> Int { await mirror.tree.objects.keys.count { $0.hasPrefix(prefix) } }
         let deadline = clock.now + Self.gattSettleBound

@@ -64,6 +64,7 @@ public final class DeviceProxy: Sendable {
             for adapter in context.adapters.values { adapter.withLedger { $0.connectEnded(address) } }
         }
         let deadline = client.clock.now + timeout
+        var connectedHere = false
         if let board = context.board(address) {
             let outcome = await Self.race(deadline, clock: client.clock) { () async -> DeviceError? in
                 do {
@@ -87,6 +88,18 @@ public final class DeviceProxy: Sendable {
             }
             if Task.isCancelled { throw Self.cancelled(address) }
             if let error = outcome.value { throw error }
+            connectedHere = true
+        }
+        // What bluetoothd announces right after ServicesResolved (the device's services and
+        // characteristics can come after it, in the same burst) is in the tree handed over.
+        if let linked = Self.linkedDevice(address, in: await client.mirror.tree) {
+            do {
+                try await client.gattObjectsSettled(under: linked.path)
+            } catch {
+                // Its client went meanwhile: a link this call made is not left to nobody.
+                if connectedHere { await Task { [client] in try? await client.disconnect(linked, timeout: .seconds(5)) }.value }
+                throw Self.cancelled(address)
+            }
         }
         let tree = await client.mirror.tree
         guard let device = Self.linkedDevice(address, in: tree) else {
