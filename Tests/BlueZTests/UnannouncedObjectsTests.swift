@@ -86,21 +86,27 @@ import Testing
         }
     }
 
-    @Test func aConnectHandsOverTheObjectsAnnouncedRightAfterServicesResolved() async throws {
+    /// A client on a ``BurstClock``, connected to the bus's device (its services resolved).
+    func connected() async throws -> (LateAnnouncingBus, BurstClock, BlueZClient, Task<Void, any Error>) {
         let bus = LateAnnouncingBus()
         let clock = BurstClock()
         let client = BlueZClient(bus: bus, clock: clock, logger: Logger(label: "test"))
         let running = Task { try await client.run() }
-        defer { running.cancel() }
         try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
+        let device = try #require(await client.device(at: DevicePath(LateAnnouncingBus.device)))
+        try await client.connect(device, timeout: .seconds(10))
+        return (bus, clock, client, running)
+    }
+
+    @Test func aConnectHandsOverTheObjectsAnnouncedRightAfterServicesResolved() async throws {
+        let (bus, clock, client, running) = try await connected()
+        defer { running.cancel() }
         clock.firstShortWait.withLock {
             $0 = { [mirror = client.mirror] in
                 await mirror.apply(.interfacesAdded(
                     path: LateAnnouncingBus.characteristic, interfaces: LateAnnouncingBus.characteristicObject))
             }
         }
-        let device = try #require(await client.device(at: DevicePath(LateAnnouncingBus.device)))
-        try await client.connect(device, timeout: .seconds(10))
         try await client.gattObjectsSettled(under: DevicePath(LateAnnouncingBus.device))
         let characteristics = await client.mirror.tree.gattServices(device: DevicePath(LateAnnouncingBus.device)).flatMap(\.characteristics)
         #expect(characteristics.compactMap(\.uuid).contains(BluetoothUUID(LateAnnouncingBus.temperature)))
@@ -111,14 +117,8 @@ import Testing
     /// A caller cancelled while the device's objects settle (its client went) is told so at
     /// once, so that what it was about to hand over is not (the fleet releases a link it made).
     @Test func theWaitForTheObjectsEndsWhenItsCallerIsCancelled() async throws {
-        let bus = LateAnnouncingBus()
-        let clock = BurstClock()
-        let client = BlueZClient(bus: bus, clock: clock, logger: Logger(label: "test"))
-        let running = Task { try await client.run() }
+        let (_, clock, client, running) = try await connected()
         defer { running.cancel() }
-        try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
-        let device = try #require(await client.device(at: DevicePath(LateAnnouncingBus.device)))
-        try await client.connect(device, timeout: .seconds(10))
         let waiting = Mutex<Task<Void, any Error>?>(nil)
         clock.firstShortWait.withLock { $0 = { waiting.withLock { $0 }?.cancel() } }
         // The task starts waiting once it is known to the hook that cancels it.
