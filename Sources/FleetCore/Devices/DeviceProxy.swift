@@ -65,6 +65,8 @@ public final class DeviceProxy: Sendable {
         }
         let deadline = client.clock.now + timeout
         var connectedHere = false
+        // A link resolved before this call has long had its objects announced.
+        let resolvedBefore = Self.linkedDevice(address, in: await client.mirror.tree)?.servicesResolved == true
         if let board = context.board(address) {
             let outcome = await Self.race(deadline, clock: client.clock) { () async -> DeviceError? in
                 do {
@@ -92,7 +94,7 @@ public final class DeviceProxy: Sendable {
         }
         // What bluetoothd announces right after ServicesResolved (the device's services and
         // characteristics can come after it, in the same burst) is in the tree handed over.
-        if let linked = Self.linkedDevice(address, in: await client.mirror.tree) {
+        if !resolvedBefore, let linked = Self.linkedDevice(address, in: await client.mirror.tree) {
             do {
                 try await client.gattObjectsSettled(under: linked.path)
             } catch {
