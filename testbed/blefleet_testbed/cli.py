@@ -254,7 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_run_dir(fault.add_parser(
         "drop", help="a board's live link is lost now (supervision timeout)",
         description="BOARD's live link is lost now: a supervision timeout (0x08) at both ends (a link "
-                    "younger than a second when it is a second old). The "
+                    "younger than a second when it is a second old). On the real lane, as over the air: "
+                    "the link goes silent first (nothing crosses it) and ends 420 ms later, Linux's LE "
+                    "supervision timeout; BlueZoo ends it at once. The "
                     "board stays powered and advertising, so it can be connected again. With --every, "
                     "again and again at random intervals of half to one and a half times SECONDS "
                     "(seeded); --every 0 stops that."))
