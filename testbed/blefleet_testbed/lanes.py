@@ -38,6 +38,34 @@ def crash_lines(vm_dir: Path) -> list[str]:
 
 ASKED_MARK = "(asked for:"
 BLUETOOTHD = "/usr/libexec/bluetooth/bluetoothd"
+# bluez/bluez#2447: bluetoothd as a GATT server answers an app's late write on the ATT
+# channel its link freed when it ended. In the real lane bluetoothd is the boards' GATT
+# server as well as the fleet's central (a gateway's bluetoothd serves no board), so a crash
+# on this path is the testbed's board side, whatever the central did.
+GATT_SERVER_ANSWERS = ("write_complete_cb", "read_complete_cb")
+
+
+def bluetoothd_with_symbols() -> str | None:
+    """Debian's bluetoothd built with its symbols (testbed/bluez-symbols/build, `scripts/setup
+    --symbols`): the same code at the same addresses, so gdb names each frame. None when it
+    was not built."""
+    import subprocess
+    try:
+        version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "bluez"], capture_output=True,
+                                 text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    path = cache / "blefleet-testbed" / f"bluetoothd-{version}" / "bluetoothd"
+    return str(path) if version and path.is_file() else None
+
+
+def crash_site(report: str) -> str | None:
+    """Where a crash report's backtrace places the crash, when the project knows the site."""
+    if "src/shared/gatt-server.c" in report and any(frame in report for frame in GATT_SERVER_ANSWERS):
+        return ("bluetoothd as a GATT server (the testbed's boards) answered a request on the ATT "
+                "channel of a link that had ended (bluez/bluez#2447)")
+    return None
 
 
 def unasked(lines: list[str]) -> list[str]:
@@ -49,8 +77,9 @@ def unasked(lines: list[str]) -> list[str]:
 def crash_report(vm_dir: Path, line: str) -> str:
     """One crash as a test's failure names it: its line, bluetoothd's last log lines before
     it, and the backtrace of its core (gdb on the host, which shares the VM's root file
-    system: the same bluetoothd and libraries; Debian's bluetoothd is stripped, so its own
-    frames are addresses)."""
+    system: the same bluetoothd and libraries). Debian's bluetoothd is stripped: its own
+    frames are addresses, unless its build with symbols is there (`scripts/setup --symbols`),
+    which names them, and the site when it is one the project knows (`crash_site`)."""
     import re
     import shutil
     import subprocess
@@ -73,10 +102,17 @@ def crash_report(vm_dir: Path, line: str) -> str:
     core = re.search(r"core: (\S+)", line)
     if core and (vm_dir / core.group(1)).exists() and shutil.which("gdb"):
         try:
-            out = subprocess.run(["gdb", "-batch", "-nx", "-ex", "bt 24", BLUETOOTHD, str(vm_dir / core.group(1))],
+            binary = bluetoothd_with_symbols() or BLUETOOTHD
+            out = subprocess.run(["gdb", "-batch", "-nx", "-ex", "bt 24", binary, str(vm_dir / core.group(1))],
                                  capture_output=True, text=True, timeout=120).stdout
             frames = list(dict.fromkeys(x.strip() for x in out.splitlines() if x.startswith("#")))
-            parts.append("backtrace: " + (" / ".join(frames) if frames else "(gdb found no frames)"))
+            backtrace = " / ".join(frames) if frames else "(gdb found no frames)"
+            if binary == BLUETOOTHD:
+                backtrace += " (addresses: `scripts/setup --symbols` names them)"
+            parts.append("backtrace: " + backtrace)
+            site = crash_site(backtrace)
+            if site:
+                parts.append("site: " + site)
         except (OSError, subprocess.TimeoutExpired) as e:
             parts.append(f"backtrace: (gdb failed: {e})")
     return "\n  ".join(parts)

@@ -410,3 +410,22 @@ def test_several_centrals_a_plugged_dongle_and_signal_heard_per_adapter(make_tes
         finally:
             client.close()
     run(check())
+
+
+def test_a_crash_in_the_boards_gatt_server_is_named_by_its_site():
+    """bluetoothd's crashes in the real lane name where they happened when gdb can name the
+    frames: the boards' GATT server answering on the ATT channel of a link that had ended
+    (bluez/bluez#2447) is the testbed's board side, not the gateway's. The frames are those
+    of a core from the drop schedule (bluetoothd 5.66, its build with symbols)."""
+    from blefleet_testbed.lanes import crash_site
+    boards_side = (
+        "#0  encode_pdu (length=<optimized out>) at src/shared/att.c:401 / "
+        "#1  create_att_send_op (att=0x180000001a) at src/shared/att.c:407 / "
+        "#3  bt_att_chan_send_error_rsp.isra.0 (chan=<optimized out>) at src/shared/att.c:1884 / "
+        "#4  write_complete_cb (attr=0x56308dd2cb20, err=-110) at src/shared/gatt-server.c:789 / "
+        "#6  write_timeout (user_data=0x56308dd7e3d0) at src/shared/gatt-db.c:2085")
+    assert "bluez/bluez#2447" in crash_site(boards_side)
+    # Another site, or frames gdb could not name, are not guessed at.
+    assert crash_site("#0  device_remove (device=0x5630) at src/device.c:7012 / "
+                      "#1  adapter_remove_device at src/adapter.c:1410") is None
+    assert crash_site("#0  0x0000563070cbf5a4 in ?? () / #1  0x0000563070cde402 in ?? ()") is None
