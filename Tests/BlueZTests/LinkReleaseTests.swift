@@ -251,3 +251,97 @@ final class ProbeClock: RadioClock {
         }
     }
 }
+
+/// bluetoothd 5.66 as it is when a connect is abandoned just as the controller made the link:
+/// `Connect` waits, `Disconnect` finds no link yet and is answered at once, and the link
+/// comes up after it all the same (the GATT server's listening ATT socket takes it) with the
+/// device's services resolved: a link nobody holds, unless its client releases it.
+final class LateLinkBus: BlueZBus {
+    static let path = "/org/bluez/hci0/dev_CA_FE_00_00_00_02"
+    let calls = Mutex<[String]>([])
+    private let mirror = Mutex<BlueZObjectMirror?>(nil)
+    var made: [String] { calls.withLock { $0 } }
+
+    func run(mirror: BlueZObjectMirror) async throws {
+        self.mirror.withLock { $0 = mirror }
+        await mirror.load(
+            [Self.path: [BlueZInterfaces.device: [
+                "Address": .string("CA:FE:00:00:00:02"), "AddressType": .string("random"),
+                "Adapter": .objectPath("/org/bluez/hci0"), "Connected": .boolean(false), "ServicesResolved": .boolean(false),
+            ]]], owner: ":1.1")
+        try await Task.sleep(for: .seconds(3600))
+    }
+
+    func close() {}
+
+    func call(path: String, interface: String, member: String, arguments: [DBusValue], timeout: Duration) async throws
+        -> [DBusValue]
+    {
+        calls.withLock { $0.append("Device1.\(member)") }
+        switch member {
+        case "Connect":
+            try await Task.sleep(for: .seconds(3600))  // until its caller gives up
+        case "Disconnect" where !isUp.withLock({ $0 }):
+            // No link yet: answered at once; the link comes up right after.
+            Task { await self.link(up: true) }
+        case "Disconnect":
+            await link(up: false)
+        default:
+            break
+        }
+        return []
+    }
+
+    private let isUp = Mutex(false)
+
+    func link(up: Bool) async {
+        isUp.withLock { $0 = up }
+        calls.withLock { $0.append(up ? "BlueZ: link up, resolved" : "BlueZ: link down") }
+        await mirror.withLock { $0 }?.apply(.propertiesChanged(
+            path: Self.path, interface: BlueZInterfaces.device,
+            changed: ["Connected": .boolean(up), "ServicesResolved": .boolean(up)], invalidated: []))
+    }
+}
+
+@Suite("A link that comes up after its connect was abandoned is not left to nobody")
+struct AbandonedConnectTests {
+    func abandonedConnect(_ bus: LateLinkBus) async throws -> BlueZClient {
+        let client = BlueZClient(bus: bus, logger: Logger(label: "test"))
+        Task { try await client.run() }
+        try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
+        let device = try #require(await client.mirror.tree.device(at: DevicePath(LateLinkBus.path)))
+        let connecting = Task { try await client.connect(device, timeout: .seconds(60)) }
+        try await eventually("the connect reached BlueZ", within: .seconds(10), every: .milliseconds(5)) {
+            bus.made.contains("Device1.Connect")
+        }
+        connecting.cancel()  // its client went
+        _ = await connecting.result
+        return client
+    }
+
+    @Test func itIsReleased() async throws {
+        let bus = LateLinkBus()
+        let client = try await abandonedConnect(bus)
+        try await eventually("the late link was released", within: .seconds(10), every: .milliseconds(10)) {
+            bus.made.last == "BlueZ: link down"
+        }
+        #expect(bus.made == [
+            "Device1.Connect", "Device1.Disconnect", "BlueZ: link up, resolved", "Device1.Disconnect", "BlueZ: link down",
+        ])
+        #expect(await client.mirror.tree.hasLink(at: DevicePath(LateLinkBus.path)) == false)
+    }
+
+    @Test func aNewerConnectKeepsIt() async throws {
+        let bus = LateLinkBus()
+        let client = BlueZClient(bus: bus, logger: Logger(label: "test"))
+        Task { try await client.run() }
+        try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
+        let device = try #require(await client.mirror.tree.device(at: DevicePath(LateLinkBus.path)))
+        // Connect 1 was abandoned; connect 2 of the device began; the link comes up.
+        client.connectsBegun.withLock { $0[LateLinkBus.path] = 2 }
+        await bus.link(up: true)
+        #expect(await client.releaseIfItComesUp(device, abandoned: 1) == false)
+        #expect(await client.releaseIfItComesUp(device, abandoned: 2) == true)
+        #expect(bus.made == ["BlueZ: link up, resolved", "Device1.Disconnect", "BlueZ: link down"])
+    }
+}

@@ -36,6 +36,10 @@ extension BlueZClient {
     ) async throws {
         let start = clock.now
         let path = device.path
+        let attempt = connectsBegun.withLock { begun in
+            begun[path.rawValue, default: 0] += 1
+            return begun[path.rawValue, default: 0]
+        }
         if let current = await mirror.tree.device(at: path), current.servicesResolved {
             linkUp?()
             return
@@ -76,9 +80,41 @@ extension BlueZClient {
             // and the Connect already sent goes on in bluetoothd, holding a slot the fleet
             // would count free. The clean-up runs in a task of its own, and is awaited.
             await Task { await self.abandonConnect(device, after: error) }.value
+            Task { await self.releaseIfItComesUp(device, abandoned: attempt) }
             throw error
         }
     }
+
+    /// A connect abandoned just as its controller made the link can still bring it up after
+    /// its clean-up: bluetoothd 5.66 answers a `Disconnect` that finds no link yet at once
+    /// (`device_request_disconnect`), and when the kernel's link comes up after it, the
+    /// GATT server's listening ATT socket takes it and bluetoothd resolves the device's
+    /// services: a link nobody holds (the crowd benchmark: a script killed mid-connect left
+    /// one, 1 of 3). For ``abandonedLinkWatch`` after the clean-up such a link is released,
+    /// unless a newer connect of the device began meanwhile (it is that connect's).
+    /// Returns whether it released one.
+    @discardableResult
+    func releaseIfItComesUp(_ device: BlueZDevice, abandoned attempt: UInt64) async -> Bool {
+        let path = device.path
+        let ticket = await mirror.register(watching: path.rawValue) { snapshot -> MirrorWaitStep<Void> in
+            (snapshot.tree.hasLink(at: path) ?? false) ? .done(()) : .pending
+        }
+        do {
+            try await mirror.result(of: ticket, timeout: Self.abandonedLinkWatch, description: "no link after an abandoned connect")
+        } catch {
+            return false  // nothing came up (or BlueZ went): nothing to release
+        }
+        guard connectsBegun.withLock({ $0[path.rawValue] }) == attempt else { return false }
+        logger.notice(
+            "a link came up after its connect was abandoned; releasing it",
+            metadata: ["ble.address": "\(device.address)", "dbus.path": "\(path)"])
+        try? await disconnect(device, timeout: .seconds(5))
+        return true
+    }
+
+    /// How long after an abandoned connect's clean-up a link that comes up is still its own:
+    /// the controller's connect completing, then bluetoothd's 2 s disconnect timer at most.
+    static let abandonedLinkWatch: Duration = .seconds(3)
 
     /// Returns once the mirror has had no new object under the device at `path` for
     /// ``gattQuiet`` (at most ``gattSettleBound``): what a client is handed of a device just

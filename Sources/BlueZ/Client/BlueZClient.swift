@@ -24,6 +24,9 @@ public final class BlueZClient: Sendable {
     let management: (any ControllerManagement)?
     /// Set once the management interface turned out unusable here (logged once).
     let managementUnusable = Atomic<Bool>(false)
+    /// Connects begun per device path, numbered: a link that comes up after its connect was
+    /// abandoned is released only while no newer connect of the device began.
+    let connectsBegun = Mutex<[String: UInt64]>([:])
     /// The pairing agent, when BlueZ is reached over D-Bus (a simulated radio pairs without one).
     let agent: BlueZAgent?
 
