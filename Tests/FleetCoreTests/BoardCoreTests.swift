@@ -24,7 +24,7 @@ import Testing
             machine: BoardStateMachine(random: SeededRandomNumberGenerator(seed: 1), present: !adapters.isEmpty, now: t0),
             live: BoardLive(clock: MachineClock(), devices: adapters.map { device($0) }), switches: BoardSwitches(desiredLED: .on), profile: .nano,
             hasRoom: { room.contains($0) })
-        core.step({ $0.connectRequested(reason: .automatic, now: $1) }, now: t0)
+        core.connectRequested(reason: .automatic, now: t0)
         _ = core.takeEffects()
         return core
     }
@@ -34,12 +34,28 @@ import Testing
         core.connectStarts(through: adapter, device: device(adapter), now: at(0.1))
         core.connectEnded(.connected(through: adapter), awaited: false, now: at(0.2))
         let link = core.machine.link
-        core.step({ $0.characteristicsFound(link: link, now: $1) }, now: at(0.3))
+        core.characteristicsFound(link: link, profile: .nano, now: at(0.3))
         _ = core.takeEffects()
     }
 
-    func actions(_ effects: [BoardCore.Effect]) -> [BoardStateMachine.Action] {
-        effects.compactMap { if case .act(let action, _, _) = $0 { action } else { nil } }
+    /// What the machine asked for, whichever input asked it.
+    enum Asked: Equatable {
+        case connect(BoardStateMachine.ConnectAction)
+        case linkUp(BoardStateMachine.LinkUpAction)
+        case outcome(BoardStateMachine.OutcomeAction)
+        case teardown(BoardStateMachine.TeardownAction)
+    }
+
+    func actions(_ effects: [BoardCore.Effect]) -> [Asked] {
+        effects.compactMap {
+            switch $0 {
+            case .connect(let action, _): .connect(action)
+            case .linkUp(let action): .linkUp(action)
+            case .outcome(let action, _, _): .outcome(action)
+            case .teardown(let action, _): .teardown(action)
+            case .changed, .close, .ledApplied, .log: nil
+            }
+        }
     }
 
     func closed(_ effects: [BoardCore.Effect]) -> [AdapterPath] {
@@ -50,19 +66,34 @@ import Testing
         effects.compactMap { if case .log(_, let message, _) = $0 { message.description } else { nil } }
     }
 
+    @Test func workKeepsTheBoardBusyUntilTheLastEnds() {
+        var board = core(knownTo: [Self.hci0])
+        ready(&board, through: Self.hci0)
+        #expect(!board.isBusy)
+        board.workStarted()
+        board.workStarted()
+        #expect(board.isBusy)
+        #expect(board.linkUsage(of: BoardAddress("AA:00:00:00:00:01")!, awaited: false, now: at(1)).isBusy)
+        board.workEnded()
+        #expect(board.isBusy)
+        board.workEnded()
+        #expect(!board.isBusy)
+        #expect(!board.linkUsage(of: BoardAddress("AA:00:00:00:00:01")!, awaited: false, now: at(1)).isBusy)
+    }
+
     @Test func aConnectThatFindsNoSlotWaitsInStandbyUnlessACallWaits() {
         var alone = core(knownTo: [Self.hci0])
         #expect(actions(alone.takeEffects()).isEmpty)
         alone.connectEnded(.noSlot(adapter: "hci0"), awaited: false, now: at(1))
         #expect(alone.machine.phase == .standby)
-        #expect(!actions(alone.takeEffects()).contains(.startConnect))
+        #expect(!actions(alone.takeEffects()).contains(.connect(.startConnect)))
 
         var awaited = core(knownTo: [Self.hci0])
-        awaited.step({ $0.connectRequested(reason: .command, now: $1) }, now: at(0.5))
+        awaited.connectRequested(reason: .command, now: at(0.5))
         _ = awaited.takeEffects()
         awaited.connectEnded(.noSlot(adapter: "hci0"), awaited: true, now: at(1))
         // A call that came meanwhile is served: the board connects again at once.
-        #expect(actions(awaited.takeEffects()).contains(.startConnect))
+        #expect(actions(awaited.takeEffects()).contains(.connect(.startConnect)))
     }
 
     @Test func aBoardInStandbyNewlyHeardWhereThereIsRoomConnectsAndOnlyThere() {
@@ -72,12 +103,12 @@ import Testing
         // hci0 hears it again: no room there, it keeps waiting.
         let stillHeard = board.deviceUpdated(device(Self.hci0), changed: [.rssi], now: at(2))
         #expect(stillHeard)
-        #expect(!actions(board.takeEffects()).contains(.startConnect))
+        #expect(!actions(board.takeEffects()).contains(.connect(.startConnect)))
         // hci1, which has room, hears it for the first time: its turn.
         let heardThere = board.deviceUpdated(device(Self.hci1), changed: [.rssi], now: at(3))
         #expect(heardThere)
         let effects = board.takeEffects()
-        #expect(actions(effects).contains(.startConnect))
+        #expect(actions(effects).contains(.connect(.startConnect)))
         #expect(effects.contains { if case .changed(.standby, .connecting, _, _) = $0 { true } else { false } })
     }
 
@@ -91,7 +122,7 @@ import Testing
         #expect(closed(stray) == [Self.hci1])
         #expect(board.machine.isReady)
         // Its own link falls after the settle time.
-        board.step({ $0.timerFired(.init(kind: .settle(link: $0.link), after: .seconds(3)), awaited: false, now: $1) }, now: at(4))
+        board.timerFired(.init(kind: .settle(link: board.machine.link), after: .seconds(3)), awaited: false, now: at(4))
         _ = board.takeEffects()
         _ = board.deviceUpdated(device(Self.hci0), changed: [.connected], now: at(6))
         let down = board.takeEffects()
@@ -111,7 +142,7 @@ import Testing
         #expect(closed(effects) == [Self.hci0])
         #expect(said(effects) == ["moving off a stuck adapter", "retrying connect later"])
         // hci1 knows it: it tries there after the shortest pause, no failure counted.
-        #expect(actions(effects).contains(.startTimer(.init(kind: .retry(token: 1), after: .milliseconds(200)))))
+        #expect(actions(effects).contains(.connect(.startTimer(.init(kind: .retry(token: 1), after: .milliseconds(200))))))
         #expect(board.machine.lastFailure == nil)
         #expect(board.machine.failedAttempts == 0)
     }
@@ -125,19 +156,19 @@ import Testing
         let effects = board.takeEffects()
         #expect(closed(effects).isEmpty)
         #expect(said(effects) == ["moving off a stuck adapter", "retrying connect later"])
-        #expect(actions(effects).contains(.startTimer(.init(kind: .retry(token: 1), after: .milliseconds(200)))))
+        #expect(actions(effects).contains(.connect(.startTimer(.init(kind: .retry(token: 1), after: .milliseconds(200))))))
     }
 
     @Test func aLateDisconnectOfAnOldLinkLeavesTheNewOneAlone() {
         var board = core(knownTo: [Self.hci0, Self.hci1])
         ready(&board, through: Self.hci0)
-        board.step({ $0.disconnectRequested(now: $1) }, now: at(4))
+        board.disconnectRequested(evicted: false, now: at(4))
         let release = board.takeEffects()
         // The release is told the device of the link it ends.
-        #expect(release.contains { if case .act(.disconnect, let device?, Self.hci0) = $0 { device.adapterPath == Self.hci0 } else { false } })
+        #expect(release.contains { if case .teardown(.disconnect, let device?) = $0 { device.adapterPath == Self.hci0 } else { false } })
         board.disconnectReturned(from: device(Self.hci0).path, now: at(4.5))
         #expect(board.machine.phase == .discovered)
-        board.step({ $0.connectRequested(reason: .command, now: $1) }, now: at(5))
+        board.connectRequested(reason: .command, now: at(5))
         ready(&board, through: Self.hci1)
         // hci0's disconnect, answered twice (its own task, and the call's wait): no-op now.
         board.disconnectReturned(from: device(Self.hci0).path, now: at(6))
@@ -155,9 +186,9 @@ import Testing
         #expect(board.machine.currentLink?.appliedLED == true)
         #expect(board.switches.leftMidBlink == nil)
         // A write through a link that has since gone says nothing of the board's LED now.
-        board.step({ $0.disconnectRequested(now: $1) }, now: at(2))
+        board.disconnectRequested(evicted: false, now: at(2))
         board.disconnectReturned(from: device(Self.hci0).path, now: at(2.1))
-        board.step({ $0.connectRequested(reason: .command, now: $1) }, now: at(3))
+        board.connectRequested(reason: .command, now: at(3))
         ready(&board, through: Self.hci0)
         #expect(board.machine.link != first)
         let countedOnOldLink = board.switchPutBack(BoardProfile.ledSwitch, on: false, link: first, now: at(4))
@@ -199,11 +230,11 @@ import Testing
         _ = board.takeEffects()
         // hci1 hears it: it connects there at once, with no backoff.
         _ = board.deviceUpdated(device(Self.hci1), changed: [.rssi], now: at(1.5))
-        #expect(actions(board.takeEffects()) == [.startConnect])
+        #expect(actions(board.takeEffects()) == [.connect(.startConnect)])
         let gone = board.allDevicesRemoved(now: at(2))
         let goneAgain = board.allDevicesRemoved(now: at(3))
         #expect(gone && !goneAgain)
         #expect(board.machine.phase == .absent)
-        #expect(actions(board.takeEffects()) == [.abandonConnection(failWaiters: .absent)])
+        #expect(actions(board.takeEffects()) == [.teardown(.abandonConnection(failWaiters: .absent))])
     }
 }

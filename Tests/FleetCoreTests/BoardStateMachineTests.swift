@@ -1,4 +1,5 @@
 import BlueZ
+import Synchronization
 import Testing
 
 @testable import FleetCore
@@ -19,8 +20,8 @@ import Testing
     func readyMachine() -> BoardStateMachine {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
-        _ = m.connectSucceeded(through: hci0, now: at(0.1))
+        m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectSucceeded(through: hci0, now: at(0.1))
         _ = m.servicesResolved(now: at(0.2))
         _ = m.characteristicsFound(link: m.link, now: at(0.25))
         return m
@@ -30,22 +31,36 @@ import Testing
 
     /// What the machine answers once the characteristics of its link are found: ready, and
     /// the link's settle timer.
-    func settling(_ m: BoardStateMachine) -> BoardStateMachine.Action {
+    func settling(_ m: BoardStateMachine) -> BoardStateMachine.LinkUpAction {
         .becomeReady(settle: .init(kind: .settle(link: m.link), after: BoardStateMachine.settleTime))
     }
 
-    func becameReady(_ action: BoardStateMachine.Action) -> Bool {
+    func becameReady(_ action: BoardStateMachine.LinkUpAction?) -> Bool {
         if case .becomeReady = action { return true }
         return false
     }
 
-    func retryDelay(_ action: BoardStateMachine.Action) -> Duration? {
-        if case .startTimer(let timer) = action, case .retry = timer.kind { return timer.after }
+    /// The retry timer an input asks for, if any.
+    func retry(_ action: BoardStateMachine.ConnectAction?) -> BoardStateMachine.Timer? {
+        if case .startTimer(let timer) = action, case .retry = timer.kind { return timer }
         return nil
     }
 
-    func token(_ action: BoardStateMachine.Action) -> UInt64? {
-        if case .startTimer(let timer) = action, case .retry(let token) = timer.kind { return token }
+    func retry(_ action: BoardStateMachine.OutcomeAction?) -> BoardStateMachine.Timer? {
+        if case .startTimer(let timer) = action, case .retry = timer.kind { return timer }
+        return nil
+    }
+
+    func retryDelay(_ action: BoardStateMachine.ConnectAction?) -> Duration? { retry(action)?.after }
+    func retryDelay(_ action: BoardStateMachine.OutcomeAction?) -> Duration? { retry(action)?.after }
+
+    func token(_ action: BoardStateMachine.ConnectAction?) -> UInt64? {
+        if case .retry(let token) = retry(action)?.kind { return token }
+        return nil
+    }
+
+    func token(_ action: BoardStateMachine.OutcomeAction?) -> UInt64? {
+        if case .retry(let token) = retry(action)?.kind { return token }
         return nil
     }
 
@@ -54,9 +69,9 @@ import Testing
         #expect(m.phase == .discovered)
         #expect(m.connectRequested(now: at(0)) == .startConnect)
         #expect(m.phase == .connecting)
-        #expect(m.connectAttemptStarted(through: hci0, now: at(0.01)) == .none)
+        m.connectAttemptStarted(through: hci0, now: at(0.01))
         #expect(m.attemptStartedAt == at(0.01))
-        #expect(m.connectSucceeded(through: hci0, now: at(0.1)) == .none)
+        m.connectSucceeded(through: hci0, now: at(0.1))
         #expect(m.phase == .resolving)
         // Resolved: the profile's characteristics on this link are looked up; calls wait.
         #expect(m.servicesResolved(now: at(0.2)) == .lookUpCharacteristics(link: m.link))
@@ -72,14 +87,14 @@ import Testing
     @Test func characteristicsOfALinkThatEndedAreIgnored() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectAttemptStarted(through: hci0, now: at(0))
         _ = m.servicesResolved(now: at(0.1))
         let first = m.link
         // The link goes while its characteristics are looked up, and a new one comes.
         #expect(m.disconnected(now: at(0.2)) == .linkLostEarly(failedAttempts: 1, through: hci0))
         #expect(m.link != first)
         #expect(m.advertisementSeen(now: at(5)) == .startConnect)
-        _ = m.connectAttemptStarted(through: hci0, now: at(5))
+        m.connectAttemptStarted(through: hci0, now: at(5))
         #expect(m.servicesResolved(now: at(5.1)) == .lookUpCharacteristics(link: m.link))
         // The old lookup's answer comes late: it does not make the new link usable.
         #expect(m.characteristicsFound(link: first, now: at(5.2)) == .none)
@@ -91,7 +106,7 @@ import Testing
     @Test func aLinkMissingWhenItsCharacteristicsAreLookedUpIsALostLink() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectAttemptStarted(through: hci0, now: at(0))
         _ = m.servicesResolved(now: at(0.1))
         #expect(m.linkMissing(link: m.link &+ 1, now: at(0.2)) == .none)
         #expect(m.linkMissing(link: m.link, now: at(0.2)) == .linkLostEarly(failedAttempts: 1, through: hci0))
@@ -99,17 +114,76 @@ import Testing
         #expect(!m.holdsLink)
     }
 
-    @Test func workKeepsTheBoardBusyUntilTheLastEnds() {
-        var m = readyMachine()
-        #expect(!m.isBusy)
-        _ = m.workStarted()
-        _ = m.workStarted()
-        #expect(m.isBusy)
-        _ = m.workEnded()
-        #expect(m.isBusy)
-        _ = m.workEnded()
-        #expect(!m.isBusy)
-        #expect(!m.isBusy)
+    /// The rule violations told while `body` runs (instead of the assertion that stops a
+    /// debug build).
+    func violations(_ body: () -> Void) -> [BoardStateMachine.RuleViolation] {
+        let told = Told()
+        BoardStateMachine.$ruleViolated.withValue({ told.add($0) }, operation: body)
+        return told.all
+    }
+
+    /// An input the machine's rules rule out is told, and changes nothing.
+    @Test func anImpossibleInputIsToldAndIgnored() {
+        var preparing = machine()
+        _ = preparing.connectRequested(now: at(0))
+        preparing.connectAttemptStarted(through: hci0, now: at(0))
+        preparing.connectSucceeded(through: hci0, now: at(0.1))
+        _ = preparing.servicesResolved(now: at(0.2))
+        let before = preparing
+        // The LED is written through the session of a ready link only.
+        let ledOutsideReady = violations { preparing.ledWritten(true, link: preparing.link) }
+        #expect(ledOutsideReady.map(\.state) == [before.state])
+        #expect(ledOutsideReady.first?.input.contains("LED") == true)
+        #expect(preparing.state == before.state)
+
+        // A link's characteristics are found once: a second answer for it is no second ready.
+        var ready = readyMachine()
+        var again: BoardStateMachine.LinkUpAction?
+        let foundTwice = violations { again = ready.characteristicsFound(link: ready.link, now: at(1)) }
+        #expect(foundTwice.count == 1)
+        #expect(again == nil)
+
+        // The settle timer of the current link, with no link, and its link missing outside
+        // preparing or ready.
+        var idle = machine()
+        var settled: BoardStateMachine.LinkUpAction?
+        var missing: BoardStateMachine.OutcomeAction?
+        let noLink = violations {
+            settled = idle.settleTimerFired(link: idle.link, now: at(5))
+            missing = idle.linkMissing(link: idle.link, now: at(5))
+        }
+        #expect(noLink.count == 2)
+        #expect(settled == nil && missing == nil)
+        #expect(idle.phase == .discovered)
+    }
+
+    /// Stale inputs (true when sent, overtaken since) are ignored by rule: no violation.
+    @Test func staleInputsAreNoRuleViolation() {
+        let told = violations {
+            var m = readyMachine()
+            let old = m.link
+            _ = m.disconnectRequested(now: at(1))
+            _ = m.disconnected(now: at(1.1))
+            // The old link's answers and timers, and BlueZ telling again what is known.
+            _ = m.characteristicsFound(link: old, now: at(1.2))
+            _ = m.linkMissing(link: old, now: at(1.2))
+            _ = m.settleTimerFired(link: old, now: at(5))
+            m.ledWritten(true, link: old)
+            _ = m.disconnected(now: at(1.3))
+            _ = m.servicesResolved(now: at(1.3))
+            // The outcome of a connect cancelled while queued, and an old retry timer.
+            _ = m.connectRequested(now: at(2))
+            _ = m.disconnectRequested(now: at(2.1))
+            _ = m.connectFailed(.transient, now: at(2.2))
+            m.slotUnavailable(now: at(2.2))
+            _ = m.retryTimerFired(token: 1, now: at(3))
+            // Anything after the board is forgotten.
+            _ = m.forget(now: at(4))
+            _ = m.advertisementSeen(now: at(5))
+            _ = m.disconnected(now: at(5))
+            #expect(m.isForgotten)
+        }
+        #expect(told.isEmpty, "\(told)")
     }
 
     @Test func aBoardWhoseAdapterWentIsMovingNotGoneForAWhile() {
@@ -154,7 +228,7 @@ import Testing
     @Test func aBoardBeyondTheSlotsWaitsInStandbyWithoutRetryOrFailure() {
         var m = machine()
         _ = m.connectRequested(reason: .automatic, now: at(0))
-        #expect(m.slotUnavailable(now: at(0.1)) == .none)
+        m.slotUnavailable(now: at(0.1))
         #expect(m.phase == .standby)
         #expect(!m.holdsLink)
         #expect(m.lastFailure == nil)
@@ -193,7 +267,7 @@ import Testing
     @Test func standbyFollowsTheBoardAndTheAdapter() {
         var m = machine()
         _ = m.connectRequested(reason: .automatic, now: at(0))
-        _ = m.slotUnavailable(now: at(0.1))
+        m.slotUnavailable(now: at(0.1))
         var vanished = m
         #expect(vanished.deviceVanished(now: at(1)) == .none)
         #expect(vanished.phase == .absent)
@@ -204,18 +278,18 @@ import Testing
         #expect(released.disconnectRequested(now: at(1)) == .none)
         #expect(released.phase == .discovered)
         var adopted = m
-        _ = adopted.connectSucceeded(through: hci0, now: at(1))
+        adopted.connectSucceeded(through: hci0, now: at(1))
         #expect(adopted.phase == .resolving)
         // Only a connect in progress goes to standby.
         var ready = readyMachine()
-        #expect(ready.slotUnavailable(now: at(1)) == .none)
+        ready.slotUnavailable(now: at(1))
         #expect(ready.phase == .ready)
     }
 
     @Test func servicesResolvedBeforeConnectedStillBecomesReady() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectAttemptStarted(through: hci0, now: at(0))
         #expect(m.servicesResolved(now: at(0.1)) == .lookUpCharacteristics(link: m.link))
         #expect(m.characteristicsFound(link: m.link, now: at(0.15)) == settling(m))
         #expect(m.phase == .ready)
@@ -225,9 +299,9 @@ import Testing
         var m = machine()
         #expect(m.connectRequested(now: at(0)) == .startConnect)
         #expect(m.connectRequested(now: at(0.01)) == .none)
-        _ = m.connectAttemptStarted(through: hci0, now: at(0.02))
+        m.connectAttemptStarted(through: hci0, now: at(0.02))
         #expect(m.connectRequested(now: at(0.03)) == .none)
-        _ = m.connectSucceeded(through: hci0, now: at(0.1))
+        m.connectSucceeded(through: hci0, now: at(0.1))
         #expect(m.connectRequested(now: at(0.11)) == .none)
         _ = m.servicesResolved(now: at(0.2))
         #expect(m.connectRequested(now: at(0.25)) == .none)
@@ -239,7 +313,7 @@ import Testing
     @Test func transientFailureBacksOffThenRetriesOnTheTimer() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectAttemptStarted(through: hci0, now: at(0))
         let action = m.connectFailed(.transient, now: at(1))
         #expect(m.phase == .backingOff)
         #expect(m.lastFailure == .transient)
@@ -247,20 +321,20 @@ import Testing
         #expect(delay >= .milliseconds(800) && delay <= .milliseconds(1200))
         // Reconnecting by itself while backing off does not bypass the delay.
         #expect(m.connectRequested(reason: .automatic, now: at(1.1)) == .none)
-        #expect(m.backoffTimerFired(token: token(action)!, now: at(2)) == .startConnect)
+        #expect(m.retryTimerFired(token: token(action)!, now: at(2)) == .startConnect)
         #expect(m.phase == .connecting)
     }
 
     @Test func aCommandWhileBackingOffConnectsAtOnceAndTheStaleTimerIsIgnored() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectAttemptStarted(through: hci0, now: at(0))
         let action = m.connectFailed(.transient, now: at(1))
         #expect(m.phase == .backingOff)
         // Someone is waiting for this board: try now rather than after the delay.
         #expect(m.connectRequested(reason: .command, now: at(1.1)) == .startConnect)
         #expect(m.phase == .connecting)
-        #expect(m.backoffTimerFired(token: token(action)!, now: at(2)) == .none)
+        #expect(m.retryTimerFired(token: token(action)!, now: at(2)) == .none)
     }
 
     @Test func backoffGrowsAndSuccessResetsIt() {
@@ -268,25 +342,25 @@ import Testing
         _ = m.connectRequested(now: at(0))
         var delays: [Duration] = []
         for i in 0..<3 {
-            _ = m.connectAttemptStarted(through: hci0, now: at(Double(i)))
+            m.connectAttemptStarted(through: hci0, now: at(Double(i)))
             let action = m.connectFailed(.transient, now: at(Double(i)))
             delays.append(retryDelay(action)!)
-            #expect(m.backoffTimerFired(token: token(action)!, now: at(Double(i) + 0.5)) == .startConnect)
+            #expect(m.retryTimerFired(token: token(action)!, now: at(Double(i) + 0.5)) == .startConnect)
         }
         #expect(delays[0] < delays[1] && delays[1] < delays[2])
         #expect(m.failedAttempts == 3)
-        _ = m.connectAttemptStarted(through: hci0, now: at(10))
-        _ = m.connectSucceeded(through: hci0, now: at(10))
+        m.connectAttemptStarted(through: hci0, now: at(10))
+        m.connectSucceeded(through: hci0, now: at(10))
         #expect(m.servicesResolved(now: at(10)) == .lookUpCharacteristics(link: m.link))
         #expect(m.lastFailure == nil)
         // The streak ends once the link has lasted.
         #expect(m.failedAttempts == 3)
         #expect(m.characteristicsFound(link: m.link, now: at(10.1)) == settling(m))
-        #expect(m.linkSettled(link: m.link, now: at(11)) == .none)
-        #expect(m.linkSettled(link: m.link &+ 1, now: at(20)) == .none)
-        #expect(m.linkSettled(link: m.link, now: at(10) + BoardStateMachine.settleTime) == .linkSettled(afterFailures: 3, through: hci0))
+        #expect(m.settleTimerFired(link: m.link, now: at(11)) == .none)
+        #expect(m.settleTimerFired(link: m.link &+ 1, now: at(20)) == .none)
+        #expect(m.settleTimerFired(link: m.link, now: at(10) + BoardStateMachine.settleTime) == .linkSettled(afterFailures: 3, through: hci0))
         #expect(m.failedAttempts == 0)
-        #expect(m.linkSettled(link: m.link, now: at(20)) == .none)
+        #expect(m.settleTimerFired(link: m.link, now: at(20)) == .none)
     }
 
     @Test func aLinkLostAsSoonAsItCameUpIsAFailedConnectThatBacksOff() {
@@ -297,25 +371,26 @@ import Testing
         #expect(!m.holdsLink)
         #expect(m.lastFailure == .transient)
         // Heard again at once: the retry waits the streak's backoff (1 s ± 20 % after the loss).
-        let first = try! #require(retryDelay(m.advertisementSeen(now: at(1.3))))
+        let firstRetry = try! #require(retry(m.advertisementSeen(now: at(1.3))))
+        let first = firstRetry.after
         #expect(first >= .milliseconds(600) && first <= .milliseconds(1100))
         #expect(m.failedAttempts == 1)
         // It falls again while resolving: the streak grows, and so does the wait.
-        var action = m.backoffTimerFired(token: m.nextToken, now: at(3))
+        var action = m.retryTimerFired(token: try! #require(token(BoardStateMachine.ConnectAction.startTimer(firstRetry))), now: at(3))
         #expect(action == .startConnect)
-        _ = m.connectAttemptStarted(through: hci0, now: at(3))
-        _ = m.connectSucceeded(through: hci0, now: at(3.1))
+        m.connectAttemptStarted(through: hci0, now: at(3))
+        m.connectSucceeded(through: hci0, now: at(3.1))
         #expect(m.disconnected(now: at(3.2)) == .linkLostEarly(failedAttempts: 2, through: hci0))
-        let second = try! #require(retryDelay(m.advertisementSeen(now: at(3.3))))
-        #expect(second > first)
+        let secondRetry = try! #require(retry(m.advertisementSeen(now: at(3.3))))
+        #expect(secondRetry.after > first)
         // The third link lasts: one streak of two failures, told once.
-        action = m.backoffTimerFired(token: m.nextToken, now: at(6))
+        action = m.retryTimerFired(token: try! #require(token(BoardStateMachine.ConnectAction.startTimer(secondRetry))), now: at(6))
         #expect(action == .startConnect)
-        _ = m.connectAttemptStarted(through: hci0, now: at(6))
-        _ = m.connectSucceeded(through: hci0, now: at(6.1))
+        m.connectAttemptStarted(through: hci0, now: at(6))
+        m.connectSucceeded(through: hci0, now: at(6.1))
         _ = m.servicesResolved(now: at(6.2))
         _ = m.characteristicsFound(link: m.link, now: at(6.3))
-        #expect(m.linkSettled(link: m.link, now: at(9.3)) == .linkSettled(afterFailures: 2, through: hci0))
+        #expect(m.settleTimerFired(link: m.link, now: at(9.3)) == .linkSettled(afterFailures: 2, through: hci0))
         #expect(m.lastFailure == nil)
         // A link lost after it lasted is a board gone, not a failed connect.
         #expect(m.disconnected(now: at(30)) == .abandonConnection(failWaiters: nil))
@@ -332,7 +407,7 @@ import Testing
         // board connects elsewhere without the streak's backoff.
         var later = readyMachine()
         #expect(later.disconnected(now: at(1)) == .linkLostEarly(failedAttempts: 1, through: hci0))
-        _ = later.linkLossForgiven()
+        later.linkLossForgiven()
         #expect(later.failedAttempts == 0 && later.lastFailure == nil)
         #expect(retryDelay(later.linkAdapterWent(heardElsewhere: true, now: at(2))) == policy.minimumDelay)
     }
@@ -352,8 +427,8 @@ import Testing
         var n = readyMachine()
         _ = n.disconnected(now: at(1), withAdapter: true)
         let retry = n.linkAdapterWent(heardElsewhere: true, now: at(1))
-        if let token = token(retry) { #expect(n.backoffTimerFired(token: token, now: at(1.3)) == .startConnect) }
-        _ = n.connectAttemptStarted(through: hci0, now: at(1.3))
+        if let token = token(retry) { #expect(n.retryTimerFired(token: token, now: at(1.3)) == .startConnect) }
+        n.connectAttemptStarted(through: hci0, now: at(1.3))
         #expect(n.connectFailed(.absent, now: at(1.4)) == .none)
         #expect(n.isMoving(at: at(1.4)))
     }
@@ -363,7 +438,7 @@ import Testing
         _ = m.disconnected(now: at(1), withAdapter: true)
         _ = m.linkAdapterWent(heardElsewhere: false, now: at(1))
         // BlueZ reports the old link up once more, then down.
-        _ = m.connectSucceeded(through: hci0, now: at(1.1))
+        m.connectSucceeded(through: hci0, now: at(1.1))
         #expect(m.disconnected(now: at(1.2)) == .abandonConnection(failWaiters: nil))
         #expect(m.failedAttempts == 0 && m.lastFailure == nil)
         #expect(m.isMoving(at: at(1.3)))
@@ -387,17 +462,17 @@ import Testing
     @Test func staleTimerIsIgnored() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectAttemptStarted(through: hci0, now: at(0))
         let first = m.connectFailed(.transient, now: at(0))
         _ = m.disconnectRequested(now: at(0.1))
         #expect(m.phase == .discovered)
         _ = m.connectRequested(now: at(0.2))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0.2))
+        m.connectAttemptStarted(through: hci0, now: at(0.2))
         let second = m.connectFailed(.transient, now: at(0.3))
         #expect(token(first) != token(second))
-        #expect(m.backoffTimerFired(token: token(first)!, now: at(1)) == .none)
+        #expect(m.retryTimerFired(token: token(first)!, now: at(1)) == .none)
         #expect(m.phase == .backingOff)
-        #expect(m.backoffTimerFired(token: token(second)!, now: at(5)) == .startConnect)
+        #expect(m.retryTimerFired(token: token(second)!, now: at(5)) == .startConnect)
     }
 
     @Test func everyRetryPathWaitsAtLeastTheFloor() {
@@ -408,10 +483,10 @@ import Testing
         _ = m.connectRequested(now: at(now))
         for round in 0..<50 {
             now += 0.01
-            _ = m.connectAttemptStarted(through: hci0, now: at(now))
-            let action: BoardStateMachine.Action
+            m.connectAttemptStarted(through: hci0, now: at(now))
+            let action: BoardStateMachine.OutcomeAction?
             if round % 3 == 0 {
-                _ = m.connectSucceeded(through: hci0, now: at(now))
+                m.connectSucceeded(through: hci0, now: at(now))
                 _ = m.servicesResolved(now: at(now))
                 action = m.disconnected(now: at(now))
             } else {
@@ -425,14 +500,15 @@ import Testing
                     break
                 }
                 #expect(timer.after >= policy.minimumDelay)
-                #expect(m.timerFired(timer, awaited: false, now: at(now) + timer.after) == .startConnect)
+                guard case .retry(let token) = timer.kind else { break }
+                #expect(m.retryTimerFired(token: token, now: at(now) + timer.after) == .startConnect)
             case .waitForAdvertisement, .abandonConnection(failWaiters: nil), .linkLostEarly:
                 // Too many failures, or a lost link: absent. The next advertisement brings it
                 // back only after the floor.
                 #expect(m.phase == .absent)
                 let early = m.advertisementSeen(now: at(now))
                 #expect(retryDelay(early)! >= policy.minimumDelay)
-                #expect(m.backoffTimerFired(token: token(early)!, now: at(now + 1)) == .startConnect)
+                #expect(m.retryTimerFired(token: token(early)!, now: at(now + 1)) == .startConnect)
             default:
                 Issue.record("unexpected \(action)")
             }
@@ -452,7 +528,7 @@ import Testing
     @Test func permanentFailureStopsUntilAnExplicitCommand() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectAttemptStarted(through: hci0, now: at(0))
         #expect(m.connectFailed(.permanent, now: at(0.5)) == .failWaiters(.failed))
         #expect(m.phase == .failed)
         #expect(m.advertisementSeen(now: at(1)) == .none)
@@ -461,7 +537,7 @@ import Testing
         #expect(m.connectRequested(reason: .command, now: at(3)) == .startConnect)
         #expect(m.failedAttempts == 0)
         // A transient failure of that explicit attempt backs off from the first step again.
-        _ = m.connectAttemptStarted(through: hci0, now: at(3))
+        m.connectAttemptStarted(through: hci0, now: at(3))
         let delay = retryDelay(m.connectFailed(.transient, now: at(4)))
         #expect(delay.map { $0 <= .milliseconds(1200) } == true)
     }
@@ -469,7 +545,7 @@ import Testing
     @Test func absentBoardWaitsForItsNextAdvertisement() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectAttemptStarted(through: hci0, now: at(0))
         #expect(m.connectFailed(.absent, now: at(1)) == .waitForAdvertisement(failWaiters: .absent))
         #expect(m.phase == .absent)
         // A command meanwhile fails fast instead of connecting blindly.
@@ -498,15 +574,15 @@ import Testing
         #expect(m.callWaiting(now: at(10.1)) == .startTimer(.init(kind: .relinkGrace, after: .milliseconds(400))))
         #expect(m.phase == .absent)
         // Nobody waits any more when it fires: nothing happens.
-        #expect(m.timerFired(.init(kind: .relinkGrace, after: .zero), awaited: false, now: at(10.5)) == .none)
+        #expect(m.relinkGraceEnded(awaited: false, now: at(10.5)) == .none)
         // A call still waits, and the board was not heard: it is told the board is absent.
-        #expect(m.timerFired(.init(kind: .relinkGrace, after: .zero), awaited: true, now: at(10.5)) == .failWaiters(.absent))
+        #expect(m.relinkGraceEnded(awaited: true, now: at(10.5)) == .failWaiters(.absent))
         // A moving board is connected by its advertisement elsewhere: a call just waits.
         var moving = readyMachine()
         _ = moving.disconnected(now: at(10), withAdapter: true)
         _ = moving.linkAdapterWent(heardElsewhere: false, now: at(10))
         #expect(moving.callWaiting(now: at(10.1)) == .none)
-        #expect(moving.timerFired(.init(kind: .relinkGrace, after: .zero), awaited: true, now: at(10.6)) == .none)
+        #expect(moving.relinkGraceEnded(awaited: true, now: at(10.6)) == .none)
     }
 
     @Test func theLinkIsRecordedOnceAndFollowsTheBoardThroughItsStates() {
@@ -514,9 +590,9 @@ import Testing
         #expect(m.linkAdapter == nil)
         _ = m.connectRequested(now: at(0))
         #expect(m.linkAdapter == nil, "a queued connect has no adapter yet")
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectAttemptStarted(through: hci0, now: at(0))
         #expect(m.linkAdapter == hci0)
-        _ = m.connectSucceeded(through: hci0, now: at(0.1))
+        m.connectSucceeded(through: hci0, now: at(0.1))
         _ = m.servicesResolved(now: at(0.2))
         _ = m.characteristicsFound(link: m.link, now: at(0.25))
         #expect(m.linkAdapter == hci0)
@@ -535,18 +611,18 @@ import Testing
         var m = machine()
         _ = m.connectRequested(now: at(0))
         // Still queued when another client's link through hci1 comes up: adopted there.
-        _ = m.connectSucceeded(through: hci1, now: at(0.1))
+        m.connectSucceeded(through: hci1, now: at(0.1))
         #expect(m.linkAdapter == hci1)
         _ = m.servicesResolved(now: at(0.2))
         _ = m.characteristicsFound(link: m.link, now: at(0.3))
         #expect(m.disconnected(now: at(0.5)) == .linkLostEarly(failedAttempts: 1, through: nil))
         // Our own connect through hci0 that lasts is credited to hci0.
         #expect(m.advertisementSeen(now: at(6)) == .startConnect)
-        _ = m.connectAttemptStarted(through: hci0, now: at(6))
-        _ = m.connectSucceeded(through: hci0, now: at(6.1))
+        m.connectAttemptStarted(through: hci0, now: at(6))
+        m.connectSucceeded(through: hci0, now: at(6.1))
         _ = m.servicesResolved(now: at(6.2))
         _ = m.characteristicsFound(link: m.link, now: at(6.3))
-        #expect(m.linkSettled(link: m.link, now: at(9.2)) == .linkSettled(afterFailures: 1, through: hci0))
+        #expect(m.settleTimerFired(link: m.link, now: at(9.2)) == .linkSettled(afterFailures: 1, through: hci0))
     }
 
     @Test func aBoardWhoseDeviceVanishedGetsNoRelinkGrace() {
@@ -564,7 +640,7 @@ import Testing
         let action = m.advertisementSeen(now: at(1.05))
         #expect(retryDelay(action) == .milliseconds(150))
         #expect(m.phase == .backingOff)
-        #expect(m.backoffTimerFired(token: token(action)!, now: at(1.2)) == .startConnect)
+        #expect(m.retryTimerFired(token: token(action)!, now: at(1.2)) == .startConnect)
     }
 
     @Test func unwantedAbsentBoardComesBackAsDiscovered() {
@@ -577,11 +653,11 @@ import Testing
     @Test func tooManyTransientFailuresMakeTheBoardAbsent() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        var last: BoardStateMachine.Action = .none
+        var last: BoardStateMachine.OutcomeAction?
         for i in 1...4 {
-            _ = m.connectAttemptStarted(through: hci0, now: at(Double(i)))
+            m.connectAttemptStarted(through: hci0, now: at(Double(i)))
             last = m.connectFailed(.transient, now: at(Double(i)))
-            if let token = token(last) { _ = m.backoffTimerFired(token: token, now: at(Double(i) + 0.9)) }
+            if let token = token(last) { _ = m.retryTimerFired(token: token, now: at(Double(i) + 0.9)) }
         }
         #expect(last == .waitForAdvertisement(failWaiters: .absent))
         #expect(m.phase == .absent)
@@ -604,7 +680,7 @@ import Testing
     @Test func disconnectWhileConnectingCancelsTheConnect() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectAttemptStarted(through: hci0, now: at(0))
         #expect(m.disconnectRequested(now: at(0.1)) == .disconnect(failWaiters: .cancelled))
         #expect(m.phase == .disconnecting)
         // The connect fails because we disconnected: done, no retry.
@@ -617,10 +693,10 @@ import Testing
     @Test func disconnectWhileConnectingWhenTheConnectWinsAnyway() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectAttemptStarted(through: hci0, now: at(0))
         _ = m.disconnectRequested(now: at(0.1))
         // Connected=true arrives before our Disconnect takes effect: ignored.
-        #expect(m.connectSucceeded(through: hci0, now: at(0.15)) == .none)
+        m.connectSucceeded(through: hci0, now: at(0.15))
         #expect(m.servicesResolved(now: at(0.16)) == .none)
         #expect(m.phase == .disconnecting)
         #expect(m.disconnected(now: at(0.3)) == .none)
@@ -654,7 +730,7 @@ import Testing
         let early = m.advertisementSeen(now: at(5.1))
         let delay = try! #require(retryDelay(early))
         #expect(delay >= policy.minimumDelay - .milliseconds(100))
-        #expect(m.backoffTimerFired(token: token(early)!, now: at(6)) == .startConnect)
+        #expect(m.retryTimerFired(token: token(early)!, now: at(6)) == .startConnect)
         var later = readyMachine()
         _ = later.disconnected(now: at(5))
         #expect(later.advertisementSeen(now: at(7)) == .startConnect)
@@ -662,7 +738,7 @@ import Testing
 
     @Test func externallyConnectedBoardIsAdoptedAndDroppedWithoutRetry() {
         var m = machine()
-        #expect(m.connectSucceeded(through: hci0, now: at(0)) == .none)
+        m.connectSucceeded(through: hci0, now: at(0))
         #expect(m.phase == .resolving)
         #expect(m.servicesResolved(now: at(0.1)) == .lookUpCharacteristics(link: m.link))
         #expect(m.characteristicsFound(link: m.link, now: at(0.15)) == settling(m))
@@ -674,8 +750,8 @@ import Testing
     @Test func resolveFailureTearsDownThenBacksOff() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
-        _ = m.connectSucceeded(through: hci0, now: at(0.1))
+        m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectSucceeded(through: hci0, now: at(0.1))
         #expect(m.connectFailed(.transient, now: at(10)) == .disconnect(failWaiters: nil))
         #expect(m.phase == .disconnecting)
         let action = m.disconnected(now: at(10.1))
@@ -686,8 +762,8 @@ import Testing
     @Test func permanentResolveFailureFailsWaitersAndEndsFailed() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
-        _ = m.connectSucceeded(through: hci0, now: at(0.1))
+        m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectSucceeded(through: hci0, now: at(0.1))
         #expect(m.connectFailed(.permanent, now: at(1)) == .disconnect(failWaiters: .failed))
         #expect(m.disconnected(now: at(1.1)) == .failWaiters(.failed))
         #expect(m.phase == .failed)
@@ -711,7 +787,7 @@ import Testing
         _ = m.connectRequested(now: at(0))
         let action = m.connectFailed(.transient, now: at(0))
         #expect(m.adapterPoweredOff(now: at(0.1)) == .none)
-        #expect(m.backoffTimerFired(token: token(action)!, now: at(2)) == .none)
+        #expect(m.retryTimerFired(token: token(action)!, now: at(2)) == .none)
         #expect(m.phase == .waitingForAdapter)
     }
 
@@ -732,8 +808,8 @@ import Testing
     @Test func deviceVanishingWhileConnectedFailsWaitersAsAbsent() {
         var m = machine()
         _ = m.connectRequested(now: at(0))
-        _ = m.connectAttemptStarted(through: hci0, now: at(0))
-        _ = m.connectSucceeded(through: hci0, now: at(0.1))
+        m.connectAttemptStarted(through: hci0, now: at(0))
+        m.connectSucceeded(through: hci0, now: at(0.1))
         #expect(m.deviceVanished(now: at(0.2)) == .abandonConnection(failWaiters: .absent))
         #expect(m.phase == .absent)
         #expect(m.connectFailed(.absent, now: at(0.3)) == .none)
@@ -760,6 +836,13 @@ import Testing
         let action = m.connectFailed(.transient, now: at(0))
         #expect(m.disconnectRequested(now: at(0.1)) == .failWaiters(.cancelled))
         #expect(m.phase == .discovered)
-        #expect(m.backoffTimerFired(token: token(action)!, now: at(5)) == .none)
+        #expect(m.retryTimerFired(token: token(action)!, now: at(5)) == .none)
     }
+}
+
+/// Rule violations told from a test's machine.
+private final class Told: Sendable {
+    private let list = Mutex<[BoardStateMachine.RuleViolation]>([])
+    func add(_ violation: BoardStateMachine.RuleViolation) { list.withLock { $0.append(violation) } }
+    var all: [BoardStateMachine.RuleViolation] { list.withLock { $0 } }
 }

@@ -12,13 +12,12 @@ extension Board {
             // Resolved, yet no device of ours holds the link (it went meanwhile): the machine
             // must learn it, or calls would wait for it forever.
             logger.debug("resolved without a link BlueZ shows; treating the link as lost")
-            apply { $0.linkMissing(link: link, now: $1) }
+            update { $0.linkMissing(link: link, now: $1) }
             return
         }
         let profile = context.profiles.profile(offering: device.uuids) ?? self.profile
         let prepared = await BoardSession.prepare(link: link, device: device, profile: profile, gatt: gatt)
         guard link == machine.link else { return }
-        core.profile = profile
         session?.end()
         session = prepared
         let missing = prepared.missing
@@ -27,7 +26,7 @@ extension Board {
                 "board lacks characteristics of its profile",
                 metadata: ["ble.device": "\(device.path)", "profile": "\(profile.name)", "missing": "\(missing)"])
         }
-        apply { $0.characteristicsFound(link: link, now: $1) }
+        update { $0.characteristicsFound(link: link, profile: profile, now: $1) }
     }
 
     /// The board is usable: waiters go on, its sensors are followed, its LED put back.
@@ -60,7 +59,7 @@ extension Board {
         guard let session, session.link == link else { return }
         for (item, on) in switches.writes(for: profile) {
             guard let handle = session.handle(named: item.name) else { continue }
-            apply { machine, _ in machine.workStarted() }
+            update { core, _ in core.workStarted() }
             Task { await self.commands.putBack(item, on: on, to: handle, through: session) }
         }
     }

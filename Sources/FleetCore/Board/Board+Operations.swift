@@ -7,9 +7,9 @@ extension Board {
     /// caller's deadline cancels it (a board that vanished mid-command ends as `absent` or
     /// `timeout`, not as a stray error). The link is not given away while the operation runs.
     func whenReady<T: Sendable>(_ operation: @Sendable (BoardSession) async throws -> T) async throws -> T {
-        apply { machine, _ in machine.workStarted() }
+        update { core, _ in core.workStarted() }
         defer {
-            apply { $0.linkUsed(now: $1) }
+            update { $0.linkUsed(now: $1) }
             workEnded()
         }
         while true {
@@ -30,7 +30,7 @@ extension Board {
     /// `ensureReady` connects again instead of retrying on a link that is gone.
     private func linkWentDown(_ session: BoardSession) async {
         if await gatt.linkIsDown(session.device?.path, within: .seconds(2)), machine.isReady, machine.link == session.link {
-            apply { $0.disconnected(now: $1) }
+            update { $0.linkWentDown(now: $1) }
         }
     }
 
@@ -58,7 +58,7 @@ extension Board {
     func disconnect(timeout: Duration = .seconds(10), evicted: Bool = false) async {
         // The device of the link, taken before the request drops the link's bookkeeping.
         let linked = core.device
-        apply { $0.disconnectRequested(now: $1, evicted: evicted) }
+        update { $0.disconnectRequested(evicted: evicted, now: $1) }
         guard let linked else { return }
         let path = linked.path
         let down = await gatt.linkIsDown(path, within: timeout)
@@ -71,7 +71,7 @@ extension Board {
     /// standby); false, and nothing done, when the board is no longer idle: a call took it
     /// since the fleet looked.
     func release() async -> Bool {
-        guard machine.isReady, !machine.isBusy, waiters.isEmpty else { return false }
+        guard machine.isReady, !core.isBusy, waiters.isEmpty else { return false }
         await disconnect(evicted: true)
         return true
     }
@@ -80,7 +80,7 @@ extension Board {
     /// Returns its device objects (one per adapter that knows it), for BlueZ to forget.
     func forget() -> [BlueZDevice] {
         let known = core.devices.all
-        apply { $0.forget(now: $1) }
+        update { $0.forget(now: $1) }
         return known
     }
 }

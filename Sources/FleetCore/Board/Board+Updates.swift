@@ -27,7 +27,7 @@ extension Board {
 
     /// The fleet wants the board connected (to receive its temperature notifications).
     func requestAutoConnect() {
-        apply { $0.connectRequested(reason: .automatic, now: $1) }
+        update { $0.connectRequested(reason: .automatic, now: $1) }
     }
 
     /// The profiles changed (SIGHUP): the board takes the one its device now matches. A
@@ -38,7 +38,7 @@ extension Board {
         let next = context.profiles.profile(offering: core.devices.offered(in: tree)) ?? .nano
         guard next != profile else { return }
         logger.info("board profile changed", metadata: ["profile": "\(next.name)", "profile.before": "\(profile.name)"])
-        core.profile = next
+        update { core, _ in core.profileChanged(to: next) }
         guard machine.isReady, let device = core.device else { return }
         let link = machine.link
         let prepared = await BoardSession.prepare(link: link, device: device, profile: next, gatt: gatt)

@@ -10,7 +10,10 @@ actor Board {
     nonisolated let address: BoardAddress
     let context: FleetContext
     var logger: Logger
-    var core: BoardCore
+    /// What it knows and decides; changed only through ``update(_:)``.
+    private(set) var core: BoardCore
+    /// Whether ``performEffects()`` runs (an input given meanwhile is performed by it).
+    private var performing = false
     /// Its adapters (each one's device, RSSI, last hearing) and latest readings, recorded
     /// without this actor.
     nonisolated let live: BoardLive
@@ -67,7 +70,8 @@ actor Board {
     // MARK: Driving the core
 
     /// Gives the core an input (BlueZ's reports, the adapters' changes, the connect's end,
-    /// a call's work), then performs what it decided.
+    /// a call's work, a timer), then performs what it decided: the one way the board's core,
+    /// and its machine, change.
     @discardableResult
     func update<T: Sendable>(_ input: @Sendable (inout BoardCore, ContinuousClock.Instant) -> T) -> T {
         let result = input(&core, clock.now)
@@ -75,92 +79,123 @@ actor Board {
         return result
     }
 
-    /// Applies one event to the state machine, then performs what it asks for.
-    func apply(_ event: @Sendable (inout BoardStateMachine, ContinuousClock.Instant) -> BoardStateMachine.Action) {
-        update { $0.step(event, now: $1) }
+    /// Performs what the core decided since it was last asked, in order. What performing
+    /// an effect gives the core in turn (the adapter of a link that fell at once is found
+    /// gone, a switch is put back as the board's work) is recorded after what was decided
+    /// before it, and performed by this loop: an effect never runs inside another.
+    private func performEffects() {
+        guard !performing else { return }
+        performing = true
+        defer { performing = false }
+        while true {
+            let effects = core.takeEffects()
+            guard !effects.isEmpty else { return }
+            if let session, session.link != machine.link {
+                // That link went: what still works on it finds its session ended.
+                session.end()
+                self.session = nil
+            }
+            for effect in effects { perform(effect) }
+        }
     }
 
-    /// Performs what the core decided since it was last asked, in order.
-    func performEffects() {
-        if let session, session.link != machine.link {
-            // That link went: what still works on it finds its session ended.
-            session.end()
-            self.session = nil
-        }
-        for effect in core.takeEffects() {
-            switch effect {
-            case .changed(let before, let after, let linkAdapter, let linkMoved):
-                if linkMoved {
-                    // What an earlier link carried says nothing of the next.
-                    live.linkChanged()
-                    logger[metadataKey: "ble.adapter"] = linkAdapter.map { "\($0.name)" }
+    private func perform(_ effect: BoardCore.Effect) {
+        switch effect {
+        case .changed(let before, let after, let linkAdapter, let linkMoved):
+            if linkMoved {
+                // What an earlier link carried says nothing of the next.
+                live.linkChanged()
+                logger[metadataKey: "ble.adapter"] = linkAdapter.map { "\($0.name)" }
+            }
+            context.tally.boardChanged(address, board: ObjectIdentifier(self), phase: after)
+            guard before != after else { return }
+            logger.debug("board \(before) → \(after)")
+            // A slot freed (the link is down): a connect waiting for one looks again.
+            if before.holdsSlot && !after.holdsSlot { context.slotsChanged.notify() }
+            context.events.publish(.boardPhaseChanged(address, from: before, to: after))
+        case .connect(let action, let linkAdapter):
+            switch action {
+            case .startConnect: startConnect(link: linkAdapter)
+            case .startTimer(let timer): start(timer)
+            case .failWaiters(let code): failWaiters(code)
+            }
+        case .linkUp(let action):
+            switch action {
+            case .lookUpCharacteristics(let link):
+                Task { await self.prepare(link: link) }
+            case .becomeReady(let settle):
+                becameReady()
+                start(settle)
+            case .linkSettled(_, let through):
+                if let through { context.adapter(through)?.health.connected() }
+            }
+        case .outcome(let action, let device, let linkAdapter):
+            switch action {
+            case .startConnect: startConnect(link: linkAdapter)
+            case .startTimer(let timer): start(timer)
+            case .failWaiters(let code): failWaiters(code)
+            case .waitForAdvertisement(let code): if let code { failWaiters(code) }
+            case .disconnect(let code): release(device, failing: code)
+            case .abandonConnection(let code): abandon(failing: code)
+            case .linkLostEarly(let attempts, let through):
+                dropLink()
+                // A link that fell with its adapter (powered off) is no failed connect: the
+                // board moves as every board of a lost adapter does (to another that hears
+                // it), not into a retry floor in which a call would find it absent.
+                if let adapter = through.flatMap({ context.adapter($0) }), !adapter.linkFellEarly(of: address, attempts: attempts, logger: logger) {
+                    update { [path = adapter.path] in $0.adapterLost(path, now: $1) }
                 }
-                context.tally.boardChanged(address, board: ObjectIdentifier(self), phase: after)
-                guard before != after else { continue }
-                logger.debug("board \(before) → \(after)")
-                // A slot freed (the link is down): a connect waiting for one looks again.
-                if before.holdsSlot && !after.holdsSlot { context.slotsChanged.notify() }
-                context.events.publish(.boardPhaseChanged(address, from: before, to: after))
-            case .act(let action, let device, let linkAdapter):
-                perform(action, device: device, linkAdapter: linkAdapter)
-            case .close(let device):
-                Task { [client = context.client] in try? await client.disconnect(device) }
-            case .ledApplied(let on):
-                context.events.publish(.ledApplied(address, on: on))
-            case .log(let level, let message, let metadata):
-                logger.log(level: level, message, metadata: metadata)
             }
+        case .teardown(let action, let device):
+            switch action {
+            case .disconnect(let code): release(device, failing: code)
+            case .abandonConnection(let code): abandon(failing: code)
+            case .failWaiters(let code): failWaiters(code)
+            }
+        case .close(let device):
+            Task { [client = context.client] in try? await client.disconnect(device) }
+        case .ledApplied(let on):
+            context.events.publish(.ledApplied(address, on: on))
+        case .log(let level, let message, let metadata):
+            logger.log(level: level, message, metadata: metadata)
         }
     }
 
-    private func perform(_ action: BoardStateMachine.Action, device: BlueZDevice?, linkAdapter: AdapterPath?) {
-        switch action {
-        case .none, .linkSettled(_, nil):
-            break
-        case .startConnect:
-            connectTask?.cancel()
-            let connect = BoardConnect(link: linkAdapter, command: !waiters.isEmpty, logger: logger)
-            connectTask = Task { await connect.run(for: self) }
-        case .startTimer(let timer):
-            Task { [weak self, clock] in
-                guard (try? await clock.sleep(for: timer.after)) != nil else { return }
-                await self?.timerFired(timer)
-            }
-        case .disconnect(let code):
-            if let code { failWaiters(code) }
-            dropLink()
-            Task { [weak self, context, address] in
-                if let device { await context.release(device, of: address) }
-                await self?.update { $0.disconnectReturned(from: device?.path, now: $1) }
-            }
-        case .abandonConnection(let code):
-            if let code { failWaiters(code) }
-            dropLink()
-        case .waitForAdvertisement(let code):
-            if let code { failWaiters(code) }
-        case .lookUpCharacteristics(let link):
-            Task { await self.prepare(link: link) }
-        case .becomeReady(let settle):
-            becameReady()
-            perform(.startTimer(settle), device: device, linkAdapter: linkAdapter)
-        case .failWaiters(let code):
-            failWaiters(code)
-        case .linkLostEarly(let attempts, let through):
-            dropLink()
-            // A link that fell with its adapter (powered off) is no failed connect: the board
-            // moves as every board of a lost adapter does (to another that hears it), not into
-            // a retry floor in which a call would find it absent.
-            if let adapter = through.flatMap({ context.adapter($0) }), !adapter.linkFellEarly(of: address, attempts: attempts, logger: logger) {
-                update { [path = adapter.path] in $0.adapterLost(path, now: $1) }
-            }
-        case .linkSettled(_, let through?):
-            context.adapter(through)?.health.connected()
+    /// Runs a connect (``BoardConnect``) as the board's connect task.
+    private func startConnect(link: AdapterPath?) {
+        connectTask?.cancel()
+        let connect = BoardConnect(link: link, command: !waiters.isEmpty, logger: logger)
+        connectTask = Task { await connect.run(for: self) }
+    }
+
+    /// Starts `timer`; the core is told when it fires.
+    private func start(_ timer: BoardStateMachine.Timer) {
+        Task { [weak self, clock] in
+            guard (try? await clock.sleep(for: timer.after)) != nil else { return }
+            await self?.timerFired(timer)
         }
+    }
+
+    /// Fails the waiters with `code`, if any; drops the link and releases it through
+    /// `device` (`Device1.Disconnect`); the core is told when that returns.
+    private func release(_ device: BlueZDevice?, failing code: FleetErrorCode?) {
+        if let code { failWaiters(code) }
+        dropLink()
+        Task { [weak self, context, address] in
+            if let device { await context.release(device, of: address) }
+            await self?.update { $0.disconnectReturned(from: device?.path, now: $1) }
+        }
+    }
+
+    /// Fails the waiters with `code`, if any, and drops the link without calling BlueZ.
+    private func abandon(failing code: FleetErrorCode?) {
+        if let code { failWaiters(code) }
+        dropLink()
     }
 
     private func timerFired(_ timer: BoardStateMachine.Timer) {
         let awaited = !waiters.isEmpty
-        apply { $0.timerFired(timer, awaited: awaited, now: $1) }
+        update { $0.timerFired(timer, awaited: awaited, now: $1) }
     }
 
     /// Ends the connect in progress, and the current link's session.
@@ -183,8 +218,8 @@ actor Board {
 
     /// Work on the board ended: once none is left, its link may be given to another board.
     func workEnded() {
-        apply { machine, _ in machine.workEnded() }
-        if !machine.isBusy { context.slotsChanged.notify() }
+        update { core, _ in core.workEnded() }
+        if !core.isBusy { context.slotsChanged.notify() }
     }
 
     // MARK: Waiters
@@ -197,7 +232,7 @@ actor Board {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 waiters.add(id, continuation)
-                apply { $0.callWaiting(now: $1) }
+                update { $0.callWaiting(now: $1) }
             }
         } onCancel: {
             Task { await self.cancelWaiter(id) }

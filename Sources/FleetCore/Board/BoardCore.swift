@@ -14,7 +14,10 @@ struct BoardCore {
     let live: BoardLive
     var switches: BoardSwitches
     /// The kind of board: the profile whose advertised service its device offers.
-    var profile: BoardProfile
+    private(set) var profile: BoardProfile
+    /// Work running on the board (a call's operation, the LED put back): a busy board's
+    /// link is never given away. Not the machine's: no transition depends on it.
+    private(set) var work = 0
     /// Whether an adapter (path) has a free connection slot now (the fleet's count, asked).
     private let hasRoom: @Sendable (AdapterPath) -> Bool
     private var effects: [Effect] = []
@@ -24,8 +27,17 @@ struct BoardCore {
         /// The machine's phase or the adapter of its link moved: the tally, the journal and
         /// the fleet's events hear it.
         case changed(from: BoardPhase, to: BoardPhase, linkAdapter: AdapterPath?, linkMoved: Bool)
-        /// The machine's action, with the device and adapter of the link when it was decided.
-        case act(BoardStateMachine.Action, device: BlueZDevice?, linkAdapter: AdapterPath?)
+        /// What an input that may start a connect asks; `linkAdapter`: the adapter of the
+        /// board's link when it was decided (placement keeps a connect there).
+        case connect(BoardStateMachine.ConnectAction, linkAdapter: AdapterPath?)
+        /// What a step of the link coming up asks.
+        case linkUp(BoardStateMachine.LinkUpAction)
+        /// What a connect's outcome or a link's end asks, with the device and adapter of the
+        /// link when it was decided.
+        case outcome(BoardStateMachine.OutcomeAction, device: BlueZDevice?, linkAdapter: AdapterPath?)
+        /// What an end of the link or connect from outside asks, with the device of the link
+        /// when it was decided.
+        case teardown(BoardStateMachine.TeardownAction, device: BlueZDevice?)
         /// A link the board does not use (a second one, or one through a stuck adapter) is closed.
         case close(BlueZDevice)
         /// The LED was written `on` (a call's, or put back): the fleet's events hear it.
@@ -53,42 +65,167 @@ struct BoardCore {
     var devices: BoardDevices { live.devices }
     /// The device object the link goes through.
     var device: BlueZDevice? { linkAdapter.flatMap { devices[$0] } }
+    /// Whether work runs on the board.
+    var isBusy: Bool { work > 0 }
 
     // MARK: The machine
 
-    /// Applies one event to the state machine and records what it changed and asks for.
-    mutating func step(_ event: (inout BoardStateMachine, ContinuousClock.Instant) -> BoardStateMachine.Action, now: ContinuousClock.Instant) {
+    /// Feeds the machine one input, the one way it changes: records what moved, then, when
+    /// the input asks for something, `record` records it.
+    private mutating func transition<Action>(
+        now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> Action?, record: (inout BoardCore, Action) -> Void
+    ) {
         let before = machine.phase
         let linkBefore = machine.linkAdapter
-        let action = event(&machine, now)
+        let action = input(&machine)
         let linkMoved = machine.linkAdapter != linkBefore
         if before != machine.phase || linkMoved {
             effects.append(.changed(from: before, to: machine.phase, linkAdapter: machine.linkAdapter, linkMoved: linkMoved))
         }
-        switch action {
-        case .none:
-            return
-        case .startTimer(let timer):
-            if case .retry = timer.kind {
-                // Said once a streak of failures (its first retry); the rest at debug.
-                log(machine.failedAttempts <= 1 ? .info : .debug, "retrying connect later", [
-                    "retry.delay": "\(timer.after)", "retry.attempts": "\(machine.failedAttempts)",
-                    "retry.reason": "\(machine.lastFailure?.rawValue ?? "link lost")",
-                ])
-            }
-        case .waitForAdvertisement:
-            log(.info, "waiting for the board to advertise again")
-        case .linkSettled(let failures, _) where failures > 0:
-            log(.info, "connected after \(failures) failed attempt\(failures == 1 ? "" : "s")")
-        default:
-            break
-        }
-        effects.append(.act(action, device: device, linkAdapter: linkAdapter))
+        guard let action else { return }
+        record(&self, action)
         if before != .standby, machine.phase == .standby { wakeIfHeardWhereRoomIs(now: now) }
+    }
+
+    /// An input that asks for nothing.
+    private mutating func note(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> Void) {
+        transition(now: now, { machine -> Never? in input(&machine); return nil }, record: { _, _ in })
+    }
+
+    /// An input that may start a connect.
+    private mutating func connect(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> BoardStateMachine.ConnectAction?) {
+        transition(now: now, input) { core, action in
+            if case .startTimer(let timer) = action { core.logRetry(timer) }
+            core.effects.append(.connect(action, linkAdapter: core.linkAdapter))
+        }
+    }
+
+    /// A step of the link coming up.
+    private mutating func linkUp(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> BoardStateMachine.LinkUpAction?) {
+        transition(now: now, input) { core, action in
+            if case .linkSettled(let failures, _) = action, failures > 0 {
+                core.log(.info, "connected after \(failures) failed attempt\(failures == 1 ? "" : "s")")
+            }
+            core.effects.append(.linkUp(action))
+        }
+    }
+
+    /// A connect's outcome, or the link's end.
+    private mutating func outcome(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> BoardStateMachine.OutcomeAction?) {
+        transition(now: now, input) { core, action in
+            switch action {
+            case .startTimer(let timer): core.logRetry(timer)
+            case .waitForAdvertisement: core.log(.info, "waiting for the board to advertise again")
+            default: break
+            }
+            core.effects.append(.outcome(action, device: core.device, linkAdapter: core.linkAdapter))
+        }
+    }
+
+    /// The link, or the connect, ended from outside.
+    private mutating func teardown(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> BoardStateMachine.TeardownAction?) {
+        transition(now: now, input) { core, action in
+            core.effects.append(.teardown(action, device: core.device))
+        }
+    }
+
+    /// A retry: said once a streak of failures (its first retry); the rest at debug.
+    private mutating func logRetry(_ timer: BoardStateMachine.Timer) {
+        guard case .retry = timer.kind else { return }
+        log(machine.failedAttempts <= 1 ? .info : .debug, "retrying connect later", [
+            "retry.delay": "\(timer.after)", "retry.attempts": "\(machine.failedAttempts)",
+            "retry.reason": "\(machine.lastFailure?.rawValue ?? "link lost")",
+        ])
     }
 
     private mutating func log(_ level: Logger.Level, _ message: Logger.Message, _ metadata: Logger.Metadata = [:]) {
         effects.append(.log(level, message, metadata))
+    }
+
+    // MARK: What the fleet, the calls and the timers ask
+
+    /// The fleet (`automatic`) or a command wants the board connected.
+    mutating func connectRequested(reason: BoardStateMachine.ConnectReason, now: ContinuousClock.Instant) {
+        connect(now: now) { $0.connectRequested(reason: reason, now: now) }
+    }
+
+    /// A call waits for the board to become ready (``BoardStateMachine/callWaiting(now:)``).
+    mutating func callWaiting(now: ContinuousClock.Instant) {
+        connect(now: now) { $0.callWaiting(now: now) }
+    }
+
+    /// A timer the machine asked for fired; `awaited`: a call waits for the board.
+    mutating func timerFired(_ timer: BoardStateMachine.Timer, awaited: Bool, now: ContinuousClock.Instant) {
+        switch timer.kind {
+        case .retry(let token): connect(now: now) { $0.retryTimerFired(token: token, now: now) }
+        case .settle(let link): linkUp(now: now) { $0.settleTimerFired(link: link, now: now) }
+        case .relinkGrace: connect(now: now) { $0.relinkGraceEnded(awaited: awaited, now: now) }
+        }
+    }
+
+    /// A connection slot freed, or an adapter came: a board waiting for one tries now.
+    mutating func connectionRoomAppeared(now: ContinuousClock.Instant) {
+        connect(now: now) { $0.connectionRoomAppeared(now: now) }
+    }
+
+    /// The adapters were powered on or off.
+    mutating func adapterPowered(_ on: Bool, now: ContinuousClock.Instant) {
+        if on {
+            connect(now: now) { $0.adapterPoweredOn(now: now) }
+        } else {
+            teardown(now: now) { $0.adapterPoweredOff(now: now) }
+        }
+    }
+
+    /// A user, or the rotation (`evicted`), wants the board disconnected.
+    mutating func disconnectRequested(evicted: Bool, now: ContinuousClock.Instant) {
+        teardown(now: now) { $0.disconnectRequested(now: now, evicted: evicted) }
+    }
+
+    /// The board is removed from the fleet.
+    mutating func forget(now: ContinuousClock.Instant) {
+        teardown(now: now) { $0.forget(now: now) }
+    }
+
+    /// An operation found the link of the board's ready session down (BlueZ shows it): the
+    /// machine has it too, before BlueZ's report of it comes (then a no-op).
+    mutating func linkWentDown(now: ContinuousClock.Instant) {
+        outcome(now: now) { $0.disconnected(now: now) }
+    }
+
+    /// A call used the board's link.
+    mutating func linkUsed(now: ContinuousClock.Instant) {
+        note(now: now) { $0.linkUsed(now: now) }
+    }
+
+    /// A call's operation, or the LED put back, starts on the board: its link is not given away.
+    mutating func workStarted() {
+        work += 1
+    }
+
+    /// That work ended (once none is left, ``isBusy`` is false: its link may be given away).
+    mutating func workEnded() {
+        work = max(0, work - 1)
+    }
+
+    // MARK: Its link coming up
+
+    /// The profile's characteristics on link `link` were looked up, for `profile` (the one
+    /// its device offers now): the board takes that profile, and is usable.
+    mutating func characteristicsFound(link: UInt64, profile: BoardProfile, now: ContinuousClock.Instant) {
+        self.profile = profile
+        linkUp(now: now) { $0.characteristicsFound(link: link, now: now) }
+    }
+
+    /// BlueZ shows no link for link `link`, whose characteristics were to be looked up.
+    mutating func linkMissing(link: UInt64, now: ContinuousClock.Instant) {
+        outcome(now: now) { $0.linkMissing(link: link, now: now) }
+    }
+
+    /// The profiles changed: the board takes `profile` (a ready board looks up its
+    /// characteristics at once, any other at its next connect).
+    mutating func profileChanged(to profile: BoardProfile) {
+        self.profile = profile
     }
 
     // MARK: What BlueZ reports
@@ -100,19 +237,19 @@ struct BoardCore {
         let adapter = device.adapterPath
         let heard = live.report(device, changed: changed, now: now)
         if heard {
-            step({ $0.advertisementSeen(now: $1) }, now: now)
+            connect(now: now) { $0.advertisementSeen(now: now) }
             // A board waiting for a slot, newly heard by an adapter with room: its turn.
-            if machine.phase == .standby, hasRoom(adapter) { step({ $0.connectionRoomAppeared(now: $1) }, now: now) }
+            if machine.phase == .standby, hasRoom(adapter) { connect(now: now) { $0.connectionRoomAppeared(now: now) } }
         }
         switch BoardDevices.link(of: device, changed: changed, linkAdapter: linkAdapter) {
         case nil:
             break
         case .up(let resolved):
-            step({ $0.connectSucceeded(through: adapter, now: $1) }, now: now)
-            if resolved, linkAdapter == adapter { step({ $0.servicesResolved(now: $1) }, now: now) }
+            note(now: now) { $0.connectSucceeded(through: adapter, now: now) }
+            if resolved, linkAdapter == adapter { linkUp(now: now) { $0.servicesResolved(now: now) } }
         case .down:
             let usable = machine.isReady
-            step({ $0.disconnected(now: $1) }, now: now)
+            outcome(now: now) { $0.disconnected(now: now) }
             // Said once; a link that fell as soon as it came up was told as a failed connect.
             if usable, machine.lastFailure == nil { log(.info, "link lost", ["ble.adapter": "\(adapter.name)"]) }
         case .stray:
@@ -133,7 +270,7 @@ struct BoardCore {
     private mutating func wakeIfHeardWhereRoomIs(now: ContinuousClock.Instant) {
         guard let adapter = devices.adapters.first(where: hasRoom) else { return }
         log(.debug, "an adapter that heard it has room; connecting", ["ble.adapter": "\(adapter.name)"])
-        step({ $0.connectionRoomAppeared(now: $1) }, now: now)
+        connect(now: now) { $0.connectionRoomAppeared(now: now) }
     }
 
     /// BlueZ removed the board's device object on `adapter` (it expired, was removed, the
@@ -142,9 +279,9 @@ struct BoardCore {
     mutating func deviceRemoved(adapter: AdapterPath, now: ContinuousClock.Instant) -> Bool {
         guard live.withDevices({ $0.remove(adapter: adapter) }) else { return false }
         if devices.isEmpty {
-            step({ $0.deviceVanished(now: $1) }, now: now)
+            teardown(now: now) { $0.deviceVanished(now: now) }
         } else if adapter == linkAdapter {
-            step({ $0.disconnected(now: $1, withAdapter: true) }, now: now)
+            outcome(now: now) { $0.disconnected(now: now, withAdapter: true) }
         }
         return true
     }
@@ -152,7 +289,7 @@ struct BoardCore {
     /// BlueZ went away, every device object with it; whether the board knew any.
     mutating func allDevicesRemoved(now: ContinuousClock.Instant) -> Bool {
         guard live.withDevices({ $0.removeAll() }) else { return false }
-        step({ $0.deviceVanished(now: $1) }, now: now)
+        teardown(now: now) { $0.deviceVanished(now: now) }
         return true
     }
 
@@ -161,7 +298,7 @@ struct BoardCore {
     /// devices with a link, whose adapter is the link's from now on.
     mutating func linkedDevice(in tree: BlueZObjectTree, now: ContinuousClock.Instant) -> BlueZDevice? {
         guard let linked = live.withDevices({ $0.linked(in: tree, preferring: linkAdapter) }) else { return nil }
-        if linked.adapterPath != linkAdapter { step({ machine, _ in machine.linkFound(through: linked.adapterPath) }, now: now) }
+        if linked.adapterPath != linkAdapter { note(now: now) { $0.linkFound(through: linked.adapterPath) } }
         return linked
     }
 
@@ -172,12 +309,12 @@ struct BoardCore {
     /// it, else when one hears it.
     mutating func adapterLost(_ path: AdapterPath, now: ContinuousClock.Instant) {
         guard machine.lastLinkAdapter == path else { return }
-        if linkAdapter == path { step({ $0.disconnected(now: $1, withAdapter: true) }, now: now) }
+        if linkAdapter == path { outcome(now: now) { $0.disconnected(now: now, withAdapter: true) } }
         // A young link that fell with its adapter, BlueZ reporting the link down first, was
         // no failed connect either.
-        step({ machine, _ in machine.linkLossForgiven() }, now: now)
+        note(now: now) { $0.linkLossForgiven() }
         let heardElsewhere = devices.known(besides: path)
-        step({ $0.linkAdapterWent(heardElsewhere: heardElsewhere, now: $1) }, now: now)
+        connect(now: now) { $0.linkAdapterWent(heardElsewhere: heardElsewhere, now: now) }
     }
 
     /// The adapter of the board's link stopped answering: nothing goes through the link any
@@ -203,7 +340,7 @@ struct BoardCore {
     /// `device` (which placement read from the mirror: the fleet may not have reported it yet).
     mutating func connectStarts(through adapter: AdapterPath, device: BlueZDevice, now: ContinuousClock.Instant) {
         live.withDevices { $0.connecting(through: device) }
-        step({ $0.connectAttemptStarted(through: adapter, now: $1) }, now: now)
+        note(now: now) { $0.connectAttemptStarted(through: adapter, now: now) }
     }
 
     /// What the board's connect came to; `awaited`: a call waits for the board.
@@ -211,22 +348,22 @@ struct BoardCore {
         switch result {
         case .connected(let adapter):
             // Whether the connect worked is told when the link has lasted (`linkSettled`).
-            step({ $0.connectSucceeded(through: adapter, now: $1) }, now: now)
-            step({ $0.servicesResolved(now: $1) }, now: now)
+            note(now: now) { $0.connectSucceeded(through: adapter, now: now) }
+            linkUp(now: now) { $0.servicesResolved(now: now) }
         case .noSlot(let adapter):
             log(.debug, "every connection slot is taken; waiting in standby", ["ble.adapter": "\(adapter.name)"])
-            step({ $0.slotUnavailable(now: $1) }, now: now)
+            note(now: now) { $0.slotUnavailable(now: now) }
             // A command that came while this connect finished is served as a command.
-            if awaited { step({ $0.connectRequested(reason: .command, now: $1) }, now: now) }
+            if awaited { connect(now: now) { $0.connectRequested(reason: .command, now: now) } }
         case .absent:
-            step({ $0.connectFailed(.absent, now: $1) }, now: now)
+            outcome(now: now) { $0.connectFailed(.absent, now: now) }
         case .failed(let errorClass, let error, let adapter):
             // The journal says a streak of failures once: its first at warning, the retries
             // that fail the same way at debug, and the success that ends it.
             log(machine.failedAttempts == 0 ? .warning : .debug, "connect failed", [
                 "error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter.name)",
             ])
-            step({ $0.connectFailed(errorClass, now: $1) }, now: now)
+            outcome(now: now) { $0.connectFailed(errorClass, now: now) }
         }
     }
 
@@ -236,7 +373,7 @@ struct BoardCore {
     /// another adapter, once the stuck one was reset), which it must not take for lost.
     mutating func disconnectReturned(from path: DevicePath?, now: ContinuousClock.Instant) {
         guard machine.phase == .disconnecting, device == nil || device?.path == path else { return }
-        step({ $0.disconnected(now: $1) }, now: now)
+        outcome(now: now) { $0.disconnected(now: now) }
     }
 
     // MARK: Its switches
@@ -256,7 +393,7 @@ struct BoardCore {
     /// For the LED (``BoardSwitches/isLED(_:)``): `link` carries it `on` now. Whether `name` is the LED.
     private mutating func linkCarries(_ name: String, on: Bool, link: UInt64, now: ContinuousClock.Instant) -> Bool {
         guard BoardSwitches.isLED(name) else { return false }
-        step({ machine, _ in machine.ledWritten(on, link: link) }, now: now)
+        note(now: now) { $0.ledWritten(on, link: link) }
         return true
     }
 
@@ -299,7 +436,7 @@ struct BoardCore {
     /// work on a ready one or a call waiting for it (`awaited`).
     func linkUsage(of address: BoardAddress, awaited: Bool, now: ContinuousClock.Instant) -> ConnectionSlots.Link {
         ConnectionSlots.Link(
-            address: address, lastUsed: machine.currentLink?.lastUsed ?? now, isBusy: machine.isBusy || awaited || !machine.isReady,
+            address: address, lastUsed: machine.currentLink?.lastUsed ?? now, isBusy: isBusy || awaited || !machine.isReady,
             isLeaving: machine.phase == .disconnecting)
     }
 }

@@ -234,12 +234,12 @@ actor FleetMirror {
         let isPowered = anyAdapterPowered
         guard wasPowered != isPowered else {
             if roomAppeared {
-                for board in boards.values { await board.apply { $0.connectionRoomAppeared(now: $1) } }
+                for board in boards.values { await board.update { $0.connectionRoomAppeared(now: $1) } }
             }
             return
         }
         context.events.publish(.adapterPowered(isPowered))
-        for board in boards.values { await board.apply { isPowered ? $0.adapterPoweredOn(now: $1) : $0.adapterPoweredOff(now: $1) } }
+        for board in boards.values { await board.update { $0.adapterPowered(isPowered, now: $1) } }
     }
 
     /// What a device told anew (appeared, or read again) says: every property the fleet reads of it.

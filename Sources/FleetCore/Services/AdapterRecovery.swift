@@ -165,7 +165,7 @@ struct AdapterRecovery: Service {
         case .recovered(let recovery):
             context.logger.notice(
                 "adapter works again after \(recovery.step.words)", metadata: metadata.merging(["symptom": "\(recovery.symptom.rawValue)"]) { $1 })
-            for board in context.boards.values { Task { await board.apply { $0.connectionRoomAppeared(now: $1) } } }
+            for board in context.boards.values { Task { await board.update { $0.connectionRoomAppeared(now: $1) } } }
         case .gaveUp(let symptom):
             context.logger.error(
                 "adapter did not recover (\(symptom.rawValue)); its boards are served by the other adapters, and a reset is tried again every minute",
