@@ -124,27 +124,18 @@ import Testing
 
     /// An input the machine's rules rule out is told, and changes nothing.
     @Test func anImpossibleInputIsToldAndIgnored() {
-        var preparing = machine()
-        _ = preparing.connectRequested(now: at(0))
-        preparing.connectAttemptStarted(through: hci0, now: at(0))
-        preparing.connectSucceeded(through: hci0, now: at(0.1))
-        _ = preparing.servicesResolved(now: at(0.2))
-        let before = preparing
-        // The LED is written through the session of a ready link only.
-        let ledOutsideReady = violations { preparing.ledWritten(true, link: preparing.link) }
-        #expect(ledOutsideReady.map(\.state) == [before.state])
-        #expect(ledOutsideReady.first?.input.contains("LED") == true)
-        #expect(preparing.state == before.state)
-
-        // A link's characteristics are found once: a second answer for it is no second ready.
+        // A link's characteristics are looked up once, in preparing: a second answer for the
+        // current link is no second ready (and no second settle timer).
         var ready = readyMachine()
+        let before = ready
         var again: BoardStateMachine.LinkUpAction?
         let foundTwice = violations { again = ready.characteristicsFound(link: ready.link, now: at(1)) }
-        #expect(foundTwice.count == 1)
+        #expect(foundTwice.map(\.state) == [before.state])
+        #expect(foundTwice.first?.input.contains("characteristics") == true)
         #expect(again == nil)
+        #expect(ready.state == before.state)
 
-        // The settle timer of the current link, with no link, and its link missing outside
-        // preparing or ready.
+        // The settle timer, and the lookup, of the current link, with no link.
         var idle = machine()
         var settled: BoardStateMachine.LinkUpAction?
         var missing: BoardStateMachine.OutcomeAction?
@@ -171,8 +162,10 @@ import Testing
             m.ledWritten(true, link: old)
             _ = m.disconnected(now: at(1.3))
             _ = m.servicesResolved(now: at(1.3))
-            // The outcome of a connect cancelled while queued, and an old retry timer.
+            // The outcome of a connect cancelled while queued, and an old retry timer; a
+            // call's write through a session made for a link not ready.
             _ = m.connectRequested(now: at(2))
+            m.ledWritten(true, link: m.link)
             _ = m.disconnectRequested(now: at(2.1))
             _ = m.connectFailed(.transient, now: at(2.2))
             m.slotUnavailable(now: at(2.2))

@@ -88,12 +88,12 @@ struct BoardCore {
     }
 
     /// An input that asks for nothing.
-    private mutating func note(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> Void) {
+    private mutating func plainInput(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> Void) {
         transition(now: now, { machine -> Never? in input(&machine); return nil }, record: { _, _ in })
     }
 
     /// An input that may start a connect.
-    private mutating func connect(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> BoardStateMachine.ConnectAction?) {
+    private mutating func connectInput(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> BoardStateMachine.ConnectAction?) {
         transition(now: now, input) { core, action in
             if case .startTimer(let timer) = action { core.logRetry(timer) }
             core.effects.append(.connect(action, linkAdapter: core.linkAdapter))
@@ -101,7 +101,7 @@ struct BoardCore {
     }
 
     /// A step of the link coming up.
-    private mutating func linkUp(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> BoardStateMachine.LinkUpAction?) {
+    private mutating func linkUpInput(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> BoardStateMachine.LinkUpAction?) {
         transition(now: now, input) { core, action in
             if case .linkSettled(let failures, _) = action, failures > 0 {
                 core.log(.info, "connected after \(failures) failed attempt\(failures == 1 ? "" : "s")")
@@ -111,7 +111,7 @@ struct BoardCore {
     }
 
     /// A connect's outcome, or the link's end.
-    private mutating func outcome(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> BoardStateMachine.OutcomeAction?) {
+    private mutating func outcomeInput(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> BoardStateMachine.OutcomeAction?) {
         transition(now: now, input) { core, action in
             switch action {
             case .startTimer(let timer): core.logRetry(timer)
@@ -123,7 +123,7 @@ struct BoardCore {
     }
 
     /// The link, or the connect, ended from outside.
-    private mutating func teardown(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> BoardStateMachine.TeardownAction?) {
+    private mutating func teardownInput(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> BoardStateMachine.TeardownAction?) {
         transition(now: now, input) { core, action in
             core.effects.append(.teardown(action, device: core.device))
         }
@@ -146,56 +146,56 @@ struct BoardCore {
 
     /// The fleet (`automatic`) or a command wants the board connected.
     mutating func connectRequested(reason: BoardStateMachine.ConnectReason, now: ContinuousClock.Instant) {
-        connect(now: now) { $0.connectRequested(reason: reason, now: now) }
+        connectInput(now: now) { $0.connectRequested(reason: reason, now: now) }
     }
 
     /// A call waits for the board to become ready (``BoardStateMachine/callWaiting(now:)``).
     mutating func callWaiting(now: ContinuousClock.Instant) {
-        connect(now: now) { $0.callWaiting(now: now) }
+        connectInput(now: now) { $0.callWaiting(now: now) }
     }
 
     /// A timer the machine asked for fired; `awaited`: a call waits for the board.
     mutating func timerFired(_ timer: BoardStateMachine.Timer, awaited: Bool, now: ContinuousClock.Instant) {
         switch timer.kind {
-        case .retry(let token): connect(now: now) { $0.retryTimerFired(token: token, now: now) }
-        case .settle(let link): linkUp(now: now) { $0.settleTimerFired(link: link, now: now) }
-        case .relinkGrace: connect(now: now) { $0.relinkGraceEnded(awaited: awaited, now: now) }
+        case .retry(let token): connectInput(now: now) { $0.retryTimerFired(token: token, now: now) }
+        case .settle(let link): linkUpInput(now: now) { $0.settleTimerFired(link: link, now: now) }
+        case .relinkGrace: connectInput(now: now) { $0.relinkGraceEnded(awaited: awaited, now: now) }
         }
     }
 
     /// A connection slot freed, or an adapter came: a board waiting for one tries now.
     mutating func connectionRoomAppeared(now: ContinuousClock.Instant) {
-        connect(now: now) { $0.connectionRoomAppeared(now: now) }
+        connectInput(now: now) { $0.connectionRoomAppeared(now: now) }
     }
 
     /// The adapters were powered on or off.
     mutating func adapterPowered(_ on: Bool, now: ContinuousClock.Instant) {
         if on {
-            connect(now: now) { $0.adapterPoweredOn(now: now) }
+            connectInput(now: now) { $0.adapterPoweredOn(now: now) }
         } else {
-            teardown(now: now) { $0.adapterPoweredOff(now: now) }
+            teardownInput(now: now) { $0.adapterPoweredOff(now: now) }
         }
     }
 
     /// A user, or the rotation (`evicted`), wants the board disconnected.
     mutating func disconnectRequested(evicted: Bool, now: ContinuousClock.Instant) {
-        teardown(now: now) { $0.disconnectRequested(now: now, evicted: evicted) }
+        teardownInput(now: now) { $0.disconnectRequested(now: now, evicted: evicted) }
     }
 
     /// The board is removed from the fleet.
     mutating func forget(now: ContinuousClock.Instant) {
-        teardown(now: now) { $0.forget(now: now) }
+        teardownInput(now: now) { $0.forget(now: now) }
     }
 
     /// An operation found the link of the board's ready session down (BlueZ shows it): the
     /// machine has it too, before BlueZ's report of it comes (then a no-op).
     mutating func linkWentDown(now: ContinuousClock.Instant) {
-        outcome(now: now) { $0.disconnected(now: now) }
+        outcomeInput(now: now) { $0.disconnected(now: now) }
     }
 
     /// A call used the board's link.
     mutating func linkUsed(now: ContinuousClock.Instant) {
-        note(now: now) { $0.linkUsed(now: now) }
+        plainInput(now: now) { $0.linkUsed(now: now) }
     }
 
     /// A call's operation, or the LED put back, starts on the board: its link is not given away.
@@ -214,12 +214,12 @@ struct BoardCore {
     /// its device offers now): the board takes that profile, and is usable.
     mutating func characteristicsFound(link: UInt64, profile: BoardProfile, now: ContinuousClock.Instant) {
         self.profile = profile
-        linkUp(now: now) { $0.characteristicsFound(link: link, now: now) }
+        linkUpInput(now: now) { $0.characteristicsFound(link: link, now: now) }
     }
 
     /// BlueZ shows no link for link `link`, whose characteristics were to be looked up.
     mutating func linkMissing(link: UInt64, now: ContinuousClock.Instant) {
-        outcome(now: now) { $0.linkMissing(link: link, now: now) }
+        outcomeInput(now: now) { $0.linkMissing(link: link, now: now) }
     }
 
     /// The profiles changed: the board takes `profile` (a ready board looks up its
@@ -237,19 +237,19 @@ struct BoardCore {
         let adapter = device.adapterPath
         let heard = live.report(device, changed: changed, now: now)
         if heard {
-            connect(now: now) { $0.advertisementSeen(now: now) }
+            connectInput(now: now) { $0.advertisementSeen(now: now) }
             // A board waiting for a slot, newly heard by an adapter with room: its turn.
-            if machine.phase == .standby, hasRoom(adapter) { connect(now: now) { $0.connectionRoomAppeared(now: now) } }
+            if machine.phase == .standby, hasRoom(adapter) { connectInput(now: now) { $0.connectionRoomAppeared(now: now) } }
         }
         switch BoardDevices.link(of: device, changed: changed, linkAdapter: linkAdapter) {
         case nil:
             break
         case .up(let resolved):
-            note(now: now) { $0.connectSucceeded(through: adapter, now: now) }
-            if resolved, linkAdapter == adapter { linkUp(now: now) { $0.servicesResolved(now: now) } }
+            plainInput(now: now) { $0.connectSucceeded(through: adapter, now: now) }
+            if resolved, linkAdapter == adapter { linkUpInput(now: now) { $0.servicesResolved(now: now) } }
         case .down:
             let usable = machine.isReady
-            outcome(now: now) { $0.disconnected(now: now) }
+            outcomeInput(now: now) { $0.disconnected(now: now) }
             // Said once; a link that fell as soon as it came up was told as a failed connect.
             if usable, machine.lastFailure == nil { log(.info, "link lost", ["ble.adapter": "\(adapter.name)"]) }
         case .stray:
@@ -270,7 +270,7 @@ struct BoardCore {
     private mutating func wakeIfHeardWhereRoomIs(now: ContinuousClock.Instant) {
         guard let adapter = devices.adapters.first(where: hasRoom) else { return }
         log(.debug, "an adapter that heard it has room; connecting", ["ble.adapter": "\(adapter.name)"])
-        connect(now: now) { $0.connectionRoomAppeared(now: now) }
+        connectInput(now: now) { $0.connectionRoomAppeared(now: now) }
     }
 
     /// BlueZ removed the board's device object on `adapter` (it expired, was removed, the
@@ -279,9 +279,9 @@ struct BoardCore {
     mutating func deviceRemoved(adapter: AdapterPath, now: ContinuousClock.Instant) -> Bool {
         guard live.withDevices({ $0.remove(adapter: adapter) }) else { return false }
         if devices.isEmpty {
-            teardown(now: now) { $0.deviceVanished(now: now) }
+            teardownInput(now: now) { $0.deviceVanished(now: now) }
         } else if adapter == linkAdapter {
-            outcome(now: now) { $0.disconnected(now: now, withAdapter: true) }
+            outcomeInput(now: now) { $0.disconnected(now: now, withAdapter: true) }
         }
         return true
     }
@@ -289,7 +289,7 @@ struct BoardCore {
     /// BlueZ went away, every device object with it; whether the board knew any.
     mutating func allDevicesRemoved(now: ContinuousClock.Instant) -> Bool {
         guard live.withDevices({ $0.removeAll() }) else { return false }
-        teardown(now: now) { $0.deviceVanished(now: now) }
+        teardownInput(now: now) { $0.deviceVanished(now: now) }
         return true
     }
 
@@ -298,7 +298,7 @@ struct BoardCore {
     /// devices with a link, whose adapter is the link's from now on.
     mutating func linkedDevice(in tree: BlueZObjectTree, now: ContinuousClock.Instant) -> BlueZDevice? {
         guard let linked = live.withDevices({ $0.linked(in: tree, preferring: linkAdapter) }) else { return nil }
-        if linked.adapterPath != linkAdapter { note(now: now) { $0.linkFound(through: linked.adapterPath) } }
+        if linked.adapterPath != linkAdapter { plainInput(now: now) { $0.linkFound(through: linked.adapterPath) } }
         return linked
     }
 
@@ -309,12 +309,12 @@ struct BoardCore {
     /// it, else when one hears it.
     mutating func adapterLost(_ path: AdapterPath, now: ContinuousClock.Instant) {
         guard machine.lastLinkAdapter == path else { return }
-        if linkAdapter == path { outcome(now: now) { $0.disconnected(now: now, withAdapter: true) } }
+        if linkAdapter == path { outcomeInput(now: now) { $0.disconnected(now: now, withAdapter: true) } }
         // A young link that fell with its adapter, BlueZ reporting the link down first, was
         // no failed connect either.
-        note(now: now) { $0.linkLossForgiven() }
+        plainInput(now: now) { $0.linkLossForgiven() }
         let heardElsewhere = devices.known(besides: path)
-        connect(now: now) { $0.linkAdapterWent(heardElsewhere: heardElsewhere, now: now) }
+        connectInput(now: now) { $0.linkAdapterWent(heardElsewhere: heardElsewhere, now: now) }
     }
 
     /// The adapter of the board's link stopped answering: nothing goes through the link any
@@ -340,7 +340,7 @@ struct BoardCore {
     /// `device` (which placement read from the mirror: the fleet may not have reported it yet).
     mutating func connectStarts(through adapter: AdapterPath, device: BlueZDevice, now: ContinuousClock.Instant) {
         live.withDevices { $0.connecting(through: device) }
-        note(now: now) { $0.connectAttemptStarted(through: adapter, now: now) }
+        plainInput(now: now) { $0.connectAttemptStarted(through: adapter, now: now) }
     }
 
     /// What the board's connect came to; `awaited`: a call waits for the board.
@@ -348,22 +348,22 @@ struct BoardCore {
         switch result {
         case .connected(let adapter):
             // Whether the connect worked is told when the link has lasted (`linkSettled`).
-            note(now: now) { $0.connectSucceeded(through: adapter, now: now) }
-            linkUp(now: now) { $0.servicesResolved(now: now) }
+            plainInput(now: now) { $0.connectSucceeded(through: adapter, now: now) }
+            linkUpInput(now: now) { $0.servicesResolved(now: now) }
         case .noSlot(let adapter):
             log(.debug, "every connection slot is taken; waiting in standby", ["ble.adapter": "\(adapter.name)"])
-            note(now: now) { $0.slotUnavailable(now: now) }
+            plainInput(now: now) { $0.slotUnavailable(now: now) }
             // A command that came while this connect finished is served as a command.
-            if awaited { connect(now: now) { $0.connectRequested(reason: .command, now: now) } }
+            if awaited { connectInput(now: now) { $0.connectRequested(reason: .command, now: now) } }
         case .absent:
-            outcome(now: now) { $0.connectFailed(.absent, now: now) }
+            outcomeInput(now: now) { $0.connectFailed(.absent, now: now) }
         case .failed(let errorClass, let error, let adapter):
             // The journal says a streak of failures once: its first at warning, the retries
             // that fail the same way at debug, and the success that ends it.
             log(machine.failedAttempts == 0 ? .warning : .debug, "connect failed", [
                 "error": "\(error)", "error.class": "\(errorClass.rawValue)", "ble.adapter": "\(adapter.name)",
             ])
-            outcome(now: now) { $0.connectFailed(errorClass, now: now) }
+            outcomeInput(now: now) { $0.connectFailed(errorClass, now: now) }
         }
     }
 
@@ -373,7 +373,7 @@ struct BoardCore {
     /// another adapter, once the stuck one was reset), which it must not take for lost.
     mutating func disconnectReturned(from path: DevicePath?, now: ContinuousClock.Instant) {
         guard machine.phase == .disconnecting, device == nil || device?.path == path else { return }
-        outcome(now: now) { $0.disconnected(now: now) }
+        outcomeInput(now: now) { $0.disconnected(now: now) }
     }
 
     // MARK: Its switches
@@ -393,7 +393,7 @@ struct BoardCore {
     /// For the LED (``BoardSwitches/isLED(_:)``): `link` carries it `on` now. Whether `name` is the LED.
     private mutating func linkCarries(_ name: String, on: Bool, link: UInt64, now: ContinuousClock.Instant) -> Bool {
         guard BoardSwitches.isLED(name) else { return false }
-        note(now: now) { $0.ledWritten(on, link: link) }
+        plainInput(now: now) { $0.ledWritten(on, link: link) }
         return true
     }
 

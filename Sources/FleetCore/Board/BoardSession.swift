@@ -5,7 +5,7 @@ import Synchronization
 /// One ready link of a board: the device it goes through, the profile it was prepared with,
 /// the profile's characteristics found on it, and its sensors' subscriptions. A new session
 /// for every link (characteristic paths change across reconnects): the board ends it when the
-/// link goes (``Board/apply(_:)``), and what still works on an older link finds that link's
+/// link goes (``Board/update(_:)``), and what still works on an older link finds that link's
 /// session, never the next one's. Calls (``BoardCommands``) are handed the session of the
 /// link they run on (``Board/whenReady(_:)``).
 final class BoardSession: Sendable {

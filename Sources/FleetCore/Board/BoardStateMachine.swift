@@ -29,8 +29,8 @@ import BlueZ
 ///   again what the machine knows (Connected, ServicesResolved, a link down when none is up),
 ///   and anything after ``forget(now:)``;
 /// - *impossible*: the machine's own rules say it cannot come (the characteristics of the
-///   current link found outside `preparing`, its LED written outside `ready`, the settle
-///   timer of the current link with no link). That is a bug in whoever fed it: it is told
+///   current link found outside `preparing`, or found missing outside `preparing` and
+///   `ready`; the settle timer of the current link with no link). That is a bug in whoever fed it: it is told
 ///   to ``ruleViolated`` (by default an `assertionFailure`: tests and the simulation stop at
 ///   it) and otherwise ignored.
 public struct BoardStateMachine: Sendable {
@@ -377,14 +377,11 @@ extension BoardStateMachine {
         state = .ready(current)
     }
 
-    /// The LED was written `on` over link `written` (stale when that link has ended).
+    /// The LED was written `on` over link `written`. Stale when that link has ended, or is
+    /// not ready (a call's session is made for the current link when its waiter resumes,
+    /// which may be after that link fell and the next began).
     mutating func ledWritten(_ on: Bool, link written: UInt64) {
-        guard written == link else { return }
-        guard case .ready(var current) = state else {
-            // Writes go through the session of a ready link, which ends with `ready`.
-            impossible("the LED written over the current link outside ready")
-            return
-        }
+        guard written == link, case .ready(var current) = state else { return }
         current.appliedLED = on
         state = .ready(current)
     }
