@@ -49,9 +49,9 @@ import Testing
     func actions(_ effects: [BoardCore.Effect]) -> [Asked] {
         effects.compactMap {
             switch $0 {
-            case .connect(let action, _): .connect(action)
+            case .connect(let action): .connect(action)
             case .linkUp(let action): .linkUp(action)
-            case .outcome(let action, _, _): .outcome(action)
+            case .outcome(let action, _): .outcome(action)
             case .teardown(let action, _): .teardown(action)
             case .changed, .close, .ledApplied, .log: nil
             }

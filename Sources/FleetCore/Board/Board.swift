@@ -88,13 +88,13 @@ actor Board {
         performing = true
         defer { performing = false }
         while true {
-            let effects = core.takeEffects()
-            guard !effects.isEmpty else { return }
             if let session, session.link != machine.link {
                 // That link went: what still works on it finds its session ended.
                 session.end()
                 self.session = nil
             }
+            let effects = core.takeEffects()
+            guard !effects.isEmpty else { return }
             for effect in effects { perform(effect) }
         }
     }
@@ -113,9 +113,9 @@ actor Board {
             // A slot freed (the link is down): a connect waiting for one looks again.
             if before.holdsSlot && !after.holdsSlot { context.slotsChanged.notify() }
             context.events.publish(.boardPhaseChanged(address, from: before, to: after))
-        case .connect(let action, let linkAdapter):
+        case .connect(let action):
             switch action {
-            case .startConnect: startConnect(link: linkAdapter)
+            case .startConnect: startConnect()
             case .startTimer(let timer): start(timer)
             case .failWaiters(let code): failWaiters(code)
             }
@@ -129,9 +129,9 @@ actor Board {
             case .linkSettled(_, let through):
                 if let through { context.adapter(through)?.health.connected() }
             }
-        case .outcome(let action, let device, let linkAdapter):
+        case .outcome(let action, let device):
             switch action {
-            case .startConnect: startConnect(link: linkAdapter)
+            case .startConnect: startConnect()
             case .startTimer(let timer): start(timer)
             case .failWaiters(let code): failWaiters(code)
             case .waitForAdvertisement(let code): if let code { failWaiters(code) }
@@ -162,9 +162,9 @@ actor Board {
     }
 
     /// Runs a connect (``BoardConnect``) as the board's connect task.
-    private func startConnect(link: AdapterPath?) {
+    private func startConnect() {
         connectTask?.cancel()
-        let connect = BoardConnect(link: link, command: !waiters.isEmpty, logger: logger)
+        let connect = BoardConnect(command: !waiters.isEmpty, logger: logger)
         connectTask = Task { await connect.run(for: self) }
     }
 

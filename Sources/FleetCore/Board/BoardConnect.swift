@@ -19,8 +19,6 @@ struct BoardConnect: Sendable {
         case failed(ConnectErrorClass, error: BlueZError, adapter: AdapterPath)
     }
 
-    /// The adapter of the board's link, if it has one (placement keeps it there).
-    let link: AdapterPath?
     /// Whether a call waits for the board.
     let command: Bool
     let logger: Logger
@@ -28,7 +26,8 @@ struct BoardConnect: Sendable {
     func run(for board: isolated Board) async {
         let context = board.context
         let address = board.address
-        guard let choice = await context.placement(for: address, link: link, live: board.live, command: command) else {
+        // The machine starts a connect only from a state without a link: none to keep.
+        guard let choice = await context.placement(for: address, link: nil, live: board.live, command: command) else {
             board.connectEnded(.absent)
             return
         }

@@ -27,14 +27,13 @@ struct BoardCore {
         /// The machine's phase or the adapter of its link moved: the tally, the journal and
         /// the fleet's events hear it.
         case changed(from: BoardPhase, to: BoardPhase, linkAdapter: AdapterPath?, linkMoved: Bool)
-        /// What an input that may start a connect asks; `linkAdapter`: the adapter of the
-        /// board's link when it was decided (placement keeps a connect there).
-        case connect(BoardStateMachine.ConnectAction, linkAdapter: AdapterPath?)
+        /// What an input that may start a connect asks.
+        case connect(BoardStateMachine.ConnectAction)
         /// What a step of the link coming up asks.
         case linkUp(BoardStateMachine.LinkUpAction)
-        /// What a connect's outcome or a link's end asks, with the device and adapter of the
-        /// link when it was decided.
-        case outcome(BoardStateMachine.OutcomeAction, device: BlueZDevice?, linkAdapter: AdapterPath?)
+        /// What a connect's outcome or a link's end asks, with the device of the link when it
+        /// was decided.
+        case outcome(BoardStateMachine.OutcomeAction, device: BlueZDevice?)
         /// What an end of the link or connect from outside asks, with the device of the link
         /// when it was decided.
         case teardown(BoardStateMachine.TeardownAction, device: BlueZDevice?)
@@ -96,7 +95,7 @@ struct BoardCore {
     private mutating func connectInput(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> BoardStateMachine.ConnectAction?) {
         transition(now: now, input) { core, action in
             if case .startTimer(let timer) = action { core.logRetry(timer) }
-            core.effects.append(.connect(action, linkAdapter: core.linkAdapter))
+            core.effects.append(.connect(action))
         }
     }
 
@@ -118,7 +117,7 @@ struct BoardCore {
             case .waitForAdvertisement: core.log(.info, "waiting for the board to advertise again")
             default: break
             }
-            core.effects.append(.outcome(action, device: core.device, linkAdapter: core.linkAdapter))
+            core.effects.append(.outcome(action, device: core.device))
         }
     }
 
