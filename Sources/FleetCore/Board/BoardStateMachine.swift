@@ -30,9 +30,9 @@ import BlueZ
 ///   and anything after ``forget(now:)``;
 /// - *impossible*: the machine's own rules say it cannot come (the characteristics of the
 ///   current link found outside `preparing`, or found missing outside `preparing` and
-///   `ready`; the settle timer of the current link with no link). That is a bug in whoever fed it: it is told
-///   to ``ruleViolated`` (by default an `assertionFailure`: tests and the simulation stop at
-///   it) and otherwise ignored.
+///   `ready`; the settle timer of the current link with no link). That is a bug in whoever
+///   fed it: it is told to ``ruleViolated`` (by default an `assertionFailure`: tests and the
+///   simulation stop at it) and otherwise ignored.
 public struct BoardStateMachine: Sendable {
     /// Where the board is, with what is true there only.
     private(set) var state: State
@@ -43,7 +43,7 @@ public struct BoardStateMachine: Sendable {
     private(set) var wanted: Bool = false
     /// The streak of failed connects since the last that worked (its length, its backoff).
     /// Beside the state: a streak runs through connecting, backing off, a link that fell at
-    /// once and an absence, and is ended by a link that lasted (``LinkUpAction/linkSettled(afterFailures:through:)``).
+    /// once and an absence; a link that lasted ends it (``settleTimerFired(link:now:)``).
     private var backoff: ReconnectBackoff
     /// The error class of the last failed connect, if any since services were last resolved:
     /// what the board shows (``BoardSnapshot/lastFailure``), whatever its state.
