@@ -180,7 +180,7 @@ import Testing
         var board = core(knownTo: [Self.hci0])
         ready(&board, through: Self.hci0)
         let first = board.machine.link
-        board.switches.leftMidBlink = BoardProfile.ledSwitch
+        board.blinkStarts(BoardProfile.ledSwitch)
         let counted = board.switchPutBack(BoardProfile.ledSwitch, on: true, link: first, now: at(1))
         #expect(counted)
         #expect(board.machine.currentLink?.appliedLED == true)
@@ -214,7 +214,7 @@ import Testing
         board.blinkEnded(BoardProfile.ledSwitch, wanted: false, link: link, now: at(3))
         #expect(told(board.takeEffects()).isEmpty)
         #expect(board.machine.currentLink?.appliedLED == false)
-        board.switches.leftMidBlink = BoardProfile.ledSwitch
+        board.blinkStarts(BoardProfile.ledSwitch)
         _ = board.switchPutBack(BoardProfile.ledSwitch, on: true, link: link, now: at(4))
         #expect(told(board.takeEffects()) == [true])
     }

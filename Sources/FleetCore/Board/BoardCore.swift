@@ -12,7 +12,7 @@ struct BoardCore {
     private(set) var machine: BoardStateMachine
     /// Where its adapters' devices are kept (with what each adapter heard of it).
     let live: BoardLive
-    var switches: BoardSwitches
+    private(set) var switches: BoardSwitches
     /// The kind of board: the profile whose advertised service its device offers.
     private(set) var profile: BoardProfile
     /// Work running on the board (a call's operation, the LED put back): a busy board's

@@ -109,7 +109,7 @@ extension BoardStateMachine {
     //
     // Each input returns the actions it can produce and no other: nil when there is nothing
     // to do. The board performs them (``BoardCore`` records them in order, ``Board`` runs
-    // them); none of them feeds the machine back while it is being performed.
+    // them); an input that performing one gives the machine waits until it is performed.
 
     /// What follows an input that may start a connect (``connectRequested(reason:now:)``,
     /// ``callWaiting(now:)``, ``advertisementSeen(now:)``, ``linkAdapterWent(heardElsewhere:now:)``,
