@@ -35,7 +35,9 @@ import BlueZ
 ///   simulation stop at it) and otherwise ignored.
 public struct BoardStateMachine: Sendable {
     /// Where the board is, with what is true there only.
-    private(set) var state: State
+    private(set) var state: State {
+        didSet { if let linkAdapter { lastLinkAdapter = linkAdapter } }
+    }
     /// Whether someone wants this board connected (cleared by a requested disconnect).
     /// Beside the state: a wish outlives every state the board goes through to honour it
     /// (connecting, a failure's backoff, an absence, an adapter off) and decides where each
@@ -55,9 +57,10 @@ public struct BoardStateMachine: Sendable {
     /// belongs to an older link (its session, its lookup, its writes, its settle timer) can
     /// tell it is stale. Beside the state: numbers must never repeat.
     private(set) var link: UInt64 = 0
-    /// The adapter of the board's last link, or last connect, kept after the link: when
-    /// that adapter goes, the board moves (``linkAdapterWent(heardElsewhere:now:)``), whatever
-    /// state it is in by then.
+    /// The adapter of the board's last link, or last connect (of the last state that had
+    /// one: ``linkAdapter``, kept as `state` changes): when that adapter goes, the board
+    /// moves (``linkAdapterWent(heardElsewhere:now:)``). Beside the state: it is kept after
+    /// the link, whatever state the board is in by then.
     private(set) var lastLinkAdapter: AdapterPath?
     /// When the board's last link went with its adapter: for ``moveGrace`` after it, a
     /// connect that finds no adapter hearing the board yet leaves it moving (a call waits for
@@ -275,7 +278,6 @@ extension BoardStateMachine {
     mutating func connectAttemptStarted(through adapter: AdapterPath, now: ContinuousClock.Instant) {
         guard case .connecting = state else { return }
         state = .connecting(Attempt(adapter: adapter, startedAt: now))
-        lastLinkAdapter = adapter
     }
 
     /// The automatic connect found every connection slot of its adapter taken (and nobody
@@ -296,11 +298,9 @@ extension BoardStateMachine {
             // Ours, or (a connect still queued) someone else's link: adopted.
             let through = attempt.adapter ?? adapter
             state = .resolving(Link(adapter: through, connectedThrough: attempt.adapter))
-            lastLinkAdapter = through
         case .idle, .standby, .backingOff, .absent:
             // Someone else connected it: adopt the link.
             state = .resolving(Link(adapter: adapter))
-            lastLinkAdapter = adapter
         case .resolving, .preparing, .ready, .disconnecting, .waitingForAdapter, .failed, .forgotten:
             break
         }
@@ -332,7 +332,6 @@ extension BoardStateMachine {
         guard case .preparing(var current) = state, current.adapter != adapter else { return }
         current.adapter = adapter
         state = .preparing(current)
-        lastLinkAdapter = adapter
     }
 
     /// The profile's characteristics on link `found` were looked up: the board is usable.
