@@ -112,6 +112,22 @@ import Testing
         #expect(effects.contains { if case .changed(.standby, .connecting, _, _) = $0 { true } else { false } })
     }
 
+    @Test func aConnectThatFindsNoSlotWhileAnotherAdapterThatHeardItHasRoomConnectsAgainAtOnce() {
+        // hci1 reported the board, or freed a slot, after the connect was placed on hci0.
+        var board = core(knownTo: [Self.hci0, Self.hci1], room: [Self.hci1])
+        board.connectEnded(.noSlot(adapter: "hci0"), awaited: false, now: at(1))
+        let effects = board.takeEffects()
+        #expect(actions(effects).contains(.connect(.startConnect)))
+        #expect(board.machine.phase == .connecting)
+        #expect(said(effects).contains("an adapter that heard it has room; connecting"))
+
+        // With no room anywhere it waits in standby.
+        var full = core(knownTo: [Self.hci0, Self.hci1])
+        full.connectEnded(.noSlot(adapter: "hci0"), awaited: false, now: at(1))
+        #expect(!actions(full.takeEffects()).contains(.connect(.startConnect)))
+        #expect(full.machine.phase == .standby)
+    }
+
     @Test func aReadyLinkReportedDownIsSaidLostOnceAndASecondLinkIsClosed() {
         var board = core(knownTo: [Self.hci0, Self.hci1])
         ready(&board, through: Self.hci0)

@@ -81,8 +81,9 @@ struct BoardCore {
         if before != machine.phase || linkMoved {
             effects.append(.changed(from: before, to: machine.phase, linkAdapter: machine.linkAdapter, linkMoved: linkMoved))
         }
-        guard let action else { return }
-        record(&self, action)
+        if let action { record(&self, action) }
+        // Entering standby asks for nothing (no slot, or the slot given away): looked at
+        // whatever the input returned.
         if before != .standby, machine.phase == .standby { wakeIfHeardWhereRoomIs(now: now) }
     }
 
