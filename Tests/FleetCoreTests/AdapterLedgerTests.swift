@@ -76,12 +76,12 @@ import Testing
 
         /// Placement as the fleet places a board (``FleetContext``): every adapter that has
         /// its device, each weighed by its ledger's candidate.
-        func placement(of board: BoardAddress, link: AdapterPath?) -> Placement.Decision {
+        func placement(of board: BoardAddress) -> Placement.Decision {
             let candidates = AdapterLedgerTests.adapters.compactMap { path -> Placement.Candidate? in
                 guard devices[path]?[board] != nil, let ledger = ledgers[path] else { return nil }
                 return ledger.candidate(path: path, for: board, rssi: -60, recentFailures: 0)
             }
-            return Placement.choose(candidates, current: link)
+            return Placement.choose(candidates)
         }
     }
 
@@ -94,9 +94,10 @@ import Testing
             case 0, 1:
                 world.bluezChanges()
             case 2:
-                // A board's connect is placed: never past an adapter's limit.
-                let link = Self.adapters.first { world.linksTheTreeShows($0).contains(board) }
-                guard case .connect(let path) = world.placement(of: board, link: link) else { break }
+                // A board's connect is placed (a linked board is not): never past an adapter's limit.
+                guard !Self.adapters.contains(where: { world.linksTheTreeShows($0).contains(board) }),
+                    case .connect(let path) = world.placement(of: board)
+                else { break }
                 let before = world.ledgers[path]!.committed()
                 world.ledgers[path]!.claim(board)
                 let after = world.ledgers[path]!.committed()
@@ -142,7 +143,7 @@ import Testing
                 for path in Self.adapters where world.devices[path]?[board] != nil {
                     let ledger = world.ledgers[path]!
                     guard !ledger.links.contains(board) else { continue }
-                    let alone = Placement.choose([ledger.candidate(path: path, for: board, rssi: -60, recentFailures: 0)], current: nil)
+                    let alone = Placement.choose([ledger.candidate(path: path, for: board, rssi: -60, recentFailures: 0)])
                     #expect((ledger.free(for: board) > 0) == (alone == .connect(path)), "seed \(seed): room and placement disagree")
                 }
             }

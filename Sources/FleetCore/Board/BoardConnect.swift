@@ -2,7 +2,7 @@ import BlueZ
 import Logging
 
 /// One connect of a board, run as the board's connect task on the board's actor: where it goes (placement: the
-/// adapter that hears it best and has room, ``FleetContext/placement(for:link:live:command:)``),
+/// adapter that hears it best and has room, ``FleetContext/placement(for:live:command:)``),
 /// its turn in that adapter's queue (``FleetAdapter/connect(_:device:full:command:in:)``), and
 /// what a failure means for the adapter; the board is told what came of it
 /// (``Board/connectEnded(_:)``). It keeps nothing: the board cancels the task when it no
@@ -27,7 +27,7 @@ struct BoardConnect: Sendable {
         let context = board.context
         let address = board.address
         // The machine starts a connect only from a state without a link: none to keep.
-        guard let choice = await context.placement(for: address, link: nil, live: board.live, command: command) else {
+        guard let choice = await context.placement(for: address, live: board.live, command: command) else {
             board.connectEnded(.absent)
             return
         }

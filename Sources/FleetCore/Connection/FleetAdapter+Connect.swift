@@ -3,7 +3,7 @@ import Logging
 
 /// A board's connect through this adapter, in the adapter's queue: BlueZ's own adapter
 /// keeps a device's pending connect the same way (`src/adapter.c`). The board decides when
-/// to connect and where (``FleetContext/placement(for:link:rssi:)``); the adapter runs
+/// to connect and where (``FleetContext/placement(for:rssi:)``); the adapter runs
 /// the connect and tells how it ended.
 extension FleetAdapter {
     /// How long discovery listens, when it runs for a moment in a long burst of connects,

@@ -54,13 +54,12 @@ enum Placement {
     }
 
     /// - Parameters:
-    ///   - candidates: the adapters (powered, in use) that have seen the board.
-    ///   - current: the adapter the board is linked through now, if any: it stays there.
+    ///   - candidates: the adapters (powered, in use) that have seen the board, which has no
+    ///     link (a linked board is not placed).
     ///
     /// A device bonded through an adapter with room connects there, however it is heard: its
     /// keys work through no other (a connect elsewhere reads none of its encrypted values).
-    static func choose(_ candidates: [Candidate], current: AdapterPath?) -> Decision {
-        if let current, candidates.contains(where: { $0.path == current }) { return .connect(current) }
+    static func choose(_ candidates: [Candidate]) -> Decision {
         func better(_ a: Candidate, _ b: Candidate) -> Bool {
             (score(a), a.freeSlots, b.path) > (score(b), b.freeSlots, a.path)
         }

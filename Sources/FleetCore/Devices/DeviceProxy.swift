@@ -220,7 +220,7 @@ public final class DeviceProxy: Sendable {
     /// meanwhile. Returns nil when linked (the slot lent, ``DeviceLeases/lend(_:on:lendable:)``),
     /// else why not; when cancelled (its deadline), a timeout saying where it stood.
     private func connectDevice(_ address: BoardAddress, deadline: ContinuousClock.Instant) async -> DeviceError? {
-        var choice = await context.placement(for: address, link: nil, rssi: [:])
+        var choice = await context.placement(for: address, rssi: [:])
         if choice == nil {
             // Not heard (yet): every device reported for a moment, until it is.
             await widenDiscovery(+1)
@@ -237,7 +237,7 @@ public final class DeviceProxy: Sendable {
             if Task.isCancelled {
                 return DeviceError(.notFound, "No adapter of the fleet heard \(address) within the time given (is it on and advertising?).")
             }
-            choice = await context.placement(for: address, link: nil, rssi: [:])
+            choice = await context.placement(for: address, rssi: [:])
         }
         guard let choice else {
             return DeviceError(.notFound, "No adapter of the fleet hears \(address) (is it on and advertising?).")

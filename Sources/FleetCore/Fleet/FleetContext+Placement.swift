@@ -23,38 +23,39 @@ extension FleetContext {
     /// that heard it are full.
     static let placementWait: Duration = .seconds(2)
 
-    /// Where `board` connects now (``placement(for:link:rssi:)``), the adapters that may
+    /// Where `board` connects now (``placement(for:rssi:)``), the adapters that may
     /// not have heard it yet given a moment first. Adapters report a board one after another
     /// (and not while they connect): one with room may not have heard it yet. Rather than
     /// free a slot on a full adapter (a disconnect and a connect), this waits briefly for one
     /// of them to hear it; for a connect nobody waits for (not `command`), for the adapters
     /// lately started, to settle where it is heard best. Nil when no adapter hears it, or
     /// when cancelled meanwhile.
-    nonisolated(nonsending) func placement(for board: BoardAddress, link: AdapterPath?, live: BoardLive, command: Bool) async -> PlacementChoice? {
-        guard let choice = await placement(for: board, link: link, rssi: live.devices.rssi) else { return nil }
+    nonisolated(nonsending) func placement(for board: BoardAddress, live: BoardLive, command: Bool) async -> PlacementChoice? {
+        guard let choice = await placement(for: board, rssi: live.devices.rssi) else { return nil }
         let waitOn = choice.full ? choice.roomWhereUnheard : (command ? [] : choice.freshRoomWhereUnheard)
         guard !waitOn.isEmpty else { return choice }
         choice.adapter.unclaim(board)
         if choice.full { await kickDiscovery(on: waitOn) }
         await waitUntilHeard(board, on: waitOn, all: !choice.full, within: Self.placementWait)
         guard !Task.isCancelled else { return nil }
-        return await placement(for: board, link: link, rssi: live.devices.rssi)
+        return await placement(for: board, rssi: live.devices.rssi)
     }
 
-    /// The adapter `board` should connect through now: one that hears it (BlueZ has its
-    /// device there), is powered and in use, scored by ``Placement``; nil when none does.
+    /// The adapter `board` (a board or device with no link: a linked one is not placed)
+    /// should connect through now: one that hears it (BlueZ has its device there), is powered
+    /// and in use, scored by ``Placement``; nil when none does.
     /// The adapter chosen is claimed (``FleetAdapter/claim(_:)``): the caller unclaims it
     /// when its connect is done.
-    func placement(for board: BoardAddress, link: AdapterPath?, rssi: [AdapterPath: Int]) async -> PlacementChoice? {
+    func placement(for board: BoardAddress, rssi: [AdapterPath: Int]) async -> PlacementChoice? {
         let tree = await client.mirror.tree
         // No other placement from reading the claims to taking one: placements that run at
         // the same moment see each other's.
-        let choice = placementLock.withLock { _ in place(board, link: link, rssi: rssi, tree: tree) }
+        let choice = placementLock.withLock { _ in place(board, rssi: rssi, tree: tree) }
         if choice != nil { slotsChanged.notify() }
         return choice
     }
 
-    private func place(_ board: BoardAddress, link: AdapterPath?, rssi: [AdapterPath: Int], tree: BlueZObjectTree) -> PlacementChoice? {
+    private func place(_ board: BoardAddress, rssi: [AdapterPath: Int], tree: BlueZObjectTree) -> PlacementChoice? {
         var candidates: [Placement.Candidate] = []
         var devices: [AdapterPath: BlueZDevice] = [:]
         var roomWhereUnheard: [AdapterPath] = []
@@ -80,7 +81,7 @@ extension FleetContext {
                 recentFailures: adapter.recentFailures(of: board), bonded: device.bonded))
         }
         let chosen: (path: AdapterPath, full: Bool)? =
-            switch Placement.choose(candidates, current: link) {
+            switch Placement.choose(candidates) {
             case .connect(let path): (path, false)
             case .full(let path): (path, true)
             case .none: nil
