@@ -94,10 +94,17 @@ struct RadioFaultTests {
         }
     }
 
-    /// Lets the links just made last ``BoardStateMachine/settleTime``: a link lost sooner is a
-    /// failed connect to the daemon (it came up and fell), one lost later a board gone.
-    static func letLinksSettle() async throws {
-        try await Task.sleep(for: BoardStateMachine.settleTime + .milliseconds(200))
+    /// A configuration whose daemon logs at debug level, where each link's settling is told.
+    static let settlesLogged = "socket-group: root\nlog-level: debug\n"
+
+    /// Waits until the daemon has taken the links of the boards at `addresses` as settled
+    /// (each lasted ``BoardStateMachine/settleTime``): a link lost sooner is a failed connect
+    /// to the daemon (it came up and fell), one lost later a board gone.
+    static func waitForLinksSettled(_ daemon: RunningDaemon, lane: Lane, _ addresses: [String]) async throws {
+        try await waitForLog(daemon, lane: lane, "the links of \(addresses) settled") { log in
+            let settled = log.split(separator: "\n").filter { $0.contains("link settled") || $0.contains("connected after") }
+            return addresses.allSatisfy { address in settled.contains { $0.contains(address) } }
+        }
     }
 
     /// Waits until the daemon's log shows `what`.
@@ -141,9 +148,9 @@ struct RadioFaultTests {
 
     @Test(arguments: lanes())
     func connectsThatFailAreRetriedForThatBoardAloneAndItsLEDConverges(lane: Lane) async throws {
-        try await RunningDaemon.with(lane: lane, boards: 4) { testbed, daemon in
+        try await RunningDaemon.with(lane: lane, boards: 4, configuration: Self.settlesLogged) { testbed, daemon in
             try await BlefleetdEndToEndTests.waitForReadyBoards(4, socket: daemon.socket, lane: lane)
-            try await Self.letLinksSettle()
+            try await Self.waitForLinksSettled(daemon, lane: lane, try await testbed.state().map(\.address))
             let address = try #require(try await testbed.state().first { $0.name == "nano-02" }?.address)
             // The next two connects to nano-02 fail with 0x3e (Connection Failed to be
             // Established: the link comes up and falls), and its link goes, so it must connect.
@@ -174,10 +181,10 @@ struct RadioFaultTests {
 
     @Test(arguments: lanes())
     func aLostLinkIsTheBoardsAloneAndTheLEDAskedMeanwhileReachesIt(lane: Lane) async throws {
-        try await RunningDaemon.with(lane: lane, boards: 4) { testbed, daemon in
+        try await RunningDaemon.with(lane: lane, boards: 4, configuration: Self.settlesLogged) { testbed, daemon in
             try await BlefleetdEndToEndTests.waitForReadyBoards(4, socket: daemon.socket, lane: lane)
             #expect(Self.entries(try await Self.led(true, "all", socket: daemon.socket, deadlineMs: 10_000)).count == 4)
-            try await Self.letLinksSettle()
+            try await Self.waitForLinksSettled(daemon, lane: lane, try await testbed.state().map(\.address))
             let address = try #require(try await testbed.state().first { $0.name == "nano-03" }?.address)
             // A supervision timeout (0x08) ends nano-03's link; the LED goes off meanwhile.
             _ = try await testbed.run(["fault", "drop", "nano-03"])

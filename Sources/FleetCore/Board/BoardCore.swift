@@ -103,8 +103,12 @@ struct BoardCore {
     /// A step of the link coming up.
     private mutating func linkUpInput(now: ContinuousClock.Instant, _ input: (inout BoardStateMachine) -> BoardStateMachine.LinkUpAction?) {
         transition(now: now, input) { core, action in
-            if case .linkSettled(let failures, _) = action, failures > 0 {
-                core.log(.info, "connected after \(failures) failed attempt\(failures == 1 ? "" : "s")")
+            if case .linkSettled(let failures, _) = action {
+                if failures > 0 {
+                    core.log(.info, "connected after \(failures) failed attempt\(failures == 1 ? "" : "s")")
+                } else {
+                    core.log(.debug, "link settled")
+                }
             }
             core.effects.append(.linkUp(action))
         }
