@@ -32,6 +32,18 @@ public struct Classroom: Sendable {
         public var steps = 0
     }
 
+    /// How long the calm calls may take, in the time limit of a classroom that makes them:
+    /// the wait for every adapter to work (60 s at most), then two `led.set` of every board,
+    /// each as many rotations as boards per slot, at a generous 3 s each. The calls are judged
+    /// by their own deadlines (the fleet's plan); the limit only ends a classroom that hangs.
+    /// (Without it, seed 852, 40 boards through one slot, finished 6 s inside the limit at
+    /// 4561045 and a few seconds past it later, a slightly slower rotation, not a hang.)
+    static func calmAllowance(_ schedule: Schedule) -> Duration {
+        let slots = max(1, schedule.limits.reduce(0, +))
+        let rotations = (schedule.boards.count + slots - 1) / slots
+        return .seconds(60) + .seconds(3) * (2 * rotations)
+    }
+
     /// Runs the classroom in the simulation runtime (which must be installed) until the
     /// convergence bound after the faults; returns what the referee saw.
     public func run(in runtime: SimulationRuntime, stateDirectory: String) -> Verdict {
@@ -39,7 +51,7 @@ public struct Classroom: Sendable {
         let schedule = self.schedule
         let logger = self.logger
         let start = runtime.elapsed
-        let limit = schedule.faultsEnd + schedule.convergenceBound + .seconds(30)
+        let limit = schedule.faultsEnd + schedule.convergenceBound + (calmCalls ? Self.calmAllowance(schedule) : .zero) + .seconds(30)
         let (ending, steps) = runtime.run(until: limit) {
             let outcome = await Self.play(
                 schedule, calmCalls: calmCalls, clock: runtime.clock, stateDirectory: stateDirectory, logger: logger)
