@@ -12,7 +12,8 @@ Phases, each on a fresh testbed of SCRIPTS boards on one central (`scripts/testb
           board left out of the fleet (`allow`), for connects to a device that is not a board
           and scripts SIGKILLed in the middle of such a connect (when a D-Bus monitor sees
           bluetoothd asked to Connect; the connect as it comes, then held 4 s longer by the
-          testbed's `fault slow`): BlueZ must show no link afterwards and the next run must work.
+          testbed's `fault slow`, then killed when BlueZ shows the link up while it still
+          resolves the services): BlueZ must show no link afterwards and the next run must work.
 Whatever was started (scripts, daemons, testbeds, a VM booted for the run) is stopped at the
 end, also on SIGINT/SIGTERM/SIGHUP or a failure.
 """
@@ -420,11 +421,13 @@ def connects(env: dict, fleet: bool, bed: Bed, address: str, count: int, before=
 
 # -- a script killed in the middle of a connect through the fleet ---------------------------------
 
-async def kill_in_connect(bed: Bed, daemon: Daemon, address: str, work: Path, name: str) -> dict:
+async def kill_in_connect(bed: Bed, daemon: Daemon, address: str, work: Path, name: str, at: str = "call") -> dict:
     """Starts cycle.py through the fleet on `address` (a device that is not a fleet board, its
     connects held open by the testbed's `fault slow`), SIGKILLs it when bluetoothd is asked to
-    Connect (a D-Bus monitor sees the call), then waits for that Connect to be answered and
-    for BlueZ to show no link (busctl); the figures say what was seen."""
+    Connect (a D-Bus monitor sees the call; `at="link"`: when BlueZ then shows the link up,
+    `Connected` true, while its services are still being resolved), then waits for that
+    Connect to be answered and for BlueZ to show no link (busctl); the figures say what was
+    seen."""
     path = f"/org/bluez/hci0/dev_{address.replace(':', '_')}"
     monitor = await MessageBus(bus_address=bed.bus).connect()
     loop = asyncio.get_running_loop()
@@ -432,13 +435,25 @@ async def kill_in_connect(bed: Bed, daemon: Daemon, address: str, work: Path, na
     answered = asyncio.Event()
     calls: dict[tuple[str, int], float] = {}
     answer: dict = {}
+    link: dict = {}
 
     def on_message(m: Message) -> bool:
         if m.message_type == MessageType.METHOD_CALL:
             if m.member == "Connect" and m.path == path and not calls:
                 calls[(m.sender, m.serial)] = loop.time()
-                seen_call.set()
+                if at == "call":
+                    seen_call.set()
             return True
+        if m.message_type == MessageType.SIGNAL:
+            if m.path == path and m.member == "PropertiesChanged" and calls and m.body[0] == "org.bluez.Device1":
+                changed = m.body[1]
+                if "ServicesResolved" in changed and changed["ServicesResolved"].value:
+                    link.setdefault("resolved_at", loop.time())
+                if "Connected" in changed and changed["Connected"].value:
+                    link.setdefault("up_at", loop.time())
+                    if at == "link" and "resolved_at" not in link:
+                        seen_call.set()
+            return False
         if m.message_type in (MessageType.METHOD_RETURN, MessageType.ERROR) and (m.destination, m.reply_serial) in calls:
             answer.update(kind="error" if m.message_type == MessageType.ERROR else "return",
                           error=m.error_name, at=loop.time())
@@ -450,7 +465,8 @@ async def kill_in_connect(bed: Bed, daemon: Daemon, address: str, work: Path, na
         destination="org.freedesktop.DBus", path="/org/freedesktop/DBus", interface="org.freedesktop.DBus.Monitoring",
         member="BecomeMonitor", signature="asu",
         body=[[f"type='method_call',interface='org.bluez.Device1',member='Connect',path='{path}'",
-               "type='method_return'", "type='error'"], 0]))
+               "type='method_return'", "type='error'",
+               f"type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='{path}'"], 0]))
     if reply.message_type == MessageType.ERROR:
         monitor.disconnect()
         raise CannotRun(f"the bus refused a monitor: {reply.error_name} {reply.body}")
@@ -477,6 +493,8 @@ async def kill_in_connect(bed: Bed, daemon: Daemon, address: str, work: Path, na
                 result["script_ended_before_kill"] = True
         await process.wait()
         result["connect_answered_before_kill"] = answered.is_set()
+        result["link_up_before_kill"] = link.get("up_at", killed_at + 1) <= killed_at
+        result["resolved_before_kill"] = link.get("resolved_at", killed_at + 1) <= killed_at
         try:
             links = bed.links()
             result["link_at_kill"] = address in links
@@ -507,16 +525,17 @@ async def kill_in_connect(bed: Bed, daemon: Daemon, address: str, work: Path, na
     return result
 
 
-def kill_tests(work: Path, bed: Bed, daemon: Daemon, board: str, address: str, count: int, slow: str | None) -> dict:
-    """`count` scripts killed in the middle of a connect; with `slow`, each connect is held
-    open that much longer by the testbed (`fault slow`)."""
+def kill_tests(work: Path, bed: Bed, daemon: Daemon, board: str, address: str, count: int, slow: str | None,
+               at: str = "call") -> dict:
+    """`count` scripts killed in the middle of a connect (`at`: see kill_in_connect); with
+    `slow`, each connect is held open that much longer by the testbed (`fault slow`)."""
     each = []
     for index in range(count):
         if slow:
             bed.cli("fault", "slow", board, slow)
         try:
-            name = f"kill-{'slow' if slow else 'plain'}-{index + 1}"
-            result = asyncio.run(kill_in_connect(bed, daemon, address, work, name))
+            name = f"kill-{'slow' if slow else 'plain'}{'-link' if at == 'link' else ''}-{index + 1}"
+            result = asyncio.run(kill_in_connect(bed, daemon, address, work, name, at))
         finally:
             if slow:
                 bed.cli("fault", "slow", board, "0", check=False)
@@ -534,6 +553,8 @@ def kill_tests(work: Path, bed: Bed, daemon: Daemon, board: str, address: str, c
         log(f"{name}: {result}")
     return {"tried": count, "left_no_link": sum(1 for r in each if r["left_no_link"]),
             "killed_while_connecting": sum(1 for r in each if r["connect_seen"] and not r["connect_answered_before_kill"]),
+            "killed_while_resolving": sum(1 for r in each if r["link_up_before_kill"] and not r["resolved_before_kill"]
+                                          and not r["connect_answered_before_kill"]),
             "next_run_ok": sum(1 for r in each if r["next_run_ok"]), "each": each}
 
 
@@ -615,6 +636,8 @@ def fleet_phase(work: Path, vm: str, bin_dir: Path, args) -> dict:
     result["kill"] = kill_tests(work, bed, daemon2, other_name, other, args.kills, None)
     log(f"fleet: {args.kills} scripts killed in the middle of a connect of {other_name} held {SLOW_CONNECT} longer")
     result["kill_slow"] = kill_tests(work, bed, daemon2, other_name, other, args.kills, SLOW_CONNECT)
+    log(f"fleet: {args.kills} scripts killed when the link of {other_name} came up, its services not resolved")
+    result["kill_link"] = kill_tests(work, bed, daemon2, other_name, other, args.kills, None, at="link")
     result["daemon_allow_exit"] = daemon2.stop()
     result["journal_allow"] = daemon2.journal()
     result["bluez_crashes"] = bed.crashes()
@@ -696,10 +719,14 @@ def report(figures: dict) -> str:
     lines.append("== a script SIGKILLed in the middle of a connect through the fleet (when bluetoothd gets its "
                  "Device1.Connect), a device not in the fleet")
     for label, kill in ((f"connect as it comes", fleet["kill"]),
-                        (f"connect held {SLOW_CONNECT} longer (testbed `fault slow`)", fleet["kill_slow"])):
+                        (f"connect held {SLOW_CONNECT} longer (testbed `fault slow`)", fleet["kill_slow"]),
+                        ("killed when the link came up (Connected), services not resolved", fleet.get("kill_link"))):
+        if kill is None:
+            continue
         answers = Counter(f"{r['connect_answer'] or 'unanswered 30 s after the kill'}"
                           f"{' ' + r['connect_error'] if r['connect_error'] else ''}" for r in kill["each"])
-        lines.append(f"   {label}: {kill['tried']} kills, {kill['killed_while_connecting']} while the Connect was pending; "
+        lines.append(f"   {label}: {kill['tried']} kills, {kill['killed_while_connecting']} while the Connect was pending "
+                     f"({kill.get('killed_while_resolving', '-')} with the link up, its services not resolved); "
                      f"no link in BlueZ (busctl) after: {kill['left_no_link']}/{kill['tried']}; "
                      f"the next run ok: {kill['next_run_ok']}/{kill['tried']}")
         lines.append(f"     the pending Connect ended as {dict(answers)}; no link {[r['no_link_after_s'] for r in kill['each']]} s "

@@ -15,6 +15,13 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
     /// Whether the kernel's disconnect takes the link (else it answers success and keeps it).
     let kernelTakes: Bool
     let resolved: Bool
+    /// Whether the link is up at the start (else a connect is pending: no link yet).
+    let connected: Bool
+    /// The link as bluetoothd shows it now.
+    private let linkUp: Mutex<Bool>
+    /// How long bluetoothd holds a link it is still setting up after `Device1.Disconnect`
+    /// (its disconnect timer, `DISCONNECT_TIMER`).
+    static let bluezHolds: Duration = .seconds(2)
     /// How long a `WriteValue` takes to be answered (nil: never).
     let writeTakes: Duration?
     private let mirror = Mutex<BlueZObjectMirror?>(nil)
@@ -30,12 +37,14 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
     let resetDrops: Duration?
 
     init(
-        resolved: Bool, kernelTakes: Bool = true, writeTakes: Duration? = .milliseconds(20),
+        resolved: Bool, connected: Bool = true, kernelTakes: Bool = true, writeTakes: Duration? = .milliseconds(20),
         rssiAnswer: (after: Duration, status: UInt8?) = (.zero, nil), answerClock: ProbeClock? = nil,
         resetDrops: Duration? = nil
     ) {
         self.resetDrops = resetDrops
         self.resolved = resolved
+        self.connected = connected
+        self.linkUp = Mutex(connected || resolved)
         self.kernelTakes = kernelTakes
         self.writeTakes = writeTakes
         self.rssiAnswer = rssiAnswer
@@ -49,7 +58,7 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
         await mirror.load(
             [Self.path: [BlueZInterfaces.device: [
                 "Address": .string("CA:FE:00:00:00:01"), "AddressType": .string("random"), "Adapter": .objectPath(Self.adapter),
-                "Connected": .boolean(true), "ServicesResolved": .boolean(resolved),
+                "Connected": .boolean(connected), "ServicesResolved": .boolean(resolved),
             ]]], owner: ":1.1")
         try await Task.sleep(for: .seconds(3600))
     }
@@ -66,7 +75,23 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
             return []
         }
         calls.withLock { $0.append("Device1.\(member)") }
-        if member == "Disconnect" { await drop() }
+        guard member == "Disconnect", linkUp.withLock({ $0 }) else { return [] }
+        if await mirror.withLock({ $0 })?.tree.link(at: DevicePath(Self.path))?.servicesResolved == true {
+            await drop()
+            return []
+        }
+        // A link being set up: bluetoothd cancels its work on it and ends it when its timer
+        // does, unless the link went before; it answers once the link is down.
+        guard let mirror = mirror.withLock({ $0 }) else { return [] }
+        let path = DevicePath(Self.path)
+        do {
+            try await mirror.wait(timeout: Self.bluezHolds, description: "the kernel took the link") {
+                ($0.tree.hasLink(at: path) ?? false) ? .pending : .done(())
+            }
+        } catch {
+            calls.withLock { $0.append("BlueZ: disconnect timer ended the link") }
+            await drop()
+        }
         return []
     }
 
@@ -77,7 +102,15 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
         if kernelTakes { await drop() }
     }
 
+    /// bluetoothd has resolved the link's services.
+    func resolve() async {
+        calls.withLock { $0.append("BlueZ: resolved") }
+        await mirror.withLock { $0 }?.apply(.propertiesChanged(
+            path: Self.path, interface: BlueZInterfaces.device, changed: ["ServicesResolved": .boolean(true)], invalidated: []))
+    }
+
     private func drop() async {
+        linkUp.withLock { $0 = false }
         await mirror.withLock { $0 }?.apply(.propertiesChanged(
             path: Self.path, interface: BlueZInterfaces.device,
             changed: ["Connected": .boolean(false), "ServicesResolved": .boolean(false)], invalidated: []))
@@ -144,9 +177,37 @@ struct LinkReleaseTests {
         #expect(bus.made == ["mgmt.Disconnect"])
     }
 
-    @Test("A link bluetoothd is still setting up goes through Device1.Disconnect, never from under it")
+    @Test("A link bluetoothd is still setting up and does not finish goes through Device1.Disconnect, never from under it")
     func linkBeingSetUpThroughBlueZ() async throws {
         let bus = ReleaseBus(resolved: false)
+        let took = try await release(bus, timeout: .seconds(20))
+        #expect(bus.made == ["Device1.Disconnect", "BlueZ: disconnect timer ended the link"])
+        #expect(took >= BlueZClient.resolveWait)
+    }
+
+    @Test("A link whose services resolve while the release waits goes through the kernel once they have")
+    func linkResolvedMeanwhileThroughTheKernel() async throws {
+        let bus = ReleaseBus(resolved: false)
+        let client = BlueZClient(bus: bus, management: bus, clock: MachineClock(), logger: Logger(label: "test"))
+        let running = Task { try await client.run() }
+        defer { running.cancel() }
+        try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
+        let device = try #require(await client.mirror.tree.device(at: DevicePath(ReleaseBus.path)))
+        let release = Task { try await client.disconnect(device, timeout: .seconds(30)) }
+        // Two waits: the link's end, and its services (or its end) before the kernel is asked.
+        try await eventually("the release waits for the services", within: .seconds(10), every: .milliseconds(5)) {
+            await client.mirror.waitsRegistered >= 2
+        }
+        #expect(bus.made.isEmpty)
+        await bus.resolve()
+        try await release.value
+        #expect(bus.made == ["BlueZ: resolved", "mgmt.Disconnect"])
+        #expect(await client.mirror.tree.hasLink(at: DevicePath(ReleaseBus.path)) == false)
+    }
+
+    @Test("A connect still pending is cancelled by BlueZ: no services to wait for")
+    func pendingConnectThroughBlueZ() async throws {
+        let bus = ReleaseBus(resolved: false, connected: false)
         _ = try await release(bus)
         #expect(bus.made == ["Device1.Disconnect"])
     }

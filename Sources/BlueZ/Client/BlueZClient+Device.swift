@@ -165,10 +165,15 @@ extension BlueZClient {
     /// A link bluetoothd is done setting up (its services resolved) goes down through the
     /// kernel's management interface when this client has one (about 0.1 s; bluetoothd keeps
     /// the device and its GATT objects). A link bluetoothd is still working on (connected, its
-    /// services not yet resolved: discovery, or its GATT client being set up) goes through
-    /// `Device1.Disconnect`, which lets bluetoothd cancel its own work first and holds the
-    /// device for its 2 s disconnect timer: bluetoothd 5.66 has died when the kernel took a
-    /// link from under that work (issue 55). `Device1.Disconnect` also cancels a connect still
+    /// services not yet resolved: discovery, or its GATT client being set up) is never taken
+    /// from under that work through the kernel: bluetoothd 5.66 has died when it was (issue
+    /// 55). Its services are waited for, at most ``resolveWait`` (what is left of a discovery
+    /// under way is usually shorter), and the link then goes through the kernel; one still
+    /// unresolved goes through `Device1.Disconnect`, which lets bluetoothd cancel its work
+    /// first but holds the link for its 2 s disconnect timer. (Asking the kernel as soon as
+    /// bluetoothd had handled that `Device1.Disconnect` was tried: Linux 6.1 oopsed, list_del
+    /// corruption in `hci_chan_del` as bluetoothd's ATT socket was released, in 2 of about 25
+    /// such releases on the real lane.) `Device1.Disconnect` also cancels a connect still
     /// pending, which the kernel cannot. A kernel release waits first for this client's GATT
     /// calls on the device to be answered (``gattSettled(on:)``); one that answered but did
     /// not take within ``kernelReleaseGrace`` is asked of BlueZ too.
@@ -182,6 +187,7 @@ extension BlueZClient {
         }
         let released: Bool
         do {
+            await servicesResolvedOrGone(path, within: min(Self.resolveWait, timeout))
             released = try await releaseThroughManagement(path)
         } catch {
             await mirror.discard(ticket)
@@ -218,6 +224,25 @@ extension BlueZClient {
             of: again, timeout: max(.milliseconds(1), timeout - start.duration(to: clock.now)),
             description: "\(device.address) still connected after \(timeout)")
     }
+
+    /// Waits, at most `bound`, until the device at `path` has no link being set up: its
+    /// services resolved, or no link. Returns at once where the kernel would not be asked
+    /// anyway (no management interface here).
+    private func servicesResolvedOrGone(_ path: DevicePath, within bound: Duration) async {
+        guard management != nil, !managementUnusable.load(ordering: .relaxed) else { return }
+        _ = try? await mirror.wait(timeout: bound, description: "services resolved or link gone", watching: path.rawValue) {
+            snapshot -> MirrorWaitStep<Void> in
+            guard let link = snapshot.tree.link(at: path), link.connected, !link.servicesResolved else { return .done(()) }
+            return .pending
+        }
+    }
+
+    /// How long a release waits for bluetoothd to finish resolving the services of a link it
+    /// is setting up, so that the link goes through the kernel (0.1 s) rather than through
+    /// `Device1.Disconnect` (2 s): a script killed in the middle of a connect usually leaves
+    /// the last part of a discovery (issue 55: 2 of 12 such links in the crowd benchmark took
+    /// 2.0 s).
+    static let resolveWait: Duration = .seconds(1)
 
     /// How long a link the kernel said it released may stay up before BlueZ is asked.
     static let kernelReleaseGrace: Duration = .milliseconds(1500)

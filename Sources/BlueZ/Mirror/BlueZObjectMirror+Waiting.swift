@@ -115,6 +115,9 @@ extension BlueZObjectMirror {
         return try await result(of: ticket, timeout: timeout, description: description)
     }
 
+    /// How many registered waits are not collected yet.
+    var waitsRegistered: Int { waiters.count }
+
     /// Drops a registered wait that will not be collected.
     public func discard<T: Sendable>(_ ticket: MirrorWaitTicket<T>) {
         waiters[ticket.id]?.fail(.timeout("abandoned"))
