@@ -166,6 +166,13 @@ public final class SimulatedRadio: BlueZBus {
             guard let index = Self.adapter(path) else { throw Self.unknown(path) }
             try await setPowered(on, adapter: index, generation: generation, mirror: mirror)
             return []
+        case (BlueZInterfaces.properties, "Get"):
+            // A device's Connected, as bluetoothd answers it: its link now, which the mirror
+            // learns a moment later from the signal.
+            guard let (index, address) = Self.device(path), arguments.count >= 2,
+                arguments[0].string == BlueZInterfaces.device, arguments[1].string == "Connected"
+            else { throw DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "\(interface).\(member) is not simulated for \(path)") }
+            return [.variant(.boolean(world.withLock { $0.links[address] == index }))]
         case (BlueZInterfaces.device, "Connect"):
             guard let (index, address) = Self.device(path) else { throw Self.unknown(path) }
             try await connect(address, through: index, generation: generation, mirror: mirror)

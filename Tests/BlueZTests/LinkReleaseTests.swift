@@ -36,15 +36,18 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
     /// How long after a reset of the controller BlueZ shows the link down (nil: never).
     let resetDrops: Duration?
 
+    /// `upAtBlueZ`: whether bluetoothd has the link (its `Connected`), when the mirror does
+    /// not show it yet (default: as `connected` or `resolved` say).
     init(
-        resolved: Bool, connected: Bool = true, kernelTakes: Bool = true, writeTakes: Duration? = .milliseconds(20),
+        resolved: Bool, connected: Bool = true, upAtBlueZ: Bool? = nil, kernelTakes: Bool = true,
+        writeTakes: Duration? = .milliseconds(20),
         rssiAnswer: (after: Duration, status: UInt8?) = (.zero, nil), answerClock: ProbeClock? = nil,
         resetDrops: Duration? = nil
     ) {
         self.resetDrops = resetDrops
         self.resolved = resolved
         self.connected = connected
-        self.linkUp = Mutex(connected || resolved)
+        self.linkUp = Mutex(upAtBlueZ ?? (connected || resolved))
         self.kernelTakes = kernelTakes
         self.writeTakes = writeTakes
         self.rssiAnswer = rssiAnswer
@@ -74,6 +77,10 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
             calls.withLock { $0.append("WriteValue answered") }
             return []
         }
+        if member == "Get" {
+            calls.withLock { $0.append("Properties.Get") }
+            return [.variant(.boolean(linkUp.withLock { $0 }))]
+        }
         calls.withLock { $0.append("Device1.\(member)") }
         guard member == "Disconnect", linkUp.withLock({ $0 }) else { return [] }
         if await mirror.withLock({ $0 })?.tree.link(at: DevicePath(Self.path))?.servicesResolved == true {
@@ -100,6 +107,12 @@ final class ReleaseBus: BlueZBus, ControllerManagement {
     {
         calls.withLock { $0.append("mgmt.Disconnect") }
         if kernelTakes { await drop() }
+    }
+
+    /// The mirror is told what bluetoothd signalled: the link up (`Connected`).
+    func signalUp() async {
+        await mirror.withLock { $0 }?.apply(.propertiesChanged(
+            path: Self.path, interface: BlueZInterfaces.device, changed: ["Connected": .boolean(true)], invalidated: []))
     }
 
     /// bluetoothd has resolved the link's services.
@@ -209,7 +222,27 @@ struct LinkReleaseTests {
     func pendingConnectThroughBlueZ() async throws {
         let bus = ReleaseBus(resolved: false, connected: false)
         _ = try await release(bus)
-        #expect(bus.made == ["Device1.Disconnect"])
+        #expect(bus.made == ["Properties.Get", "Device1.Disconnect"])
+    }
+
+    @Test("A link bluetoothd has but the mirror does not show yet is waited for, not taken for a pending connect")
+    func linkNotShownYetIsWaitedFor() async throws {
+        // A script killed as its link came up: the daemon abandons the connect before its
+        // mirror has bluetoothd's signal. Device1.Disconnect would hold the link 2 s.
+        let bus = ReleaseBus(resolved: false, connected: false, upAtBlueZ: true)
+        let client = BlueZClient(bus: bus, management: bus, clock: MachineClock(), logger: Logger(label: "test"))
+        let running = Task { try await client.run() }
+        defer { running.cancel() }
+        try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
+        let device = try #require(await client.mirror.tree.device(at: DevicePath(ReleaseBus.path)))
+        let release = Task { try await client.disconnect(device, timeout: .seconds(30)) }
+        try await eventually("the release asked bluetoothd and waits", within: .seconds(10), every: .milliseconds(5)) {
+            await client.mirror.waitsRegistered >= 2 && bus.made == ["Properties.Get"]
+        }
+        await bus.signalUp()
+        await bus.resolve()
+        try await release.value
+        #expect(bus.made == ["Properties.Get", "BlueZ: resolved", "mgmt.Disconnect"])
     }
 
     @Test("A write of ours under way on the link is answered before the kernel takes the link")
