@@ -198,24 +198,29 @@ struct LinkReleaseTests {
         #expect(took >= BlueZClient.resolveWait)
     }
 
-    @Test("A link whose services resolve while the release waits goes through the kernel once they have")
-    func linkResolvedMeanwhileThroughTheKernel() async throws {
-        let bus = ReleaseBus(resolved: false)
+    /// Releases the bus's device and, once the release waits (`waiting` holds), tells the
+    /// mirror what `meanwhile` makes bluetoothd do.
+    func release(
+        _ bus: ReleaseBus, once waiting: @escaping @Sendable (BlueZClient) async -> Bool, meanwhile: () async -> Void
+    ) async throws {
         let client = BlueZClient(bus: bus, management: bus, clock: MachineClock(), logger: Logger(label: "test"))
         let running = Task { try await client.run() }
         defer { running.cancel() }
         try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
         let device = try #require(await client.mirror.tree.device(at: DevicePath(ReleaseBus.path)))
         let release = Task { try await client.disconnect(device, timeout: .seconds(30)) }
-        // Two waits: the link's end, and its services (or its end) before the kernel is asked.
-        try await eventually("the release waits for the services", within: .seconds(10), every: .milliseconds(5)) {
-            await client.mirror.waitsRegistered >= 2
-        }
-        #expect(bus.made.isEmpty)
-        await bus.resolve()
+        try await eventually("the release waits", within: .seconds(10), every: .milliseconds(5)) { await waiting(client) }
+        await meanwhile()
         try await release.value
-        #expect(bus.made == ["BlueZ: resolved", "mgmt.Disconnect"])
         #expect(await client.mirror.tree.hasLink(at: DevicePath(ReleaseBus.path)) == false)
+    }
+
+    @Test("A link whose services resolve while the release waits goes through the kernel once they have")
+    func linkResolvedMeanwhileThroughTheKernel() async throws {
+        let bus = ReleaseBus(resolved: false)
+        // Two waits: the link's end, and its services (or its end) before the kernel is asked.
+        try await release(bus, once: { await $0.mirror.waitsRegistered >= 2 && bus.made.isEmpty }) { await bus.resolve() }
+        #expect(bus.made == ["BlueZ: resolved", "mgmt.Disconnect"])
     }
 
     @Test("A connect still pending is cancelled by BlueZ: no services to wait for")
@@ -230,18 +235,10 @@ struct LinkReleaseTests {
         // A script killed as its link came up: the daemon abandons the connect before its
         // mirror has bluetoothd's signal. Device1.Disconnect would hold the link 2 s.
         let bus = ReleaseBus(resolved: false, connected: false, upAtBlueZ: true)
-        let client = BlueZClient(bus: bus, management: bus, clock: MachineClock(), logger: Logger(label: "test"))
-        let running = Task { try await client.run() }
-        defer { running.cancel() }
-        try await client.mirror.waitUntilLoaded(timeout: .seconds(10))
-        let device = try #require(await client.mirror.tree.device(at: DevicePath(ReleaseBus.path)))
-        let release = Task { try await client.disconnect(device, timeout: .seconds(30)) }
-        try await eventually("the release asked bluetoothd and waits", within: .seconds(10), every: .milliseconds(5)) {
-            await client.mirror.waitsRegistered >= 2 && bus.made == ["Properties.Get"]
+        try await release(bus, once: { await $0.mirror.waitsRegistered >= 2 && bus.made == ["Properties.Get"] }) {
+            await bus.signalUp()
+            await bus.resolve()
         }
-        await bus.signalUp()
-        await bus.resolve()
-        try await release.value
         #expect(bus.made == ["Properties.Get", "BlueZ: resolved", "mgmt.Disconnect"])
     }
 
