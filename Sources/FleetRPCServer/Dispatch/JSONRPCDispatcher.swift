@@ -294,12 +294,15 @@ public struct JSONRPCDispatcher: Sendable {
         return callLogger
     }
 
-    /// Every call that changes state is logged, with its caller's uid, as it ends.
-    private static func logIfStateChanging(_ descriptor: RPCMethodDescriptor, _ outcome: RPCReply.Outcome, _ logger: Logger) {
+    /// Every call that changes state is logged, with its caller's uid, as it ends. The
+    /// logger is made only then: a read answered on the event loop (`daemon.status`) makes none.
+    private static func logIfStateChanging(
+        _ descriptor: RPCMethodDescriptor, _ outcome: RPCReply.Outcome, _ logger: @autoclosure () -> Logger
+    ) {
         guard descriptor.access == .write else { return }
         switch outcome {
-        case .result: logger.info("State-changing call succeeded")
-        case .error(let error): logger.info("State-changing call failed", metadata: ["rpc.error.code": "\(error.code)"])
+        case .result: logger().info("State-changing call succeeded")
+        case .error(let error): logger().info("State-changing call failed", metadata: ["rpc.error.code": "\(error.code)"])
         }
     }
 

@@ -17,7 +17,10 @@ extension RPCMethod {
 /// method's descriptor has already checked, by their `Codable` conformance (one declaration:
 /// the stored properties, named as on the wire). The descriptor's parameters are read from
 /// the same declaration (``RPCMethod/describe(_:_:params:exactlyOneOf:result:access:errors:)``).
-public protocol RPCMethodParams: Codable, Sendable {}
+public protocol RPCMethodParams: Codable, Sendable {
+    /// Reads the checked params (by default through `Codable`; see the extension).
+    init(checked params: RPCCheckedParams) throws(RPCError)
+}
 
 extension RPCMethodParams {
     /// Decodes the checked params: the descriptor has already checked every name, type and
@@ -34,6 +37,8 @@ extension RPCMethodParams {
 /// The params of a method that takes none.
 public struct RPCNoParams: RPCMethodParams, Hashable {
     public init() {}
+    /// Nothing to read: no JSON round trip (`daemon.status` is called in loops).
+    public init(checked params: RPCCheckedParams) {}
     public init(from decoder: any Decoder) throws {}
     public func encode(to encoder: any Encoder) throws {
         _ = encoder.container(keyedBy: AnyCodingKey.self)
