@@ -26,20 +26,21 @@ public struct BoardAddress: Sendable, Hashable, Comparable, CustomStringConverti
     }
 
     /// `text` in upper case when it is six colon-separated pairs of hex digits, read byte by
-    /// byte (addresses are parsed at every BlueZ signal); nil otherwise.
+    /// byte (addresses are parsed at every BlueZ signal, and every link counted); nil
+    /// otherwise. Text already in upper case (as BlueZ writes addresses) is kept as it is.
     private static func normalized(_ text: String) -> String? {
         guard text.utf8.count == 17 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(17)
+        var lowercase = false
         for (index, byte) in text.utf8.enumerated() {
             switch (index % 3, byte) {
-            case (2, UInt8(ascii: ":")): bytes.append(byte)
-            case (0..<2, UInt8(ascii: "0")...UInt8(ascii: "9")), (0..<2, UInt8(ascii: "A")...UInt8(ascii: "F")): bytes.append(byte)
-            case (0..<2, UInt8(ascii: "a")...UInt8(ascii: "f")): bytes.append(byte - 32)
+            case (2, UInt8(ascii: ":")): continue
+            case (0..<2, UInt8(ascii: "0")...UInt8(ascii: "9")), (0..<2, UInt8(ascii: "A")...UInt8(ascii: "F")): continue
+            case (0..<2, UInt8(ascii: "a")...UInt8(ascii: "f")): lowercase = true
             default: return nil
             }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        guard lowercase else { return text }
+        return String(decoding: text.utf8.map { (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) ? $0 - 32 : $0 }, as: UTF8.self)
     }
 
     /// Parses `text`, or returns nil when it is not a valid address.

@@ -95,11 +95,20 @@ final class GATTCallsUnderWay: Sendable {
     private let counts = Mutex<[String: Int]>([:])
 
     /// The device whose GATT object `path` is (`/org/bluez/hci0/dev_…/service000a/…` →
-    /// `/org/bluez/hci0/dev_…`); nil for any other object, the device's own included.
+    /// `/org/bluez/hci0/dev_…`); nil for any other object, the device's own included. Read
+    /// by bytes (an object path is ASCII): every call of this client asks it.
     static func device(ofGATTObject path: String) -> String? {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard let index = parts.firstIndex(where: { $0.hasPrefix("dev_") }), index + 1 < parts.count else { return nil }
-        return parts[...index].joined(separator: "/")
+        let bytes = path.utf8
+        var start = bytes.startIndex
+        while true {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "/"))
+            if bytes[start..<(end ?? bytes.endIndex)].starts(with: "dev_".utf8) {
+                // The device's component: its path, when an object under it is named.
+                return end.map { String(decoding: bytes[..<$0], as: UTF8.self) }
+            }
+            guard let end else { return nil }
+            start = bytes.index(after: end)
+        }
     }
 
     /// A call on `path` begins: the device to ``end(_:)`` it on, when `path` is a GATT object.

@@ -8,8 +8,14 @@ public struct AdapterPath: BlueZObjectPath {
         self.rawValue = rawValue
     }
 
-    /// The interface name, e.g. `hci0` (the path's last component).
-    public var name: String { String(rawValue.split(separator: "/").last ?? Substring(rawValue)) }
+    /// The interface name, e.g. `hci0` (the path's last component). Read by bytes (an object
+    /// path is ASCII): it is asked for on every status call and every connect.
+    public var name: String {
+        let bytes = rawValue.utf8
+        guard let last = bytes.lastIndex(where: { $0 != UInt8(ascii: "/") }) else { return rawValue }
+        let first = bytes[..<last].lastIndex(of: UInt8(ascii: "/")).map(bytes.index(after:)) ?? bytes.startIndex
+        return String(decoding: bytes[first...last], as: UTF8.self)
+    }
 }
 
 /// One kind of BlueZ object named by its D-Bus object path: a type per kind, so an adapter's

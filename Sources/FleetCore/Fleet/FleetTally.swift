@@ -135,7 +135,8 @@ final class FleetTally: Sendable {
                     name: entry.name, address: entry.address, present: entry.path != nil, powered: entry.powered,
                     discovering: entry.discovering,
                     // Its boards: the fleet's boards among the slots it holds.
-                    boards: entry.held.filter { state.boards[$0]?.phase.holdsSlot == true }.sorted { $0.description < $1.description },
+                    boards: entry.held.compactMap { state.boards[$0]?.phase.holdsSlot == true ? $0 : nil }
+                        .sorted { $0.description < $1.description },
                     limit: entry.limit, health: entry.health, lastRecovery: entry.lastRecovery)
             }
             return FleetStatus(
