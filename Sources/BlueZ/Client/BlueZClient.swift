@@ -137,9 +137,13 @@ final class NotifySessionCounts: Sendable {
         var count = 0
         /// The `StopNotify` of the last session to end, while it is under way.
         var stopping: Task<Void, Never>?
+        /// Which stop `stopping` is (``stops``): a newer one may take its place.
+        var stop: UInt64 = 0
     }
 
     private let entries = Mutex<[String: Entry]>([:])
+    /// Stops begun, numbered.
+    private let stops = Atomic<UInt64>(0)
 
     /// Opens one session on `path`: how many others of this client's were open there, and
     /// the `StopNotify` still under way there, which must be answered before a `StartNotify`
@@ -163,17 +167,14 @@ final class NotifySessionCounts: Sendable {
                 return
             }
             let previous = entry.stopping
-            let task = Task {
+            let number = stops.add(1, ordering: .relaxed).newValue
+            // Forgotten once done, unless a newer stop took its place (one task per stop:
+            // the simulation counts every task and hop).
+            entry.stopping = Task { [weak self] in
                 await previous?.value
                 await stop()
-            }
-            entry.stopping = task
-            entries[path] = entry
-            // Forgotten once done, unless a newer stop took its place.
-            Task { [weak self] in
-                await task.value
                 self?.entries.withLock { entries in
-                    guard let current = entries[path], current.stopping == task else { return }
+                    guard let current = entries[path], current.stop == number else { return }
                     if current.count == 0 {
                         entries[path] = nil
                     } else {
@@ -181,6 +182,8 @@ final class NotifySessionCounts: Sendable {
                     }
                 }
             }
+            entry.stop = number
+            entries[path] = entry
         }
     }
 
