@@ -280,26 +280,15 @@ extension BlueZClient {
     /// at most ``gattSettleLimit``. bluetoothd 5.66 has died (a use after free in its ATT
     /// layer, at the device's next connect) when the kernel took a link while a write of
     /// ours was under way on it (issue 55: the fleet put a board's LED back as it became
-    /// ready, and a client released it at that moment). It looks again as each of those ends
-    /// (``GATTCallsUnderWay/wake(_:)``) and at the limit, not every 10 ms: a look is a task's
-    /// turn, and the simulation's steps are those turns.
+    /// ready, and a client released it at that moment).
     func gattSettled(on path: String) async {
-        func busy() -> Bool { gattCalls.any(on: path) || notifySessions.stopping(under: path) }
-        guard busy() else { return }
         let deadline = clock.now + Self.gattSettleLimit
-        let limit = Task { [clock, gattCalls] in
-            guard (try? await clock.sleep(until: deadline)) != nil else { return }
-            gattCalls.wake(path)
-        }
-        defer { limit.cancel() }
-        while true {
-            let seen = gattCalls.generation
-            guard busy(), !Task.isCancelled else { return }
+        while gattCalls.any(on: path) || notifySessions.stopping(under: path) {
             guard clock.now < deadline else {
                 logger.debug("releasing a link with a GATT call still unanswered", metadata: ["dbus.path": "\(path)"])
                 return
             }
-            await gattCalls.wait(on: path, after: seen)
+            do { try await clock.sleep(for: .milliseconds(10)) } catch { return }
         }
     }
 }

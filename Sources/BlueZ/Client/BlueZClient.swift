@@ -15,7 +15,7 @@ public final class BlueZClient: Sendable {
     let logger: Logger
     /// Notification sessions open per characteristic: BlueZ keeps one session per D-Bus
     /// client, so `StopNotify` is sent only when this client's last session ends.
-    let notifySessions: NotifySessionCounts
+    let notifySessions = NotifySessionCounts()
     /// This client's calls under way on each device's GATT objects: the kernel takes a link
     /// only once they are answered (``disconnect(_:timeout:)``).
     let gattCalls = GATTCallsUnderWay()
@@ -42,7 +42,6 @@ public final class BlueZClient: Sendable {
         self.management = management
         self.logger = logger
         self.clock = clock
-        self.notifySessions = NotifySessionCounts(stopEnded: { [gattCalls] in gattCalls.wake(ofGATTObject: $0) })
         self.mirror = BlueZObjectMirror(logger: logger, clock: clock)
         self.agent = (bus as? DBusBlueZBus).map { BlueZAgent(connection: $0.connection, logger: logger) }
     }
@@ -91,17 +90,9 @@ public final class BlueZClient: Sendable {
 }
 
 /// How many calls of this client are under way on the GATT objects (services,
-/// characteristics, descriptors: the objects under a device's) of each device, and who waits
-/// for a device's to be over (``BlueZClient/gattSettled(on:)``): woken as they end.
+/// characteristics, descriptors: the objects under a device's) of each device.
 final class GATTCallsUnderWay: Sendable {
     private let counts = Mutex<[String: Int]>([:])
-    private struct Waiters {
-        /// Moves on at every wake-up: a waiter that saw an older one goes on at once.
-        var generation: UInt64 = 0
-        var next: UInt64 = 0
-        var waiting: [UInt64: (device: String, continuation: CheckedContinuation<Void, Never>)] = [:]
-    }
-    private let waiters = Mutex(Waiters())
 
     /// The device whose GATT object `path` is (`/org/bluez/hci0/dev_…/service000a/…` →
     /// `/org/bluez/hci0/dev_…`); nil for any other object, the device's own included. Read
@@ -128,57 +119,15 @@ final class GATTCallsUnderWay: Sendable {
     }
 
     func end(_ device: String) {
-        let over = counts.withLock { counts in
+        counts.withLock { counts in
             let left = (counts[device] ?? 1) - 1
             counts[device] = left > 0 ? left : nil
-            return left <= 0
         }
-        if over { wake(device) }
     }
 
     /// Whether a call on a GATT object of the device at `device` is under way.
     func any(on device: String) -> Bool {
         counts.withLock { $0[device] != nil }
-    }
-
-    /// The wake-ups so far: pass it to ``wait(on:after:)``.
-    var generation: UInt64 { waiters.withLock { $0.generation } }
-
-    /// Returns at the next wake-up for `device` after `generation` (at once if any wake-up
-    /// came since), or when the task is cancelled.
-    func wait(on device: String, after generation: UInt64) async {
-        let id = waiters.withLock { waiters -> UInt64 in
-            waiters.next &+= 1
-            return waiters.next
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let now = waiters.withLock { waiters -> Bool in
-                    guard waiters.generation == generation, !Task.isCancelled else { return true }
-                    waiters.waiting[id] = (device, continuation)
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-        } onCancel: {
-            waiters.withLock { $0.waiting.removeValue(forKey: id) }?.continuation.resume()
-        }
-    }
-
-    /// Something that kept the device at `device` busy ended (its calls, a `StopNotify`),
-    /// or its waiters' time is up: they look again.
-    func wake(_ device: String) {
-        let woken = waiters.withLock { waiters in
-            waiters.generation &+= 1
-            let ids = waiters.waiting.filter { $0.value.device == device }.map(\.key)
-            return ids.compactMap { waiters.waiting.removeValue(forKey: $0)?.continuation }
-        }
-        for continuation in woken { continuation.resume() }
-    }
-
-    /// ``wake(_:)`` for the device of the GATT object at `path`.
-    func wake(ofGATTObject path: String) {
-        if let device = Self.device(ofGATTObject: path) { wake(device) }
     }
 }
 
@@ -188,19 +137,9 @@ final class NotifySessionCounts: Sendable {
         var count = 0
         /// The `StopNotify` of the last session to end, while it is under way.
         var stopping: Task<Void, Never>?
-        /// Which stop `stopping` is (``stops``): a newer one may take its place.
-        var stop: UInt64 = 0
     }
 
     private let entries = Mutex<[String: Entry]>([:])
-    /// Stops begun, numbered.
-    private let stops = Atomic<UInt64>(0)
-    /// Told the characteristic's path when a stop is over (its entry no longer stopping).
-    private let stopEnded: @Sendable (String) -> Void
-
-    init(stopEnded: @escaping @Sendable (String) -> Void = { _ in }) {
-        self.stopEnded = stopEnded
-    }
 
     /// Opens one session on `path`: how many others of this client's were open there, and
     /// the `StopNotify` still under way there, which must be answered before a `StartNotify`
@@ -224,24 +163,24 @@ final class NotifySessionCounts: Sendable {
                 return
             }
             let previous = entry.stopping
-            let number = stops.add(1, ordering: .relaxed).newValue
-            // Forgotten once done, unless a newer stop took its place (one task per stop:
-            // the simulation counts every task and hop).
-            entry.stopping = Task { [weak self] in
+            let task = Task {
                 await previous?.value
                 await stop()
+            }
+            entry.stopping = task
+            entries[path] = entry
+            // Forgotten once done, unless a newer stop took its place.
+            Task { [weak self] in
+                await task.value
                 self?.entries.withLock { entries in
-                    guard let current = entries[path], current.stop == number else { return }
+                    guard let current = entries[path], current.stopping == task else { return }
                     if current.count == 0 {
                         entries[path] = nil
                     } else {
                         entries[path]?.stopping = nil
                     }
                 }
-                self?.stopEnded(path)
             }
-            entry.stop = number
-            entries[path] = entry
         }
     }
 
