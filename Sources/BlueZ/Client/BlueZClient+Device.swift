@@ -172,8 +172,8 @@ extension BlueZClient {
     /// unresolved goes through `Device1.Disconnect`, which lets bluetoothd cancel its work
     /// first but holds the link for its 2 s disconnect timer. (Asking the kernel as soon as
     /// bluetoothd had handled that `Device1.Disconnect` was tried: Linux 6.1 oopsed, list_del
-    /// corruption in `hci_chan_del` as bluetoothd's ATT socket was released, in 2 of about 25
-    /// such releases on the real lane.) `Device1.Disconnect` also cancels a connect still
+    /// corruption in `hci_chan_del` as bluetoothd's ATT socket was released, in 2 of 16 such
+    /// releases on the real lane.) `Device1.Disconnect` also cancels a connect still
     /// pending, which the kernel cannot. A kernel release waits first for this client's GATT
     /// calls on the device to be answered (``gattSettled(on:)``); one that answered but did
     /// not take within ``kernelReleaseGrace`` is asked of BlueZ too.
@@ -231,12 +231,13 @@ extension BlueZClient {
     ///
     /// Where the mirror shows no link yet, bluetoothd is asked (its `Connected`): the mirror
     /// follows bluetoothd's signals a moment behind, and a connect abandoned in that moment
-    /// (a script killed as its link came up: 1 in 30 such kills in the crowd benchmark) was
+    /// (a script killed as its link came up: 1 in 9 such kills in the crowd benchmark) was
     /// taken for one with no link and went through `Device1.Disconnect`, held 2 s. bluetoothd
     /// answers after the signals it sent before, so a link it had then is waited for: until
     /// the mirror shows its services resolved, or shows it up and then down.
     private func servicesResolvedOrGone(_ path: DevicePath, within bound: Duration) async {
         guard management != nil, !managementUnusable.load(ordering: .relaxed) else { return }
+        let deadline = clock.now + bound
         let shown = await mirror.tree.link(at: path)
         if shown?.servicesResolved == true { return }
         var upAtBlueZ = shown?.connected == true
@@ -248,7 +249,8 @@ extension BlueZClient {
         }
         guard upAtBlueZ else { return }
         let sawUp = Mutex(false)
-        _ = try? await mirror.wait(timeout: bound, description: "services resolved or link gone", watching: path.rawValue) {
+        let left = max(.milliseconds(1), clock.now.duration(to: deadline))
+        _ = try? await mirror.wait(timeout: left, description: "services resolved or link gone", watching: path.rawValue) {
             snapshot -> MirrorWaitStep<Void> in
             guard let link = snapshot.tree.link(at: path) else { return .done(()) }
             if link.servicesResolved { return .done(()) }
